@@ -1,0 +1,66 @@
+// Reverse-mode automatic differentiation over a tape.
+//
+// While grad mode is on, every op whose inputs require gradients appends one entry to the
+// calling thread's tape: a closure that, given d(loss)/d(output), adds d(loss)/d(input) into
+// each input. backward(loss) runs the tape from the end, then clears it (one graph at a
+// time per thread; there is no retain_graph). Gradients accumulate into leaves — tensors
+// marked with requires_grad_() — until zero_grad().
+//
+//   Tensor w = Tensor::randn({C, C}, 1).requires_grad_();
+//   Tensor loss = tfm::mean(tfm::matmul(x, w));
+//   tfm::backward(loss);          // w.grad() now holds d loss / d w
+//
+// Inference runs under NoGradGuard: nothing is recorded and no activation is kept alive.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <initializer_list>
+
+#include "tfm/tensor.h"
+
+namespace tfm {
+
+struct AutogradMeta {
+  bool requires_grad = false;
+  bool is_leaf = true;  // false for outputs of recorded ops
+  Tensor grad;          // accumulated gradient: f32, contiguous, same shape as the tensor
+};
+
+bool grad_enabled();
+void set_grad_enabled(bool on);
+
+// RAII: disables recording for its lifetime (restores the previous mode).
+class NoGradGuard {
+ public:
+  NoGradGuard();
+  ~NoGradGuard();
+  NoGradGuard(const NoGradGuard&) = delete;
+  NoGradGuard& operator=(const NoGradGuard&) = delete;
+
+ private:
+  bool previous_;
+};
+
+// Run the tape backwards from `root`. `root_grad` defaults to ones (so a scalar loss needs
+// none). Throws if root does not require grad.
+void backward(const Tensor& root, const Tensor& root_grad = Tensor());
+
+namespace autograd {
+
+// For op implementations ------------------------------------------------------------------
+// Given d(loss)/d(output) (contiguous f32, output's shape), accumulate into the inputs.
+using BackwardFn = std::function<void(const Tensor& grad_out)>;
+
+// True when grad mode is on and at least one input requires grad.
+bool needs_grad(std::initializer_list<const Tensor*> inputs);
+// Mark `out` as a non-leaf that requires grad and append its backward closure.
+void record(const char* op, Tensor& out, BackwardFn fn);
+// Add `grad` (input's shape) into input's gradient, if input requires grad.
+void accumulate(const Tensor& input, const Tensor& grad);
+
+std::size_t tape_size();
+void clear_tape();  // drop recorded entries (and the activations they keep alive)
+
+}  // namespace autograd
+}  // namespace tfm

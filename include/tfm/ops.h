@@ -1,0 +1,4 @@
+// Every differentiable op of the engine, by family.
+#pragma once
+
+#include "tfm/ops/shape.h"

@@ -1,0 +1,53 @@
+// Process-wide runtime settings: thread count, instruction set, memory accounting, version.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace tfm {
+
+// ---- threads -------------------------------------------------------------------------
+// One thread count for the whole engine (CLI: -t N). Default: all cores.
+// Kernels split work so that every output element is computed by the same code path
+// whatever the count, so results are bit-identical across thread counts (docs/design.md
+// lists the few documented exceptions).
+void set_num_threads(int n);
+int num_threads();
+
+// ---- instruction set -----------------------------------------------------------------
+enum class Isa { generic, avx2, avx512 };
+const char* isa_name(Isa isa);
+Isa isa_from_name(const std::string& name);  // throws on an unknown name
+
+// What the CPU supports (cpuid + OS support for the register state).
+Isa cpu_best_isa();
+// The instruction set the kernels use: the CPU's best, or TFM_ISA from the environment
+// (generic|avx2|avx512) when set. Asking for more than the CPU has is an error.
+Isa active_isa();
+// Force an instruction set (tests use it to compare ISA builds); throws if unsupported.
+void set_active_isa(Isa isa);
+
+struct CpuInfo {
+  std::string brand;
+  int logical_cores = 0;
+  bool avx2 = false, fma = false, f16c = false;
+  bool avx512f = false, avx512bw = false, avx512vl = false, avx512dq = false;
+  bool avx512_bf16 = false, avx512_vnni = false;
+};
+const CpuInfo& cpu_info();
+
+// ---- memory accounting ---------------------------------------------------------------
+// Every tensor allocation goes through the engine's allocator, which counts bytes.
+struct MemoryStats {
+  std::size_t current_bytes = 0;  // bytes held by live tensors now
+  std::size_t peak_bytes = 0;     // high-water mark since start or reset_peak_memory()
+  std::size_t allocations = 0;    // number of allocations made
+};
+MemoryStats memory_stats();
+void reset_peak_memory();
+
+// ---- version -------------------------------------------------------------------------
+const char* version_string();  // "0.1.0 (git abc1234)"
+
+}  // namespace tfm

@@ -1,0 +1,16 @@
+// transformer.cpp — the public API in one include.
+//
+//   #include <tfm/tfm.h>
+//   using namespace tfm;
+//   Tensor w = Tensor::randn({4, 3}, /*seed=*/0).requires_grad_();
+//   Tensor y = reshape(w, {3, 4});
+//   backward(y);                       // w.grad() is all ones
+#pragma once
+
+#include "tfm/autograd.h"
+#include "tfm/dtype.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+#include "tfm/runtime.h"
+#include "tfm/safetensors.h"
+#include "tfm/tensor.h"

@@ -1,0 +1,11 @@
+// Each subcommand lives in its own cmd_*.cpp and registers itself on the app.
+// A command's callback throws tfm::Error on bad input; main() prints it as one line.
+#pragma once
+
+#include <CLI/CLI.hpp>
+
+namespace tfm::cli {
+
+void add_info_command(CLI::App& app);
+
+}  // namespace tfm::cli

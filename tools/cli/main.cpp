@@ -1,0 +1,26 @@
+// tfm — the transformer.cpp command-line tool. Subcommands register in commands.h.
+#include <cstdio>
+#include <exception>
+
+#include "commands.h"
+#include "tfm/error.h"
+#include "tfm/runtime.h"
+
+int main(int argc, char** argv) {
+  CLI::App app{"tfm — build, train, evaluate and run Transformers on the CPU"};
+  app.set_version_flag("--version", std::string("tfm ") + tfm::version_string());
+  app.require_subcommand(1);
+  tfm::cli::add_info_command(app);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e);
+  } catch (const tfm::Error& e) {
+    std::fprintf(stderr, "tfm: error: %s\n", e.what());
+    return 1;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "tfm: error: %s\n", e.what());
+    return 1;
+  }
+  return 0;
+}
