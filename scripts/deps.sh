@@ -9,8 +9,10 @@ packages=(
   nlohmann-json3-dev libcli11-dev        # config/format parsing, CLI
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
-  nodejs npm                             # tiktoken reference for tokenizer parity
 )
+# Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
+# Node.js of their own (with npm bundled): take Debian's only when there is none.
+command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 
 missing=()
 for p in "${packages[@]}"; do
