@@ -1,0 +1,124 @@
+// ModelConfig — one typed description of any Transformer the engine builds.
+//
+// Parsed once, at the edge, from a config.json; model code reads only this struct. The file
+// names its family with "model_type":
+//   "transformer"  the engine's own keys (any combination of components; docs/config.md)
+//   "gpt2", "llama", "bert", "t5"  Hugging Face's keys for those models, so their
+//                  config.json files (and checkpoints, see parameter_specs) line up.
+// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5) and the
+// remaining keys override it. Unknown keys and bad values are errors that name the key and
+// the allowed values.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "tfm/tensor.h"
+
+namespace tfm {
+
+enum class Architecture { encoder_only, decoder_only, encoder_decoder };
+enum class NormKind { layer_norm, rms_norm, scale_norm };
+enum class NormPlacement { post, pre };  // post: x = norm(x + f(x)) (Vaswani, d2l AddNorm); pre: x + f(norm(x))
+enum class FfnActivation { relu, gelu, gelu_tanh, silu, swiglu, geglu, reglu };
+enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative };
+enum class RopePairing { halves, adjacent };  // halves: GPT-NeoX/Llama; adjacent: GPT-J, the seeds' even/odd
+enum class HeadKind { none, lm, classifier, masked_lm };
+enum class Pooling { first, mean };
+
+struct ModelConfig {
+  std::string model_type = "transformer";  // which key set config.json uses
+  Architecture architecture = Architecture::decoder_only;
+
+  // ---- sizes --------------------------------------------------------------------------
+  std::int64_t vocab_size = 256;
+  std::int64_t d_model = 128;
+  std::int64_t n_heads = 4;
+  std::int64_t n_kv_heads = 0;          // 0: same as n_heads; 1: multi-query; else grouped-query
+  std::int64_t head_dim = 0;            // 0: d_model / n_heads
+  std::int64_t n_layers = 2;            // encoder layers, or the decoder's for decoder-only
+  std::int64_t n_decoder_layers = 0;    // encoder-decoder: 0 means n_layers
+  std::int64_t d_ff = 512;
+  std::int64_t max_positions = 512;     // learned tables and the default context size
+  std::int64_t type_vocab_size = 0;     // BERT token types (0: none)
+
+  // ---- normalisation ------------------------------------------------------------------
+  NormKind norm = NormKind::layer_norm;
+  NormPlacement norm_placement = NormPlacement::pre;
+  double norm_eps = 1e-5;
+  bool final_norm = true;               // a norm after the last layer of each stack
+  bool embedding_norm = false;          // BERT: LayerNorm right after the embeddings
+
+  // ---- feed-forward -------------------------------------------------------------------
+  FfnActivation activation = FfnActivation::gelu;
+  bool bias = true;                     // biases in attention and FFN linears
+
+  // ---- positions ----------------------------------------------------------------------
+  PositionKind position = PositionKind::learned;
+  bool scale_embeddings = false;        // multiply token embeddings by sqrt(d_model) (Vaswani, d2l)
+  double rope_base = 10000.0;
+  RopePairing rope_pairing = RopePairing::halves;
+  std::int64_t relative_buckets = 32;   // T5
+  std::int64_t relative_max_distance = 128;
+  std::int64_t sliding_window = 0;      // 0: full attention; w: each query sees the last w keys
+  bool scale_attention_scores = true;   // divide QK^T by sqrt(head_dim) (T5 folds it into init)
+
+  // ---- regularisation -----------------------------------------------------------------
+  double dropout = 0.1;                 // residual branches and FFN
+  double attention_dropout = 0.1;
+  double embedding_dropout = 0.1;
+
+  // ---- embeddings and heads -----------------------------------------------------------
+  bool tie_embeddings = true;           // output projection shares the token embedding
+  HeadKind head = HeadKind::lm;
+  std::int64_t num_labels = 2;          // classifier head
+  Pooling pooling = Pooling::first;
+
+  // ---- special tokens and init --------------------------------------------------------
+  std::int64_t pad_token_id = 0;
+  std::int64_t bos_token_id = 1;
+  std::int64_t eos_token_id = 2;
+  std::int64_t decoder_start_token_id = 1;
+  double init_std = 0.02;
+
+  // Derived -----------------------------------------------------------------------------
+  std::int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  std::int64_t dim_head() const { return head_dim > 0 ? head_dim : d_model / n_heads; }
+  std::int64_t decoder_layers() const { return n_decoder_layers > 0 ? n_decoder_layers : n_layers; }
+  bool gated_ffn() const {
+    return activation == FfnActivation::swiglu || activation == FfnActivation::geglu ||
+           activation == FfnActivation::reglu;
+  }
+};
+
+// Parse config.json text (`where` names the source in errors); validates everything.
+ModelConfig parse_model_config(const std::string& json_text, const std::string& where);
+ModelConfig load_model_config(const std::string& path);
+// A named preset: vaswani, gpt2, llama, bert, t5 (the sizes of the published base models).
+ModelConfig model_preset(const std::string& name);
+std::vector<std::string> model_preset_names();
+// config.json text in the key set of cfg.model_type (round-trips through parse_model_config).
+std::string model_config_to_json(const ModelConfig& cfg);
+// Throws tfm::Error naming the field when the combination is inconsistent.
+void validate_model_config(const ModelConfig& cfg, const std::string& where);
+
+// Every parameter tensor the model owns, with its checkpoint name and shape; names follow
+// the Hugging Face model of cfg.model_type (docs/config.md gives the engine's own scheme).
+struct ParamSpec {
+  std::string name;
+  Shape shape;
+};
+std::vector<ParamSpec> parameter_specs(const ModelConfig& cfg);
+
+// Readable strings of the enums (the values config.json accepts).
+const char* to_string(Architecture v);
+const char* to_string(NormKind v);
+const char* to_string(NormPlacement v);
+const char* to_string(FfnActivation v);
+const char* to_string(PositionKind v);
+const char* to_string(RopePairing v);
+const char* to_string(HeadKind v);
+const char* to_string(Pooling v);
+
+}  // namespace tfm

@@ -1,0 +1,136 @@
+// config.json parsing, validation, presets and writing.
+#include <nlohmann/json.hpp>
+
+#include "models/config_keys.h"
+#include "tfm/error.h"
+#include "tfm/model_config.h"
+#include "tfm/safetensors.h"
+
+namespace tfm {
+
+using json = nlohmann::json;
+
+ModelConfig model_preset(const std::string& name) {
+  ModelConfig c;
+  if (name == "vaswani") {  // Vaswani et al. 2017, base model (table 3)
+    c.model_type = "transformer";
+    c.architecture = Architecture::encoder_decoder;
+    c.vocab_size = 37000;
+    c.d_model = 512;
+    c.n_heads = 8;
+    c.n_layers = 6;
+    c.d_ff = 2048;
+    c.max_positions = 5000;
+    c.norm = NormKind::layer_norm;
+    c.norm_placement = NormPlacement::post;
+    c.final_norm = true;  // as torch.nn.Transformer builds it
+    c.activation = FfnActivation::relu;
+    c.position = PositionKind::sinusoidal;
+    c.scale_embeddings = true;
+    c.dropout = c.attention_dropout = c.embedding_dropout = 0.1;
+    c.tie_embeddings = true;
+    c.init_std = 0.0;  // 0: Xavier-uniform, as the reference implementation and nn.Transformer
+    return c;
+  }
+  const std::string& type = name;
+  if (type == "gpt2" || type == "llama" || type == "bert" || type == "t5") {
+    c = config_schema(type, "preset").base;
+    if (type == "gpt2") {  // GPT-2 small
+      c.vocab_size = 50257; c.d_model = 768; c.n_layers = 12; c.n_heads = 12; c.max_positions = 1024;
+      c.d_ff = 3072; c.activation = FfnActivation::gelu_tanh; c.bos_token_id = c.eos_token_id = 50256;
+      c.pad_token_id = -1;
+    } else if (type == "llama") {  // Llama-2-7B
+      c.vocab_size = 32000; c.d_model = 4096; c.n_layers = 32; c.n_heads = 32; c.n_kv_heads = 32;
+      c.d_ff = 11008; c.max_positions = 4096; c.norm_eps = 1e-5; c.bos_token_id = 1; c.eos_token_id = 2;
+      c.pad_token_id = -1;
+    } else if (type == "bert") {  // bert-base-uncased
+      c.vocab_size = 30522; c.d_model = 768; c.n_layers = 12; c.n_heads = 12; c.d_ff = 3072;
+      c.max_positions = 512; c.type_vocab_size = 2; c.pad_token_id = 0;
+    } else {  // t5-base
+      c.vocab_size = 32128; c.d_model = 768; c.head_dim = 64; c.n_layers = 12; c.n_decoder_layers = 12;
+      c.n_heads = 12; c.d_ff = 3072; c.max_positions = 512;
+    }
+    return c;
+  }
+  fail("config", "unknown preset '", name, "' (allowed: vaswani, gpt2, llama, bert, t5)");
+}
+
+std::vector<std::string> model_preset_names() { return {"vaswani", "gpt2", "llama", "bert", "t5"}; }
+
+void validate_model_config(const ModelConfig& c, const std::string& where) {
+  TFM_CHECK(c.head_dim > 0 || c.d_model % c.n_heads == 0, where, "d_model ", c.d_model,
+            " is not divisible by n_heads ", c.n_heads, " (set head_dim to decouple them)");
+  TFM_CHECK(c.n_heads % c.kv_heads() == 0, where, "n_heads ", c.n_heads, " is not a multiple of n_kv_heads ",
+            c.kv_heads());
+  TFM_CHECK(c.position != PositionKind::rope || c.dim_head() % 2 == 0, where, "rope needs an even head_dim, got ",
+            c.dim_head());
+  TFM_CHECK(c.position != PositionKind::sinusoidal || c.d_model % 2 == 0, where,
+            "sinusoidal positions need an even d_model, got ", c.d_model);
+  TFM_CHECK(c.architecture != Architecture::encoder_only || c.head != HeadKind::lm, where,
+            "an encoder_only model cannot have an 'lm' head (use masked_lm, classifier or none)");
+  TFM_CHECK(c.architecture == Architecture::encoder_only || c.type_vocab_size == 0, where,
+            "type_vocab_size (token types) is for encoder_only models");
+  TFM_CHECK(c.head != HeadKind::classifier || c.num_labels >= 1, where, "num_labels must be >= 1");
+  TFM_CHECK(c.pad_token_id < c.vocab_size && c.bos_token_id < c.vocab_size && c.eos_token_id < c.vocab_size, where,
+            "special token ids must be < vocab_size ", c.vocab_size);
+  TFM_CHECK(c.d_ff > 0, where, "d_ff must be > 0");
+}
+
+ModelConfig parse_model_config(const std::string& text, const std::string& where) {
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(where, "not valid JSON: ", e.what());
+  }
+  TFM_CHECK(j.is_object(), where, "a model config must be a JSON object");
+  std::string type = j.contains("model_type") ? j["model_type"].is_string() ? j["model_type"].get<std::string>() : ""
+                                              : "";
+  TFM_CHECK(!j.contains("model_type") || j["model_type"].is_string(), where, "key 'model_type' must be a string");
+  ModelConfig cfg;
+  if (j.contains("preset")) {
+    TFM_CHECK(j["preset"].is_string(), where, "key 'preset' must be a string");
+    cfg = model_preset(j["preset"].get<std::string>());
+    TFM_CHECK(type.empty() || type == cfg.model_type, where, "preset '", j["preset"].get<std::string>(),
+              "' is model_type '", cfg.model_type, "', not '", type, "'");
+    type = cfg.model_type;
+  } else {
+    if (type.empty()) type = "transformer";
+    cfg = config_schema(type, where).base;
+  }
+  const ConfigSchema& schema = config_schema(type, where);
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (key == "model_type" || key == "preset") continue;
+    const ConfigKey* found = nullptr;
+    for (const auto& k : schema.keys)
+      if (k.name == key) found = &k;
+    if (found) {
+      found->read(cfg, it.value(), where);
+      continue;
+    }
+    bool ignored = false;
+    for (const auto& k : schema.ignored) ignored = ignored || k == key;
+    if (ignored) continue;
+    std::string allowed;
+    for (const auto& k : schema.keys) allowed += (allowed.empty() ? "" : ", ") + k.name;
+    fail(where, "unknown key '", key, "' for model_type '", type, "' (allowed: model_type, preset, ", allowed, ")");
+  }
+  cfg.model_type = type;
+  if (cfg.d_ff == 0) cfg.d_ff = 4 * cfg.d_model;  // GPT-2's n_inner: null
+  validate_model_config(cfg, where);
+  return cfg;
+}
+
+ModelConfig load_model_config(const std::string& path) { return parse_model_config(read_file(path), path); }
+
+std::string model_config_to_json(const ModelConfig& cfg) {
+  const ConfigSchema& schema = config_schema(cfg.model_type, "config");
+  json j = json::object();
+  j["model_type"] = cfg.model_type;
+  for (const auto& k : schema.keys)
+    if (k.write) j[k.name] = k.write(cfg);
+  return j.dump(2) + "\n";
+}
+
+}  // namespace tfm

@@ -1,0 +1,289 @@
+// Key tables: the engine's own ("transformer") and Hugging Face's for gpt2, llama, bert, t5.
+#include "models/config_keys.h"
+
+#include <map>
+
+#include "models/config_enums.h"
+#include "tfm/error.h"
+
+namespace tfm {
+namespace {
+
+using json = nlohmann::json;
+
+std::int64_t read_int(const json& v, const std::string& key, const std::string& where, std::int64_t min) {
+  TFM_CHECK(v.is_number_integer(), where, "key '", key, "' must be an integer, got ", v.dump());
+  const auto x = v.get<std::int64_t>();
+  TFM_CHECK(x >= min, where, "key '", key, "' must be >= ", min, ", got ", x);
+  return x;
+}
+double read_double(const json& v, const std::string& key, const std::string& where, double lo, double hi) {
+  TFM_CHECK(v.is_number(), where, "key '", key, "' must be a number, got ", v.dump());
+  const double x = v.get<double>();
+  TFM_CHECK(x >= lo && x <= hi, where, "key '", key, "' must be in [", lo, ", ", hi, "], got ", x);
+  return x;
+}
+bool read_bool(const json& v, const std::string& key, const std::string& where) {
+  TFM_CHECK(v.is_boolean(), where, "key '", key, "' must be true or false, got ", v.dump());
+  return v.get<bool>();
+}
+std::string read_string(const json& v, const std::string& key, const std::string& where) {
+  TFM_CHECK(v.is_string(), where, "key '", key, "' must be a string, got ", v.dump());
+  return v.get<std::string>();
+}
+
+// Field bindings ------------------------------------------------------------------------
+ConfigKey int_key(std::string name, std::int64_t ModelConfig::*f, std::int64_t min) {
+  return {name, [f, name, min](ModelConfig& c, const json& v, const std::string& w) { c.*f = read_int(v, name, w, min); },
+          [f](const ModelConfig& c) { return json(c.*f); }};
+}
+ConfigKey double_key(std::string name, double ModelConfig::*f, double lo, double hi) {
+  return {name, [f, name, lo, hi](ModelConfig& c, const json& v, const std::string& w) { c.*f = read_double(v, name, w, lo, hi); },
+          [f](const ModelConfig& c) { return json(c.*f); }};
+}
+ConfigKey bool_key(std::string name, bool ModelConfig::*f) {
+  return {name, [f, name](ModelConfig& c, const json& v, const std::string& w) { c.*f = read_bool(v, name, w); },
+          [f](const ModelConfig& c) { return json(c.*f); }};
+}
+template <class E>
+ConfigKey enum_key(std::string name, E ModelConfig::*f) {
+  return {name,
+          [f, name](ModelConfig& c, const json& v, const std::string& w) { c.*f = parse_enum<E>(read_string(v, name, w), name, w); },
+          [f](const ModelConfig& c) { return json(to_string(c.*f)); }};
+}
+// A key whose JSON value is a string from a family-specific table.
+template <class E>
+ConfigKey mapped_key(std::string name, E ModelConfig::*f, std::vector<std::pair<std::string, E>> table) {
+  return {name,
+          [f, name, table](ModelConfig& c, const json& v, const std::string& w) {
+            const std::string s = read_string(v, name, w);
+            std::string allowed;
+            for (const auto& [text, e] : table) {
+              if (s == text) {
+                c.*f = e;
+                return;
+              }
+              allowed += (allowed.empty() ? "" : ", ") + text;
+            }
+            fail(w, "key '", name, "': unknown value '", s, "' (allowed: ", allowed, ")");
+          },
+          [f, table](const ModelConfig& c) {
+            for (const auto& [text, e] : table)
+              if (e == c.*f) return json(text);
+            return json(nullptr);
+          }};
+}
+
+// Keys every family accepts: the engine's extensions for heads and context.
+std::vector<ConfigKey> common_keys() {
+  return {enum_key("head", &ModelConfig::head), int_key("num_labels", &ModelConfig::num_labels, 1),
+          enum_key("pooling", &ModelConfig::pooling), int_key("sliding_window", &ModelConfig::sliding_window, 0)};
+}
+
+ConfigSchema transformer_schema() {
+  ConfigSchema s{"transformer", {}, {}, ModelConfig{}};
+  s.keys = {enum_key("architecture", &ModelConfig::architecture),
+            int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
+            int_key("n_heads", &ModelConfig::n_heads, 1), int_key("n_kv_heads", &ModelConfig::n_kv_heads, 0),
+            int_key("head_dim", &ModelConfig::head_dim, 0), int_key("n_layers", &ModelConfig::n_layers, 1),
+            int_key("n_decoder_layers", &ModelConfig::n_decoder_layers, 0), int_key("d_ff", &ModelConfig::d_ff, 1),
+            int_key("max_positions", &ModelConfig::max_positions, 1),
+            int_key("type_vocab_size", &ModelConfig::type_vocab_size, 0), enum_key("norm", &ModelConfig::norm),
+            enum_key("norm_placement", &ModelConfig::norm_placement),
+            double_key("norm_eps", &ModelConfig::norm_eps, 0, 1), bool_key("final_norm", &ModelConfig::final_norm),
+            bool_key("embedding_norm", &ModelConfig::embedding_norm),
+            enum_key("activation", &ModelConfig::activation), bool_key("bias", &ModelConfig::bias),
+            enum_key("position", &ModelConfig::position), bool_key("scale_embeddings", &ModelConfig::scale_embeddings),
+            double_key("rope_base", &ModelConfig::rope_base, 1, 1e12),
+            enum_key("rope_pairing", &ModelConfig::rope_pairing),
+            int_key("relative_buckets", &ModelConfig::relative_buckets, 1),
+            int_key("relative_max_distance", &ModelConfig::relative_max_distance, 1),
+            bool_key("scale_attention_scores", &ModelConfig::scale_attention_scores),
+            double_key("dropout", &ModelConfig::dropout, 0, 0.999),
+            double_key("attention_dropout", &ModelConfig::attention_dropout, 0, 0.999),
+            double_key("embedding_dropout", &ModelConfig::embedding_dropout, 0, 0.999),
+            bool_key("tie_embeddings", &ModelConfig::tie_embeddings),
+            int_key("pad_token_id", &ModelConfig::pad_token_id, -1), int_key("bos_token_id", &ModelConfig::bos_token_id, -1),
+            int_key("eos_token_id", &ModelConfig::eos_token_id, -1),
+            int_key("decoder_start_token_id", &ModelConfig::decoder_start_token_id, -1),
+            double_key("init_std", &ModelConfig::init_std, 0, 10)};
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
+ConfigSchema gpt2_schema() {
+  ModelConfig b;
+  b.model_type = "gpt2";
+  b.architecture = Architecture::decoder_only;
+  b.norm = NormKind::layer_norm;
+  b.norm_placement = NormPlacement::pre;
+  b.position = PositionKind::learned;
+  b.d_ff = 0;  // n_inner null: 4 * n_embd (resolved after parsing)
+  ConfigSchema s{"gpt2", {}, {}, b};
+  s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("n_embd", &ModelConfig::d_model, 1),
+            int_key("n_layer", &ModelConfig::n_layers, 1), int_key("n_head", &ModelConfig::n_heads, 1),
+            int_key("n_positions", &ModelConfig::max_positions, 1),
+            {"n_inner", [](ModelConfig& c, const json& v, const std::string& w) {
+               c.d_ff = v.is_null() ? 0 : read_int(v, "n_inner", w, 1);
+             }, [](const ModelConfig& c) { return json(c.d_ff); }},
+            double_key("layer_norm_epsilon", &ModelConfig::norm_eps, 0, 1),
+            mapped_key<FfnActivation>("activation_function", &ModelConfig::activation,
+                                      {{"gelu_new", FfnActivation::gelu_tanh}, {"gelu_pytorch_tanh", FfnActivation::gelu_tanh},
+                                       {"gelu", FfnActivation::gelu}, {"relu", FfnActivation::relu}, {"silu", FfnActivation::silu}}),
+            double_key("resid_pdrop", &ModelConfig::dropout, 0, 0.999),
+            double_key("attn_pdrop", &ModelConfig::attention_dropout, 0, 0.999),
+            double_key("embd_pdrop", &ModelConfig::embedding_dropout, 0, 0.999),
+            double_key("initializer_range", &ModelConfig::init_std, 0, 10),
+            int_key("bos_token_id", &ModelConfig::bos_token_id, -1), int_key("eos_token_id", &ModelConfig::eos_token_id, -1),
+            bool_key("tie_word_embeddings", &ModelConfig::tie_embeddings)};
+  s.ignored = {"architectures", "n_ctx", "scale_attn_weights", "summary_activation", "summary_first_dropout",
+               "summary_proj_to_labels", "summary_type", "summary_use_proj", "task_specific_params", "torch_dtype",
+               "transformers_version", "use_cache", "reorder_and_upcast_attn", "scale_attn_by_inverse_layer_idx",
+               "_name_or_path", "pad_token_id"};
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
+ConfigSchema llama_schema() {
+  ModelConfig b;
+  b.model_type = "llama";
+  b.architecture = Architecture::decoder_only;
+  b.norm = NormKind::rms_norm;
+  b.norm_placement = NormPlacement::pre;
+  b.norm_eps = 1e-6;
+  b.position = PositionKind::rope;
+  b.rope_pairing = RopePairing::halves;
+  b.activation = FfnActivation::swiglu;
+  b.bias = false;
+  b.tie_embeddings = false;
+  b.dropout = b.attention_dropout = b.embedding_dropout = 0.0;
+  ConfigSchema s{"llama", {}, {}, b};
+  s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
+            int_key("intermediate_size", &ModelConfig::d_ff, 1),
+            int_key("num_hidden_layers", &ModelConfig::n_layers, 1),
+            int_key("num_attention_heads", &ModelConfig::n_heads, 1),
+            int_key("num_key_value_heads", &ModelConfig::n_kv_heads, 0), int_key("head_dim", &ModelConfig::head_dim, 0),
+            int_key("max_position_embeddings", &ModelConfig::max_positions, 1),
+            double_key("rms_norm_eps", &ModelConfig::norm_eps, 0, 1),
+            double_key("rope_theta", &ModelConfig::rope_base, 1, 1e12),
+            bool_key("tie_word_embeddings", &ModelConfig::tie_embeddings),
+            mapped_key<FfnActivation>("hidden_act", &ModelConfig::activation,
+                                      {{"silu", FfnActivation::swiglu}, {"gelu", FfnActivation::geglu}, {"relu", FfnActivation::reglu}}),
+            bool_key("attention_bias", &ModelConfig::bias),
+            double_key("attention_dropout", &ModelConfig::attention_dropout, 0, 0.999),
+            double_key("initializer_range", &ModelConfig::init_std, 0, 10),
+            int_key("bos_token_id", &ModelConfig::bos_token_id, -1), int_key("eos_token_id", &ModelConfig::eos_token_id, -1),
+            {"pad_token_id", [](ModelConfig& c, const json& v, const std::string& w) {
+               c.pad_token_id = v.is_null() ? -1 : read_int(v, "pad_token_id", w, -1);
+             }, [](const ModelConfig& c) { return json(c.pad_token_id); }}};
+  s.ignored = {"architectures", "torch_dtype", "transformers_version", "use_cache", "pretraining_tp",
+               "_name_or_path", "mlp_bias"};
+  s.keys.push_back({"rope_scaling", [](ModelConfig&, const json& v, const std::string& w) {
+                      TFM_CHECK(v.is_null(), w, "key 'rope_scaling': only null (no scaling) is supported, got ", v.dump());
+                    }, nullptr});
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
+// BERT's head follows its "architectures" entry when the file names one.
+ConfigKey bert_architectures_key() {
+  return {"architectures", [](ModelConfig& c, const json& v, const std::string& w) {
+            TFM_CHECK(v.is_array(), w, "key 'architectures' must be an array");
+            for (const auto& a : v) {
+              const std::string name = read_string(a, "architectures", w);
+              if (name == "BertForSequenceClassification") c.head = HeadKind::classifier;
+              else if (name == "BertForMaskedLM" || name == "BertForPreTraining") c.head = HeadKind::masked_lm;
+              else if (name == "BertModel") c.head = HeadKind::none;
+            }
+          }, nullptr};
+}
+
+ConfigSchema bert_schema() {
+  ModelConfig b;
+  b.model_type = "bert";
+  b.architecture = Architecture::encoder_only;
+  b.norm = NormKind::layer_norm;
+  b.norm_placement = NormPlacement::post;
+  b.norm_eps = 1e-12;
+  b.final_norm = false;
+  b.embedding_norm = true;
+  b.position = PositionKind::learned;
+  b.activation = FfnActivation::gelu;
+  b.head = HeadKind::classifier;
+  b.type_vocab_size = 2;
+  ConfigSchema s{"bert", {}, {}, b};
+  s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
+            int_key("num_hidden_layers", &ModelConfig::n_layers, 1),
+            int_key("num_attention_heads", &ModelConfig::n_heads, 1),
+            int_key("intermediate_size", &ModelConfig::d_ff, 1),
+            mapped_key<FfnActivation>("hidden_act", &ModelConfig::activation,
+                                      {{"gelu", FfnActivation::gelu}, {"relu", FfnActivation::relu},
+                                       {"gelu_new", FfnActivation::gelu_tanh}, {"silu", FfnActivation::silu}}),
+            double_key("hidden_dropout_prob", &ModelConfig::dropout, 0, 0.999),
+            double_key("attention_probs_dropout_prob", &ModelConfig::attention_dropout, 0, 0.999),
+            int_key("max_position_embeddings", &ModelConfig::max_positions, 1),
+            int_key("type_vocab_size", &ModelConfig::type_vocab_size, 0),
+            double_key("layer_norm_eps", &ModelConfig::norm_eps, 0, 1),
+            double_key("initializer_range", &ModelConfig::init_std, 0, 10),
+            int_key("pad_token_id", &ModelConfig::pad_token_id, -1), bert_architectures_key(),
+            {"position_embedding_type", [](ModelConfig&, const json& v, const std::string& w) {
+               TFM_CHECK(v == "absolute", w, "key 'position_embedding_type': only \"absolute\" is supported, got ", v.dump());
+             }, nullptr}};
+  s.ignored = {"torch_dtype", "transformers_version", "use_cache", "classifier_dropout", "gradient_checkpointing",
+               "_name_or_path", "id2label", "label2id"};
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
+ConfigSchema t5_schema() {
+  ModelConfig b;
+  b.model_type = "t5";
+  b.architecture = Architecture::encoder_decoder;
+  b.norm = NormKind::rms_norm;
+  b.norm_placement = NormPlacement::pre;
+  b.norm_eps = 1e-6;
+  b.position = PositionKind::t5_relative;
+  b.activation = FfnActivation::relu;
+  b.bias = false;
+  b.scale_attention_scores = false;
+  b.pad_token_id = 0;
+  b.eos_token_id = 1;
+  b.bos_token_id = -1;
+  b.decoder_start_token_id = 0;
+  b.init_std = 1.0;  // T5's initializer_factor
+  ConfigSchema s{"t5", {}, {}, b};
+  s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
+            int_key("d_kv", &ModelConfig::head_dim, 1), int_key("d_ff", &ModelConfig::d_ff, 1),
+            int_key("num_layers", &ModelConfig::n_layers, 1),
+            int_key("num_decoder_layers", &ModelConfig::n_decoder_layers, 0),
+            int_key("num_heads", &ModelConfig::n_heads, 1),
+            int_key("relative_attention_num_buckets", &ModelConfig::relative_buckets, 1),
+            int_key("relative_attention_max_distance", &ModelConfig::relative_max_distance, 1),
+            double_key("dropout_rate", &ModelConfig::dropout, 0, 0.999),
+            double_key("layer_norm_epsilon", &ModelConfig::norm_eps, 0, 1),
+            double_key("initializer_factor", &ModelConfig::init_std, 0, 10),
+            mapped_key<FfnActivation>("feed_forward_proj", &ModelConfig::activation,
+                                      {{"relu", FfnActivation::relu}, {"gated-gelu", FfnActivation::geglu},
+                                       {"gated-relu", FfnActivation::reglu}, {"gated-silu", FfnActivation::swiglu}}),
+            bool_key("tie_word_embeddings", &ModelConfig::tie_embeddings),
+            int_key("pad_token_id", &ModelConfig::pad_token_id, -1), int_key("eos_token_id", &ModelConfig::eos_token_id, -1),
+            int_key("decoder_start_token_id", &ModelConfig::decoder_start_token_id, -1)};
+  s.ignored = {"architectures", "n_positions", "output_past", "task_specific_params", "transformers_version",
+               "torch_dtype", "use_cache", "is_encoder_decoder", "is_gated_act", "dense_act_fn", "_name_or_path"};
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
+}  // namespace
+
+const ConfigSchema& config_schema(const std::string& model_type, const std::string& where) {
+  static const std::map<std::string, ConfigSchema> schemas = {
+      {"transformer", transformer_schema()}, {"gpt2", gpt2_schema()}, {"llama", llama_schema()},
+      {"bert", bert_schema()}, {"t5", t5_schema()}};
+  auto it = schemas.find(model_type);
+  TFM_CHECK(it != schemas.end(), where, "key 'model_type': unknown value '", model_type,
+            "' (allowed: transformer, gpt2, llama, bert, t5)");
+  return it->second;
+}
+
+}  // namespace tfm
