@@ -2,13 +2,23 @@
 #include <cstdio>
 
 #include "commands.h"
+#include "model_summary.h"
+#include "tfm/model_config.h"
 #include "tfm/runtime.h"
 
 namespace tfm::cli {
 
 void add_info_command(CLI::App& app) {
-  auto* cmd = app.add_subcommand("info", "Show the build, CPU features and kernel choice");
+  auto* cmd = app.add_subcommand("info", "Show the build and CPU, or a model's architecture and memory");
+  static std::string config;
+  cmd->add_option("config", config, "A model config.json, or a preset name (vaswani, gpt2, llama, bert, t5)");
   cmd->callback([] {
+    if (!config.empty()) {
+      bool preset = false;
+      for (const auto& n : model_preset_names()) preset = preset || n == config;
+      print_model_summary(preset ? model_preset(config) : load_model_config(config), config);
+      return;
+    }
     const CpuInfo& c = cpu_info();
     std::printf("tfm %s\n", version_string());
     std::printf("cpu:      %s (%d logical cores)\n", c.brand.c_str(), c.logical_cores);
