@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/ops/position.h"
 #include "tfm/tensor.h"
 
 namespace tfm {
@@ -23,7 +24,6 @@ enum class NormKind { layer_norm, rms_norm, scale_norm };
 enum class NormPlacement { post, pre };  // post: x = norm(x + f(x)) (Vaswani, d2l AddNorm); pre: x + f(norm(x))
 enum class FfnActivation { relu, gelu, gelu_tanh, silu, swiglu, geglu, reglu };
 enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative };
-enum class RopePairing { halves, adjacent };  // halves: GPT-NeoX/Llama; adjacent: GPT-J, the seeds' even/odd
 enum class HeadKind { none, lm, classifier, masked_lm };
 enum class Pooling { first, mean };
 
