@@ -10,6 +10,7 @@
 #include "tfm/autograd.h"
 #include "tfm/dtype.h"
 #include "tfm/error.h"
+#include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/ops.h"
 #include "tfm/runtime.h"

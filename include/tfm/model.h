@@ -1,0 +1,78 @@
+// tfm::Model — any Transformer of the seeds, built from a ModelConfig.
+//
+//   ModelConfig cfg = load_model_config("config.json");
+//   Model m = Model::create(cfg, /*seed=*/42);          // initialised as the family does
+//   ModelInputs in;  in.input_ids = ids;  in.valid_lens = lens;   // (B, T) i64, (B)
+//   ModelOutputs out = m.forward(in);                   // out.logits (B, T, V) for an LM
+//   backward(cross_entropy(reshape(out.logits, {-1, V}), reshape(targets, {-1})));
+//
+// Parameters live in one name -> Tensor map whose names are the family's checkpoint names
+// (Hugging Face's for gpt2/llama/bert/t5; docs/design.md for the engine's own), so
+// model.safetensors files line up with that ecosystem.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "tfm/model_config.h"
+#include "tfm/tensor.h"
+
+namespace tfm {
+
+struct ModelInputs {
+  Tensor input_ids;           // (B, T) i64/i32: encoder input, or the decoder's for decoder-only
+  Tensor valid_lens;          // (B) integer, optional: keys at t >= valid_lens[b] are padding
+  Tensor token_type_ids;      // (B, T), optional: BERT segment ids
+  Tensor decoder_input_ids;   // (B, T') for encoder-decoder models
+  Tensor decoder_valid_lens;  // (B), optional: padding of decoder_input_ids
+  std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
+};
+
+struct ModelOutputs {
+  Tensor logits;          // lm: (B, T, V); classifier: (B, num_labels); masked_lm: (B, T, V)
+  Tensor hidden;          // last hidden states (B, T, C) of the stack that feeds the head
+  Tensor encoder_hidden;  // encoder-decoder: the encoder output (B, S, C)
+};
+
+class Model {
+ public:
+  // Fresh parameters, initialised by the family's convention, reproducible from `seed`.
+  static Model create(const ModelConfig& cfg, std::uint64_t seed);
+  // Wrap existing parameters (names and shapes must match parameter_specs(cfg) exactly; the
+  // error names the first missing, unexpected or mis-shaped tensor).
+  static Model from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params);
+
+  Model(Model&&) noexcept;
+  Model& operator=(Model&&) noexcept;
+  ~Model();
+
+  const ModelConfig& config() const;
+  std::map<std::string, Tensor>& parameters();
+  const std::map<std::string, Tensor>& parameters() const;
+  std::int64_t parameter_count() const;
+
+  // Training mode turns dropout on; each forward in training draws fresh dropout masks from
+  // (seed, step) set here, so a run is reproducible and resumable.
+  void set_training(bool on);
+  bool training() const;
+  void set_dropout_seed(std::uint64_t seed, std::uint64_t step);
+
+  ModelOutputs forward(const ModelInputs& in);
+  // The pieces, for inference code: encoder stack output (B, S, C) ...
+  Tensor encode(const ModelInputs& in);
+  // ... and the decoder stack given the encoder output (encoder-decoder).
+  Tensor decode(const ModelInputs& in, const Tensor& encoder_hidden);
+  // Head on hidden states.
+  Tensor head(const Tensor& hidden, const Tensor& valid_lens = Tensor());
+
+  struct Impl;  // defined in src/models/model.cpp
+
+ private:
+  explicit Model(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,239 @@
+// Wiring modules to parameters, family by family (names as in parameter_specs).
+#include "models/layout.h"
+
+#include <cmath>
+
+#include "tfm/error.h"
+
+namespace tfm {
+namespace {
+
+class Params {
+ public:
+  explicit Params(const std::map<std::string, Tensor>& p) : p_(p) {}
+  Tensor need(const std::string& name) const {
+    auto it = p_.find(name);
+    TFM_CHECK(it != p_.end(), "model", "missing parameter '", name, "'");
+    return it->second;
+  }
+  Tensor maybe(const std::string& name) const {
+    auto it = p_.find(name);
+    return it == p_.end() ? Tensor() : it->second;
+  }
+  nn::Linear linear(const std::string& name, bool in_out = false) const {
+    return nn::Linear{need(name + ".weight"), maybe(name + ".bias"), in_out};
+  }
+  nn::Norm norm(const std::string& name, const ModelConfig& c) const {
+    return nn::Norm{c.norm, need(name + ".weight"), maybe(name + ".bias"), c.norm_eps};
+  }
+
+ private:
+  const std::map<std::string, Tensor>& p_;
+};
+
+std::string at(const std::string& prefix, std::size_t i) { return prefix + "." + std::to_string(i) + "."; }
+
+nn::Attention attention_shape(const ModelConfig& c) {
+  nn::Attention a;
+  a.n_heads = c.n_heads;
+  a.n_kv_heads = c.kv_heads();
+  a.head_dim = c.dim_head();
+  return a;
+}
+
+nn::FeedForward ffn_shape(const ModelConfig& c) {
+  nn::FeedForward f;
+  f.activation = c.activation;
+  f.glu_gelu_tanh = c.model_type == "t5";  // T5 v1.1's "gated-gelu" is gelu_new
+  f.dropout = c.model_type == "t5" ? c.dropout : 0.0;  // T5 drops the FFN's hidden units too
+  return f;
+}
+
+// ---- the engine's scheme (also vaswani) ---------------------------------------------------
+void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool cross, const ModelConfig& c,
+                       const Params& P) {
+  s.relative_bias = P.maybe(name + ".relative_attention_bias.weight");
+  for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
+    const std::string p = at(name + ".layers", i);
+    Layer L;
+    L.self_norm = P.norm(p + "self_attn_norm", c);
+    L.self_attn = attention_shape(c);
+    L.self_attn.q = P.linear(p + "self_attn.q_proj");
+    L.self_attn.k = P.linear(p + "self_attn.k_proj");
+    L.self_attn.v = P.linear(p + "self_attn.v_proj");
+    L.self_attn.o = P.linear(p + "self_attn.o_proj");
+    if (cross) {
+      L.cross_norm = P.norm(p + "cross_attn_norm", c);
+      L.cross_attn = attention_shape(c);
+      L.cross_attn.q = P.linear(p + "cross_attn.q_proj");
+      L.cross_attn.k = P.linear(p + "cross_attn.k_proj");
+      L.cross_attn.v = P.linear(p + "cross_attn.v_proj");
+      L.cross_attn.o = P.linear(p + "cross_attn.o_proj");
+    }
+    L.ffn_norm = P.norm(p + "ffn_norm", c);
+    L.ffn = ffn_shape(c);
+    if (c.gated_ffn()) L.ffn.gate = P.linear(p + "ffn.gate_proj");
+    L.ffn.up = P.linear(p + "ffn.up_proj");
+    L.ffn.down = P.linear(p + "ffn.down_proj");
+    s.layers.push_back(L);
+  }
+  s.has_final_norm = c.final_norm;
+  if (c.final_norm) s.final_norm = P.norm(name + ".norm", c);
+}
+
+void wire_engine(Layout& l, const ModelConfig& c, const Params& P) {
+  l.tok_emb = P.need("embed_tokens.weight");
+  l.pos_emb = P.maybe("embed_positions.weight");
+  l.type_emb = P.maybe("embed_token_types.weight");
+  l.has_embed_norm = c.embedding_norm;
+  if (c.embedding_norm) l.embed_norm = P.norm("embed_norm", c);
+  if (c.architecture != Architecture::decoder_only) wire_engine_stack(l.encoder, "encoder", c.n_layers, false, c, P);
+  if (c.architecture == Architecture::decoder_only) wire_engine_stack(l.decoder, "decoder", c.n_layers, false, c, P);
+  if (c.architecture == Architecture::encoder_decoder)
+    wire_engine_stack(l.decoder, "decoder", c.decoder_layers(), true, c, P);
+  l.lm_head = c.tie_embeddings ? l.tok_emb : P.maybe("lm_head.weight");
+  if (c.head == HeadKind::classifier) l.classifier = P.linear("classifier");
+  if (c.head == HeadKind::masked_lm) {
+    l.mlm_dense = P.linear("mlm_head.dense");
+    l.mlm_norm = nn::Norm{NormKind::layer_norm, P.need("mlm_head.norm.weight"), P.need("mlm_head.norm.bias"), c.norm_eps};
+    l.mlm_decoder = c.tie_embeddings ? l.tok_emb : P.need("mlm_head.decoder.weight");
+    l.mlm_bias = P.need("mlm_head.bias");
+  }
+}
+
+// ---- Hugging Face families -----------------------------------------------------------------
+void wire_gpt2(Layout& l, const ModelConfig& c, const Params& P) {
+  l.tok_emb = P.need("transformer.wte.weight");
+  l.pos_emb = P.need("transformer.wpe.weight");
+  for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
+    const std::string p = at("transformer.h", i);
+    Layer L;
+    L.self_norm = P.norm(p + "ln_1", c);
+    L.self_attn = attention_shape(c);
+    L.self_attn.qkv = P.linear(p + "attn.c_attn", true);
+    L.self_attn.o = P.linear(p + "attn.c_proj", true);
+    L.ffn_norm = P.norm(p + "ln_2", c);
+    L.ffn = ffn_shape(c);
+    L.ffn.up = P.linear(p + "mlp.c_fc", true);
+    L.ffn.down = P.linear(p + "mlp.c_proj", true);
+    l.decoder.layers.push_back(L);
+  }
+  l.decoder.has_final_norm = true;
+  l.decoder.final_norm = P.norm("transformer.ln_f", c);
+  l.lm_head = c.tie_embeddings ? l.tok_emb : P.need("lm_head.weight");
+}
+
+void wire_llama(Layout& l, const ModelConfig& c, const Params& P) {
+  l.tok_emb = P.need("model.embed_tokens.weight");
+  for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
+    const std::string p = at("model.layers", i);
+    Layer L;
+    L.self_norm = P.norm(p + "input_layernorm", c);
+    L.self_attn = attention_shape(c);
+    L.self_attn.q = P.linear(p + "self_attn.q_proj");
+    L.self_attn.k = P.linear(p + "self_attn.k_proj");
+    L.self_attn.v = P.linear(p + "self_attn.v_proj");
+    L.self_attn.o = P.linear(p + "self_attn.o_proj");
+    L.ffn_norm = P.norm(p + "post_attention_layernorm", c);
+    L.ffn = ffn_shape(c);
+    L.ffn.gate = P.linear(p + "mlp.gate_proj");
+    L.ffn.up = P.linear(p + "mlp.up_proj");
+    L.ffn.down = P.linear(p + "mlp.down_proj");
+    l.decoder.layers.push_back(L);
+  }
+  l.decoder.has_final_norm = true;
+  l.decoder.final_norm = P.norm("model.norm", c);
+  l.lm_head = c.tie_embeddings ? l.tok_emb : P.need("lm_head.weight");
+}
+
+void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
+  l.tok_emb = P.need("bert.embeddings.word_embeddings.weight");
+  l.pos_emb = P.need("bert.embeddings.position_embeddings.weight");
+  l.type_emb = P.maybe("bert.embeddings.token_type_embeddings.weight");
+  l.has_embed_norm = true;
+  l.embed_norm = P.norm("bert.embeddings.LayerNorm", c);
+  for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
+    const std::string p = at("bert.encoder.layer", i);
+    Layer L;
+    L.self_attn = attention_shape(c);
+    L.self_attn.q = P.linear(p + "attention.self.query");
+    L.self_attn.k = P.linear(p + "attention.self.key");
+    L.self_attn.v = P.linear(p + "attention.self.value");
+    L.self_attn.o = P.linear(p + "attention.output.dense");
+    L.self_norm = P.norm(p + "attention.output.LayerNorm", c);
+    L.ffn = ffn_shape(c);
+    L.ffn.up = P.linear(p + "intermediate.dense");
+    L.ffn.down = P.linear(p + "output.dense");
+    L.ffn_norm = P.norm(p + "output.LayerNorm", c);
+    l.encoder.layers.push_back(L);
+  }
+  if (c.head == HeadKind::classifier) {
+    l.pooler = P.linear("bert.pooler.dense");
+    l.classifier = P.linear("classifier");
+  } else if (c.head == HeadKind::masked_lm) {
+    l.mlm_dense = P.linear("cls.predictions.transform.dense");
+    l.mlm_norm = P.norm("cls.predictions.transform.LayerNorm", c);
+    l.mlm_decoder = l.tok_emb;
+    l.mlm_bias = P.need("cls.predictions.bias");
+  }
+}
+
+void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
+  l.tok_emb = P.need("shared.weight");
+  for (const char* side : {"encoder", "decoder"}) {
+    const bool dec = std::string(side) == "decoder";
+    Stack& s = dec ? l.decoder : l.encoder;
+    const std::size_t n = static_cast<std::size_t>(dec ? c.decoder_layers() : c.n_layers);
+    s.relative_bias = P.need(std::string(side) + ".block.0.layer.0.SelfAttention.relative_attention_bias.weight");
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string p = at(std::string(side) + ".block", i);
+      Layer L;
+      L.self_norm = P.norm(p + "layer.0.layer_norm", c);
+      L.self_attn = attention_shape(c);
+      const std::string sa = p + "layer.0.SelfAttention.";
+      L.self_attn.q = P.linear(sa + "q");
+      L.self_attn.k = P.linear(sa + "k");
+      L.self_attn.v = P.linear(sa + "v");
+      L.self_attn.o = P.linear(sa + "o");
+      if (dec) {
+        L.cross_norm = P.norm(p + "layer.1.layer_norm", c);
+        L.cross_attn = attention_shape(c);
+        const std::string ca = p + "layer.1.EncDecAttention.";
+        L.cross_attn.q = P.linear(ca + "q");
+        L.cross_attn.k = P.linear(ca + "k");
+        L.cross_attn.v = P.linear(ca + "v");
+        L.cross_attn.o = P.linear(ca + "o");
+      }
+      const std::string f = p + (dec ? "layer.2." : "layer.1.");
+      L.ffn_norm = P.norm(f + "layer_norm", c);
+      L.ffn = ffn_shape(c);
+      if (c.gated_ffn()) {
+        L.ffn.gate = P.linear(f + "DenseReluDense.wi_0");
+        L.ffn.up = P.linear(f + "DenseReluDense.wi_1");
+      } else {
+        L.ffn.up = P.linear(f + "DenseReluDense.wi");
+      }
+      L.ffn.down = P.linear(f + "DenseReluDense.wo");
+      s.layers.push_back(L);
+    }
+    s.has_final_norm = true;
+    s.final_norm = P.norm(std::string(side) + ".final_layer_norm", c);
+  }
+  l.lm_head = c.tie_embeddings ? l.tok_emb : P.need("lm_head.weight");
+  if (c.tie_embeddings) l.lm_scale = 1.0 / std::sqrt(static_cast<double>(c.d_model));
+}
+
+}  // namespace
+
+Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& params) {
+  const Params P(params);
+  Layout l;
+  if (c.model_type == "gpt2") wire_gpt2(l, c, P);
+  else if (c.model_type == "llama") wire_llama(l, c, P);
+  else if (c.model_type == "bert") wire_bert(l, c, P);
+  else if (c.model_type == "t5") wire_t5(l, c, P);
+  else wire_engine(l, c, P);
+  return l;
+}
+
+}  // namespace tfm

@@ -1,0 +1,45 @@
+// A model's modules, wired to the parameters of its name -> Tensor map by its family's names.
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nn/modules.h"
+#include "tfm/model_config.h"
+
+namespace tfm {
+
+struct Layer {
+  nn::Norm self_norm, cross_norm, ffn_norm;
+  nn::Attention self_attn, cross_attn;
+  nn::FeedForward ffn;
+};
+
+struct Stack {
+  std::vector<Layer> layers;
+  nn::Norm final_norm;
+  bool has_final_norm = false;
+  Tensor relative_bias;  // (buckets, H): T5 relative position bias table, shared by all layers
+};
+
+struct Layout {
+  Tensor tok_emb;   // (V, C)
+  Tensor pos_emb;   // (P, C) learned positions, or undefined
+  Tensor type_emb;  // (types, C), or undefined
+  nn::Norm embed_norm;
+  bool has_embed_norm = false;
+  Stack encoder, decoder;
+  Tensor lm_head;        // (V, C): the token embedding itself when tied
+  double lm_scale = 1.0;  // T5 rescales tied outputs by d_model^-1/2
+  nn::Linear pooler;     // BERT's pooler (weight undefined elsewhere)
+  nn::Linear classifier;
+  nn::Linear mlm_dense;
+  nn::Norm mlm_norm;
+  Tensor mlm_decoder, mlm_bias;  // (V, C), (V)
+};
+
+// Throws naming the first parameter the family needs that the map lacks.
+Layout wire_layout(const ModelConfig& cfg, const std::map<std::string, Tensor>& params);
+
+}  // namespace tfm

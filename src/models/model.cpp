@@ -1,0 +1,261 @@
+// Model: creation, parameter checks, and the forward pass of every architecture family.
+#include "tfm/model.h"
+
+#include <cmath>
+
+#include "models/init.h"
+#include "models/layout.h"
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+
+namespace tfm {
+
+struct Model::Impl {
+  ModelConfig cfg;
+  std::map<std::string, Tensor> params;
+  Layout layout;
+  Tensor alibi;  // (H) slopes when position == alibi
+  bool training = false;
+  std::uint64_t dropout_seed = 0, dropout_step = 0;
+  std::uint64_t forward_calls = 0;
+
+  nn::DropoutStream stream() {
+    // A fresh stream per forward: (seed, step, call) fixes every mask of the step.
+    const std::uint64_t s = dropout_seed * 0x9E3779B97F4A7C15ull + dropout_step * 0xD1B54A32D192ED03ull + forward_calls++;
+    return nn::DropoutStream(training, s);
+  }
+};
+
+// ---- creation -----------------------------------------------------------------------------
+
+Model::Model(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Model::Model(Model&&) noexcept = default;
+Model& Model::operator=(Model&&) noexcept = default;
+Model::~Model() = default;
+
+Model Model::create(const ModelConfig& cfg, std::uint64_t seed) {
+  validate_model_config(cfg, "model");
+  std::map<std::string, Tensor> params;
+  init_parameters(cfg, parameter_specs(cfg), params, seed);
+  return from_parameters(cfg, std::move(params));
+}
+
+Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params) {
+  validate_model_config(cfg, "model");
+  const auto specs = parameter_specs(cfg);
+  for (const auto& s : specs) {
+    auto it = params.find(s.name);
+    TFM_CHECK(it != params.end(), "model", "missing tensor '", s.name, "' (expected shape ", shape_str(s.shape), ")");
+    TFM_CHECK(it->second.shape() == s.shape, "model", "tensor '", s.name, "' has shape ", shape_str(it->second.shape()),
+              ", the config needs ", shape_str(s.shape));
+    if (it->second.dtype() != DType::f32) it->second = cast(it->second, DType::f32);
+  }
+  if (params.size() != specs.size()) {
+    for (const auto& [name, t] : params) {
+      bool known = false;
+      for (const auto& s : specs) known = known || s.name == name;
+      TFM_CHECK(known, "model", "unexpected tensor '", name, "' ", shape_str(t.shape()), " not in the config's model");
+    }
+  }
+  auto impl = std::make_unique<Impl>();
+  impl->cfg = cfg;
+  impl->params = std::move(params);
+  impl->layout = wire_layout(cfg, impl->params);
+  if (cfg.position == PositionKind::alibi) impl->alibi = alibi_slopes(cfg.n_heads);
+  return Model(std::move(impl));
+}
+
+const ModelConfig& Model::config() const { return impl_->cfg; }
+std::map<std::string, Tensor>& Model::parameters() { return impl_->params; }
+const std::map<std::string, Tensor>& Model::parameters() const { return impl_->params; }
+std::int64_t Model::parameter_count() const {
+  std::int64_t n = 0;
+  for (const auto& [name, t] : impl_->params) n += t.numel();
+  return n;
+}
+void Model::set_training(bool on) { impl_->training = on; }
+bool Model::training() const { return impl_->training; }
+void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
+  impl_->dropout_seed = seed;
+  impl_->dropout_step = step;
+  impl_->forward_calls = 0;
+}
+
+// ---- forward ------------------------------------------------------------------------------
+namespace {
+
+void check_ids(const Tensor& ids, const char* what) {
+  TFM_CHECK(ids.defined() && ids.dim() == 2 && !dtype_is_float(ids.dtype()), "model", what,
+            " must be a (B, T) integer tensor, got ", ids.defined() ? ids.str() : std::string("nothing"));
+}
+
+Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::int64_t offset, nn::DropoutStream& rng) {
+  const ModelConfig& c = m.cfg;
+  const Layout& l = m.layout;
+  const std::int64_t T = ids.size(1);
+  Tensor x = embedding(ids, l.tok_emb);  // (B, T, C)
+  if (c.scale_embeddings) x = mul_scalar(x, static_cast<float>(std::sqrt(static_cast<double>(c.d_model))));
+  if (c.position == PositionKind::learned) {
+    TFM_CHECK(offset + T <= c.max_positions, "model", "positions ", offset, "..", offset + T - 1,
+              " exceed max_positions ", c.max_positions);
+    x = add(x, embedding(position_ids(T, offset), l.pos_emb));
+  } else if (c.position == PositionKind::sinusoidal) {
+    x = add(x, sinusoidal_positions(T, c.d_model, offset));
+  }
+  if (l.type_emb.defined()) {
+    const Tensor t = types.defined() ? types : Tensor::zeros(ids.shape(), DType::i64);
+    x = add(x, embedding(t, l.type_emb));
+  }
+  if (l.has_embed_norm) x = l.embed_norm(x);
+  return rng.apply(x, c.embedding_dropout);
+}
+
+// Self-attention setup for one stack over T positions starting at `offset`.
+nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
+                              const Tensor& valid_lens) {
+  const ModelConfig& c = m.cfg;
+  nn::AttentionSetup a;
+  a.causal = causal;
+  a.valid_lens = valid_lens;
+  a.window = c.sliding_window;
+  a.scale_scores = c.scale_attention_scores;
+  a.dropout = c.attention_dropout;
+  if (c.position == PositionKind::rope) {
+    a.rope = true;
+    a.rope_pairing = c.rope_pairing;
+    a.rope_base = c.rope_base;
+    a.q_positions = a.k_positions = position_ids(T, offset);
+  }
+  if (c.position == PositionKind::alibi) a.alibi_slopes = m.alibi;
+  if (c.position == PositionKind::t5_relative) {
+    // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table.
+    const Tensor buckets = t5_relative_buckets(T, offset + T, !causal, c.relative_buckets, c.relative_max_distance, offset);
+    a.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);
+  }
+  return a;
+}
+
+nn::AttentionSetup cross_setup(const ModelConfig& c, const Tensor& src_valid_lens) {
+  nn::AttentionSetup a;
+  a.valid_lens = src_valid_lens;
+  a.scale_scores = c.scale_attention_scores;
+  a.dropout = c.attention_dropout;
+  return a;
+}
+
+// One layer. Post-norm: x = norm(x + f(x)); pre-norm: x = x + f(norm(x)).
+Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::AttentionSetup& self,
+                 const Tensor* memory, const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+  const bool pre = c.norm_placement == NormPlacement::pre;
+  auto sublayer = [&](const nn::Norm& norm, auto&& f) {
+    if (pre) return add(x, rng.apply(f(norm(x)), c.dropout));
+    return norm(add(x, rng.apply(f(x), c.dropout)));
+  };
+  x = sublayer(L.self_norm, [&](const Tensor& h) { return L.self_attn(h, h, self, rng); });
+  if (memory != nullptr)
+    x = sublayer(L.cross_norm, [&](const Tensor& h) { return L.cross_attn(h, *memory, *cross, rng); });
+  return sublayer(L.ffn_norm, [&](const Tensor& h) { return L.ffn(h, rng); });
+}
+
+Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
+                 const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+  for (const Layer& L : s.layers) x = run_layer(m.cfg, L, x, self, memory, cross, rng);
+  if (s.has_final_norm) x = s.final_norm(x);
+  if (m.cfg.model_type == "t5") x = rng.apply(x, m.cfg.dropout);  // T5 drops after the final norm too
+  return x;
+}
+
+}  // namespace
+
+Tensor Model::encode(const ModelInputs& in) {
+  Impl& m = *impl_;
+  TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
+  check_ids(in.input_ids, "input_ids");
+  nn::DropoutStream rng = m.stream();
+  const Tensor x = embed(m, in.input_ids, in.token_type_ids, 0, rng);
+  const auto setup = self_setup(m, m.layout.encoder, false, in.input_ids.size(1), 0, in.valid_lens);
+  return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);
+}
+
+Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
+  Impl& m = *impl_;
+  nn::DropoutStream rng = m.stream();
+  if (m.cfg.architecture == Architecture::decoder_only) {
+    check_ids(in.input_ids, "input_ids");
+    const Tensor x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
+    const auto setup = self_setup(m, m.layout.decoder, true, in.input_ids.size(1), in.position_offset, in.valid_lens);
+    return run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng);
+  }
+  TFM_CHECK(m.cfg.architecture == Architecture::encoder_decoder, "model", "an encoder_only model has no decoder");
+  check_ids(in.decoder_input_ids, "decoder_input_ids");
+  TFM_CHECK(encoder_hidden.defined(), "model", "decode needs the encoder output");
+  const Tensor x = embed(m, in.decoder_input_ids, Tensor(), in.position_offset, rng);
+  const auto self = self_setup(m, m.layout.decoder, true, in.decoder_input_ids.size(1), in.position_offset,
+                               in.decoder_valid_lens);
+  const auto cross = cross_setup(m.cfg, in.valid_lens);
+  return run_stack(m, m.layout.decoder, x, self, &encoder_hidden, &cross, rng);
+}
+
+Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
+  const Impl& m = *impl_;
+  const ModelConfig& c = m.cfg;
+  const Layout& l = m.layout;
+  switch (c.head) {
+    case HeadKind::none: return hidden;
+    case HeadKind::lm: {
+      TFM_CHECK(l.lm_head.defined(), "model", "no lm_head weight");
+      const Tensor h = l.lm_scale != 1.0 ? mul_scalar(hidden, static_cast<float>(l.lm_scale)) : hidden;
+      return linear(h, l.lm_head);  // (B, T, V)
+    }
+    case HeadKind::masked_lm: {
+      const Tensor t = l.mlm_norm(gelu(l.mlm_dense(hidden)));
+      return linear(t, l.mlm_decoder, l.mlm_bias);
+    }
+    case HeadKind::classifier: {
+      Tensor pooled;
+      if (c.pooling == Pooling::first) {
+        pooled = squeeze(slice(hidden, 1, 0, 1), 1);  // (B, C)
+      } else {
+        // Mean over valid positions: mask (B, T, 1) of 1s for t < valid_len.
+        const std::int64_t B = hidden.size(0), T = hidden.size(1);
+        std::vector<float> mask(static_cast<std::size_t>(B * T), 1.0f), count(static_cast<std::size_t>(B), static_cast<float>(T));
+        if (valid_lens.defined()) {
+          const auto lens = valid_lens.to_ints();
+          for (std::int64_t b = 0; b < B; ++b) {
+            const std::int64_t n = std::min<std::int64_t>(std::max<std::int64_t>(lens[static_cast<std::size_t>(b)], 1), T);
+            count[static_cast<std::size_t>(b)] = static_cast<float>(n);
+            for (std::int64_t t = n; t < T; ++t) mask[static_cast<std::size_t>(b * T + t)] = 0.0f;
+          }
+        }
+        const Tensor summed = sum(mul(hidden, Tensor::from_floats(mask, {B, T, 1})), 1);  // (B, C)
+        pooled = div(summed, Tensor::from_floats(count, {B, 1}));
+      }
+      if (l.pooler.weight.defined()) pooled = tanh(l.pooler(pooled));  // BERT's pooler
+      return l.classifier(pooled);  // (B, num_labels)
+    }
+  }
+  fail("model", "unknown head");
+}
+
+ModelOutputs Model::forward(const ModelInputs& in) {
+  ModelOutputs out;
+  switch (impl_->cfg.architecture) {
+    case Architecture::encoder_only:
+      out.hidden = encode(in);
+      out.logits = head(out.hidden, in.valid_lens);
+      break;
+    case Architecture::decoder_only:
+      out.hidden = decode(in, Tensor());
+      out.logits = head(out.hidden, in.valid_lens);
+      break;
+    case Architecture::encoder_decoder:
+      out.encoder_hidden = encode(in);
+      out.hidden = decode(in, out.encoder_hidden);
+      out.logits = head(out.hidden, in.decoder_valid_lens);
+      break;
+  }
+  return out;
+}
+
+}  // namespace tfm

@@ -1,0 +1,75 @@
+// Multi-head / grouped-query attention with projections, RoPE, masks and biases.
+#include <cmath>
+
+#include "nn/modules.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+
+namespace tfm::nn {
+namespace {
+// (B, T, H*Dh) -> (B, H, T, Dh)
+Tensor split_heads(const Tensor& x, std::int64_t heads, std::int64_t dh) {
+  return transpose(reshape(x, {x.size(0), x.size(1), heads, dh}), 1, 2);
+}
+}  // namespace
+
+Tensor Attention::project_q(const Tensor& x, const AttentionSetup& s) const {
+  TFM_CHECK(!qkv.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
+  Tensor q = split_heads(this->q(x), n_heads, head_dim);
+  return s.rope ? rope(q, s.q_positions, s.rope_base, s.rope_pairing) : q;
+}
+
+std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s) const {
+  TFM_CHECK(!qkv.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
+  Tensor k = split_heads(this->k(x), n_kv_heads, head_dim);
+  Tensor v = split_heads(this->v(x), n_kv_heads, head_dim);
+  if (s.rope) k = rope(k, s.k_positions, s.rope_base, s.rope_pairing);
+  return {k, v};
+}
+
+Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& s) const {
+  if (!qkv.weight.defined()) {
+    auto [k, v] = project_kv(x, s);
+    return {project_q(x, s), k, v};
+  }
+  // One GEMM for all three (GPT-2's c_attn), then views of its column blocks.
+  const auto parts = split(qkv(x), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
+  Heads h{split_heads(parts[0], n_heads, head_dim), split_heads(parts[1], n_kv_heads, head_dim),
+          split_heads(parts[2], n_kv_heads, head_dim)};
+  if (s.rope) {
+    h.q = rope(h.q, s.q_positions, s.rope_base, s.rope_pairing);
+    h.k = rope(h.k, s.k_positions, s.rope_base, s.rope_pairing);
+  }
+  return h;
+}
+
+Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSetup& s,
+                         DropoutStream& rng) const {
+  AttentionOptions o;
+  o.causal = s.causal;
+  o.valid_lens = s.valid_lens;
+  o.window = s.window;
+  o.bias = s.bias;
+  o.alibi_slopes = s.alibi_slopes;
+  o.scale = s.scale_scores ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 1.0f;
+  if (rng.training() && s.dropout > 0) {
+    o.dropout_p = static_cast<float>(s.dropout);
+    o.dropout_seed = rng.next_seed();
+  }
+  const Tensor out = scaled_dot_product_attention(contiguous(q), contiguous(k), contiguous(v), o);  // (B,H,Tq,Dh)
+  const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
+  return o(merged);
+}
+
+Tensor Attention::operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const {
+  TFM_CHECK(x_q.dim() == 3 && x_kv.dim() == 3, "attention", "inputs must be (B, T, C), got ", shape_str(x_q.shape()),
+            " and ", shape_str(x_kv.shape()));
+  if (x_q.storage() == x_kv.storage() && x_q.shape() == x_kv.shape() && x_q.offset() == x_kv.offset()) {
+    const Heads h = project_self(x_q, s);
+    return attend(h.q, h.k, h.v, s, rng);
+  }
+  const auto [k, v] = project_kv(x_kv, s);
+  return attend(project_q(x_q, s), k, v, s, rng);
+}
+
+}  // namespace tfm::nn

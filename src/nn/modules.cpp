@@ -1,0 +1,61 @@
+// Linear, Norm, FeedForward and DropoutStream (Attention is in attention.cpp).
+#include "nn/modules.h"
+
+#include "tfm/error.h"
+#include "tfm/ops.h"
+
+namespace tfm::nn {
+
+Tensor DropoutStream::apply(const Tensor& x, double p) {
+  if (!training_ || p <= 0.0) return x;
+  const std::uint64_t off = offset_;
+  offset_ += static_cast<std::uint64_t>(x.numel());
+  return dropout(x, static_cast<float>(p), true, seed_, off);
+}
+
+std::uint64_t DropoutStream::next_seed() {
+  // splitmix64 of (seed, call index): independent streams for kernels with their own counters.
+  std::uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (++calls_);
+  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
+  z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
+  return z ^ (z >> 31);
+}
+
+Tensor Linear::operator()(const Tensor& x) const {
+  if (!in_out) return linear(x, weight, bias);
+  Tensor y = matmul(x, weight);
+  return bias.defined() ? add(y, bias) : y;
+}
+
+Tensor Norm::operator()(const Tensor& x) const {
+  switch (kind) {
+    case NormKind::layer_norm: return layer_norm(x, weight, bias, static_cast<float>(eps));
+    case NormKind::rms_norm: return rms_norm(x, weight, static_cast<float>(eps));
+    case NormKind::scale_norm: {
+      // ScaleNorm (Nguyen & Salazar 2019): g * x / ||x||, with eps inside the root so the
+      // gradient stays finite at x = 0.
+      const Tensor norm = sqrt(add_scalar(sum(mul(x, x), -1, true), static_cast<float>(eps)));
+      return mul(div(x, norm), weight);
+    }
+  }
+  fail("norm", "unknown norm kind");
+}
+
+Tensor FeedForward::operator()(const Tensor& x, DropoutStream& rng) const {
+  Tensor h;
+  switch (activation) {
+    case FfnActivation::relu: h = relu(up(x)); break;
+    case FfnActivation::gelu: h = gelu(up(x)); break;
+    case FfnActivation::gelu_tanh: h = gelu(up(x), GeluApprox::tanh); break;
+    case FfnActivation::silu: h = silu(up(x)); break;
+    // Gated variants (Shazeer 2020): act(x W_gate) * (x W_up).
+    case FfnActivation::swiglu: h = mul(silu(gate(x)), up(x)); break;
+    case FfnActivation::geglu:
+      h = mul(gelu(gate(x), glu_gelu_tanh ? GeluApprox::tanh : GeluApprox::none), up(x));
+      break;
+    case FfnActivation::reglu: h = mul(relu(gate(x)), up(x)); break;
+  }
+  return down(rng.apply(h, dropout));
+}
+
+}  // namespace tfm::nn

@@ -1,0 +1,89 @@
+// Building blocks of every Transformer: Linear, Norm, FeedForward, Attention. Each holds
+// handles to parameters owned by the model's name -> Tensor map, and is a plain function
+// object (no virtual hierarchy): the model assembles them according to its ModelConfig.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+
+#include "tfm/model_config.h"
+#include "tfm/ops/position.h"
+#include "tfm/tensor.h"
+
+namespace tfm::nn {
+
+// Dropout masks for one forward pass: each call takes the next slice of a counter-based
+// stream, so a (seed, step) pair reproduces every mask of that step.
+class DropoutStream {
+ public:
+  DropoutStream(bool training, std::uint64_t seed) : training_(training), seed_(seed) {}
+  bool training() const { return training_; }
+  Tensor apply(const Tensor& x, double p);
+  // A fresh seed for a kernel that draws its own mask (attention weights).
+  std::uint64_t next_seed();
+
+ private:
+  bool training_;
+  std::uint64_t seed_;
+  std::uint64_t offset_ = 0;
+  std::uint64_t calls_ = 0;
+};
+
+struct Linear {
+  Tensor weight;        // (out, in); (in, out) when in_out (GPT-2's Conv1D layout)
+  Tensor bias;          // (out) or undefined
+  bool in_out = false;
+  Tensor operator()(const Tensor& x) const;  // x (..., in) -> (..., out)
+};
+
+struct Norm {
+  NormKind kind = NormKind::layer_norm;
+  Tensor weight;        // (C); ScaleNorm: (1), the learned scale g
+  Tensor bias;          // (C) LayerNorm only, may be undefined
+  double eps = 1e-5;
+  Tensor operator()(const Tensor& x) const;  // over the last dim
+};
+
+struct FeedForward {
+  Linear gate, up, down;  // gate only for gated activations
+  FfnActivation activation = FfnActivation::relu;
+  bool glu_gelu_tanh = false;  // GEGLU with the tanh GELU (T5 v1.1's gated-gelu)
+  double dropout = 0.0;        // on the hidden activations (before down)
+  Tensor operator()(const Tensor& x, DropoutStream& rng) const;  // (..., C) -> (..., C)
+};
+
+// What masks and positions one attention call uses.
+struct AttentionSetup {
+  bool causal = false;
+  Tensor valid_lens;            // (B) or (B, Tq): key padding
+  std::int64_t window = 0;      // sliding window width
+  Tensor bias;                  // additive, broadcastable to (B, H, Tq, Tk) (T5 relative bias)
+  Tensor alibi_slopes;          // (H)
+  bool rope = false;
+  RopePairing rope_pairing = RopePairing::halves;
+  double rope_base = 10000.0;
+  Tensor q_positions, k_positions;  // (Tq), (Tk) i64 for RoPE
+  bool scale_scores = true;     // divide by sqrt(head_dim)
+  double dropout = 0.0;         // on the attention weights
+};
+
+struct Attention {
+  Linear q, k, v, o;
+  Linear qkv;                   // fused (GPT-2's c_attn): used when its weight is defined
+  std::int64_t n_heads = 1, n_kv_heads = 1, head_dim = 1;
+  // x_q (B, Tq, C) attends to x_kv (B, Tk, C) -> (B, Tq, C). Self-attention: x_kv = x_q.
+  Tensor operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const;
+  // The projections, split into heads: q (B, H, T, Dh), k and v (B, Hkv, T, Dh), RoPE applied
+  // — exposed for KV caches. project_self serves self-attention (fused or not); project_q
+  // and project_kv serve cross-attention.
+  struct Heads {
+    Tensor q, k, v;
+  };
+  Heads project_self(const Tensor& x, const AttentionSetup& s) const;
+  Tensor project_q(const Tensor& x, const AttentionSetup& s) const;
+  std::pair<Tensor, Tensor> project_kv(const Tensor& x, const AttentionSetup& s) const;
+  // Attend with projected heads and apply the output projection.
+  Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSetup& s, DropoutStream& rng) const;
+};
+
+}  // namespace tfm::nn
