@@ -35,14 +35,23 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+// The row's max, or NaN when the row holds a NaN or +inf (PyTorch's softmax is NaN there
+// too). max() alone would drop a NaN (x86 max returns its second operand when either is
+// NaN), so a side sum of max(lowest, x) * 0 carries it: 0 for finite x and -inf (masks
+// stay cheap), NaN for NaN and +inf.
 template <class Isa>
 float row_max(const float* x, std::int64_t n) {
   using V = simd::Vec<Isa>;
-  auto m = V::set1(kNegInf);
+  auto m = V::set1(kNegInf), bad = V::zero();
+  const auto lowest = V::set1(std::numeric_limits<float>::lowest()), zero = V::zero();
   std::int64_t i = 0;
-  for (; i + V::width <= n; i += V::width) m = V::max(m, V::load(x + i));
-  if (i < n) m = V::max(m, V::load_partial(x + i, static_cast<int>(n - i), kNegInf));
-  return V::reduce_max(m);
+  auto step = [&](typename V::type v) {
+    m = V::max(m, v);
+    bad = V::add(bad, V::mul(V::max(lowest, v), zero));
+  };
+  for (; i + V::width <= n; i += V::width) step(V::load(x + i));
+  if (i < n) step(V::load_partial(x + i, static_cast<int>(n - i), kNegInf));
+  return V::reduce_max(m) + V::reduce_add(bad);
 }
 
 // sum(exp(x - m)); when y is given also stores the exps there. Tail lanes load -inf -> exp 0.

@@ -3,7 +3,9 @@
 // the vector widths (1, 7, 31, 32, 33, 257, 1024).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -194,4 +196,35 @@ TEST(NnKernels, DropoutMatchesNaiveAtAnyOffset) {
       test::expect_bitwise_equal(as_tensor(y), as_tensor(yn), "dropout n=" + std::to_string(n));
     }
   }
+}
+
+TEST(NnKernels, SoftmaxMasksAndNaNsLikePyTorch) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  for_each_isa_and_width([&](std::int64_t cols, const std::string& label) {
+    // Row 0: -inf masks on every other element (first one kept): masked -> exactly 0.
+    // Row 1: one NaN -> the whole row is NaN. Row 2: all -inf -> NaN (0/0), as PyTorch.
+    std::vector<float> x(static_cast<std::size_t>(3 * cols));
+    for (std::int64_t c = 0; c < cols; ++c) {
+      x[static_cast<std::size_t>(c)] = c % 2 ? -inf : 0.1f * static_cast<float>(c);
+      x[static_cast<std::size_t>(cols + c)] = c == cols / 2 ? nan : 1.0f;
+      x[static_cast<std::size_t>(2 * cols + c)] = -inf;
+    }
+    std::vector<float> y(x.size()), yn(x.size()), ly(x.size()), loss(3), lse(3);
+    kernels::softmax_forward(x.data(), y.data(), 3, cols);
+    kernels::softmax_forward_naive(x.data(), yn.data(), 3, cols);
+    kernels::log_softmax_forward(x.data(), ly.data(), 3, cols);
+    expect_vec_close(y, yn, 1e-5, 1e-7, "masked softmax " + label);
+    for (std::int64_t c = 0; c < cols; ++c) {
+      if (c % 2) {
+        EXPECT_EQ(y[static_cast<std::size_t>(c)], 0.0f) << label;
+        EXPECT_EQ(ly[static_cast<std::size_t>(c)], -inf) << label;
+      }
+      EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(cols + c)])) << label;
+      EXPECT_TRUE(std::isnan(ly[static_cast<std::size_t>(cols + c)])) << label;
+      EXPECT_TRUE(std::isnan(y[static_cast<std::size_t>(2 * cols + c)])) << label;
+    }
+    const std::int64_t t[3] = {0, 0, 0};
+    kernels::cross_entropy_forward(x.data(), t, loss.data(), lse.data(), 3, cols, -100, 0.0f);
+    EXPECT_TRUE(std::isnan(loss[1])) << label;
+  });
 }
