@@ -3,3 +3,4 @@
 
 #include "tfm/ops/position.h"
 #include "tfm/ops/shape.h"
+#include "tfm/ops/nn.h"

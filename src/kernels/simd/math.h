@@ -12,7 +12,9 @@ template <class Isa>
 typename Vec<Isa>::type exp(typename Vec<Isa>::type x) {
   using V = Vec<Isa>;
   const auto hi = V::set1(88.7228f), lo = V::set1(-87.3365f);
-  const auto xc = V::min(V::max(x, lo), hi);
+  // Operand order matters: x86 min/max return the SECOND operand when either is NaN, so
+  // putting x second lets a NaN input through the clamp and out as NaN (not a silent 0).
+  const auto xc = V::min(hi, V::max(lo, x));
   const auto n = V::round(V::mul(xc, V::set1(1.44269504088896341f)));
   // r = x - n*ln2 in two steps (ln2 split high/low) to keep r accurate.
   auto r = V::fma(n, V::set1(-0.693359375f), xc);
