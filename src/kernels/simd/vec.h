@@ -60,10 +60,18 @@ struct Vec<Generic> {
   TFM_GENERIC_BINARY(max, x > y ? x : y)
   TFM_GENERIC_BINARY(min, x < y ? x : y)
 #undef TFM_GENERIC_BINARY
-  static T fma(T a, T b, T c) { T r; for (int i = 0; i < 8; ++i) r.v[i] = std::fma(a.v[i], b.v[i], c.v[i]); return r; }
+  // Plain multiply-add: std::fma would be a libm call per lane on the baseline ISA.
+  static T fma(T a, T b, T c) { T r; for (int i = 0; i < 8; ++i) r.v[i] = a.v[i] * b.v[i] + c.v[i]; return r; }
   static T sqrt(T a) { T r; for (int i = 0; i < 8; ++i) r.v[i] = std::sqrt(a.v[i]); return r; }
   static T abs(T a) { T r; for (int i = 0; i < 8; ++i) r.v[i] = std::fabs(a.v[i]); return r; }
-  static T round(T a) { T r; for (int i = 0; i < 8; ++i) r.v[i] = std::nearbyint(a.v[i]); return r; }
+  // Round to nearest even without a libm call: adding and removing 1.5 * 2^23 leaves the
+  // integer part (exact for |x| < 2^22, the range the callers use). IEEE semantics (no
+  // -ffast-math) keep the compiler from folding the pair away.
+  static T round(T a) {
+    T r;
+    for (int i = 0; i < 8; ++i) r.v[i] = (a.v[i] + 12582912.0f) - 12582912.0f;
+    return r;
+  }
   // 2^n for integral-valued n in [-126, 127].
   static T pow2i(T n) {
     T r;
@@ -164,8 +172,17 @@ struct Vec<Avx512> {
   static T select_gt(T a, T b, T if_true, T if_false) {
     return _mm512_mask_blend_ps(_mm512_cmp_ps_mask(a, b, _CMP_GT_OQ), if_false, if_true);
   }
-  static float reduce_add(T a) { return _mm512_reduce_add_ps(a); }
-  static float reduce_max(T a) { return _mm512_reduce_max_ps(a); }
+  // Written out rather than _mm512_reduce_*_ps, which trips a GCC 12 -Wmaybe-uninitialized.
+  static float reduce_add(T a) {
+    const __m256 h = _mm256_add_ps(_mm512_castps512_ps256(a),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    return Vec<Avx2>::reduce_add(h);
+  }
+  static float reduce_max(T a) {
+    const __m256 h = _mm256_max_ps(_mm512_castps512_ps256(a),
+                                   _mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(a), 1)));
+    return Vec<Avx2>::reduce_max(h);
+  }
 };
 #endif
 
