@@ -80,6 +80,14 @@ std::vector<ConfigKey> common_keys() {
           enum_key("pooling", &ModelConfig::pooling), int_key("sliding_window", &ModelConfig::sliding_window, 0)};
 }
 
+// One dropout rate for residual branches and embeddings (BERT's hidden_dropout_prob, T5's
+// dropout_rate).
+ConfigKey shared_dropout_key(std::string name) {
+  return {name, [name](ModelConfig& c, const json& v, const std::string& w) {
+            c.dropout = c.embedding_dropout = read_double(v, name, w, 0, 0.999);
+          }, [](const ModelConfig& c) { return json(c.dropout); }};
+}
+
 ConfigSchema transformer_schema() {
   ConfigSchema s{"transformer", {}, {}, ModelConfig{}};
   s.keys = {enum_key("architecture", &ModelConfig::architecture),
@@ -219,7 +227,7 @@ ConfigSchema bert_schema() {
             mapped_key<FfnActivation>("hidden_act", &ModelConfig::activation,
                                       {{"gelu", FfnActivation::gelu}, {"relu", FfnActivation::relu},
                                        {"gelu_new", FfnActivation::gelu_tanh}, {"silu", FfnActivation::silu}}),
-            double_key("hidden_dropout_prob", &ModelConfig::dropout, 0, 0.999),
+            shared_dropout_key("hidden_dropout_prob"),
             double_key("attention_probs_dropout_prob", &ModelConfig::attention_dropout, 0, 0.999),
             int_key("max_position_embeddings", &ModelConfig::max_positions, 1),
             int_key("type_vocab_size", &ModelConfig::type_vocab_size, 0),
@@ -259,7 +267,7 @@ ConfigSchema t5_schema() {
             int_key("num_heads", &ModelConfig::n_heads, 1),
             int_key("relative_attention_num_buckets", &ModelConfig::relative_buckets, 1),
             int_key("relative_attention_max_distance", &ModelConfig::relative_max_distance, 1),
-            double_key("dropout_rate", &ModelConfig::dropout, 0, 0.999),
+            shared_dropout_key("dropout_rate"),
             double_key("layer_norm_epsilon", &ModelConfig::norm_eps, 0, 1),
             double_key("initializer_factor", &ModelConfig::init_std, 0, 10),
             mapped_key<FfnActivation>("feed_forward_proj", &ModelConfig::activation,
