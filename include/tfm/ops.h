@@ -1,4 +1,7 @@
 // Every differentiable op of the engine, by family.
 #pragma once
 
+#include "tfm/ops/activation.h"
+#include "tfm/ops/arith.h"
+#include "tfm/ops/reduce.h"
 #include "tfm/ops/shape.h"
