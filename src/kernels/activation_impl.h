@@ -42,7 +42,8 @@ void activation_forward(Activation f, const float* x, float* y, std::int64_t n) 
   const T zero = V::zero(), one = V::set1(1.0f);
   switch (f) {
     case Activation::relu:
-      return map1<V>(x, y, n, [&](T v) { return V::max(v, zero); });
+      // max(0, v): every Vec's max returns its second operand on NaN, so NaN propagates.
+      return map1<V>(x, y, n, [&](T v) { return V::max(zero, v); });
     case Activation::gelu:  // x·Phi(x)
       return map1<V>(x, y, n, [&](T v) { return V::mul(v, simd::normal_cdf<Isa>(v)); });
     case Activation::gelu_tanh:  // 0.5x(1 + tanh u) = x·sigmoid(2u)

@@ -133,6 +133,16 @@ TEST(KernelActivation, GeluTailIsRelativelyAccurate) {
   });
 }
 
+TEST(KernelActivation, ReluPropagatesNan) {
+  for_each_isa([](Isa) {
+    std::vector<float> x(33, -1.0f), y(33);
+    x[3] = x[32] = std::nanf("");
+    k::activation_forward(k::Activation::relu, x.data(), y.data(), 33);
+    EXPECT_TRUE(std::isnan(y[3]) && std::isnan(y[32]));
+    EXPECT_EQ(y[0], 0.0f);
+  });
+}
+
 TEST(KernelReduce, RowSumRowMaxColSumMatchNaive) {
   for_each_isa([](Isa) {
     for (std::int64_t cols : kSizes) {
