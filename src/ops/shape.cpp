@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <numeric>
 
-#include "kernels/parallel.h"
+#include "kernels/reduce.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 
@@ -211,36 +211,44 @@ Tensor sum_to_shape(const Tensor& g, const Shape& shape) {
   // Sum over the leading dims g has extra, and over dims where `shape` has size 1.
   const std::size_t nd = g.shape().size(), td = shape.size();
   TFM_CHECK(nd >= td, "sum_to_shape", shape_str(g.shape()), " -> ", shape_str(shape));
-  const Tensor src = g.dtype() == DType::f32 ? contiguous(g) : cast(g, DType::f32);
-  Tensor out = Tensor::zeros(shape);
-  // Map every source element to its destination: destination strides are 0 on summed dims.
-  Shape dst_strides(nd, 0);
-  const Shape out_strides = contiguous_strides(shape);
-  for (std::size_t i = nd - td; i < nd; ++i) {
+  std::vector<bool> reduced(nd, false);  // dims summed away
+  for (std::size_t i = 0; i < nd; ++i) {
+    if (i < nd - td) {
+      reduced[i] = true;
+      continue;
+    }
     const std::size_t j = i - (nd - td);
     TFM_CHECK(shape[j] == g.shape()[i] || shape[j] == 1, "sum_to_shape", shape_str(g.shape()), " -> ",
               shape_str(shape));
-    dst_strides[i] = shape[j] == 1 ? 0 : out_strides[j];
+    reduced[i] = shape[j] == 1 && g.shape()[i] != 1;
   }
-  const float* s = src.data<float>();
-  float* o = out.data<float>();
-  // Serial on purpose: destinations collide across source elements; a fixed order keeps the
-  // result identical whatever the thread count.
-  const std::int64_t total = src.numel();
-  std::vector<std::int64_t> idx(nd, 0);
-  std::int64_t dst = 0;
-  for (std::int64_t k = 0; k < total; ++k) {
-    o[dst] += s[k];
-    for (std::size_t i = nd; i-- > 0;) {
-      if (++idx[i] < g.shape()[i]) {
-        dst += dst_strides[i];
-        break;
-      }
-      dst -= (g.shape()[i] - 1) * dst_strides[i];
-      idx[i] = 0;
+  if (g.numel() == 0) return Tensor::zeros(shape);
+  // A contiguous f32 copy (no autograd: this is a backward helper).
+  Tensor cur = g;
+  if (g.dtype() != DType::f32 || !g.is_contiguous()) {
+    cur = Tensor::empty(g.shape());
+    cur.copy_(g);
+  }
+  // Each maximal run of summed dims [i0, i1) is one (outer, mid, inner) middle-dim sum on the
+  // deterministic kernels, runs taken right to left: (B,T,C) -> (C) is one column sum over
+  // B·T rows, (B,T,C) -> (1,T,1) a row sum over C then a column sum over B.
+  Shape cur_shape = g.shape();
+  for (std::size_t i1 = nd; i1 > 0;) {
+    if (!reduced[i1 - 1]) {
+      --i1;
+      continue;
     }
+    std::size_t i0 = i1 - 1;
+    while (i0 > 0 && reduced[i0 - 1]) --i0;
+    std::int64_t outer = 1, mid = 1, inner = 1;
+    for (std::size_t i = 0; i < nd; ++i) (i < i0 ? outer : i < i1 ? mid : inner) *= cur_shape[i];
+    for (std::size_t i = i0; i < i1; ++i) cur_shape[i] = 1;
+    Tensor next = Tensor::empty(cur_shape);
+    kernels::sum_middle(cur.data<float>(), next.data<float>(), outer, mid, inner);
+    cur = next;
+    i1 = i0;
   }
-  return out;
+  return cur.as_strided(shape, contiguous_strides(shape), cur.offset());
 }
 
 }  // namespace tfm
