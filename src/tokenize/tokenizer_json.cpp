@@ -27,6 +27,8 @@ static std::string type_of(const json& j) {
 // prefix/suffix ids from a TemplateProcessing "single" template.
 static void read_template(const json& pp, Tokenizer::Impl& impl) {
   bool seen_a = false;
+  impl.prefix.clear();
+  impl.suffix.clear();
   for (const auto& item : pp.at("single")) {
     if (item.contains("Sequence")) {
       seen_a = true;
@@ -179,8 +181,12 @@ std::string impl_to_json(const Tokenizer::Impl& impl) {
     j["decoder"] = {{"type", "Fuse"}};
   else
     j["decoder"] = nullptr;
+  // ordered_json's operator[] searches linearly; tokens are known unique (finalize), so
+  // append to the underlying vector directly (O(n) instead of O(n^2) for 50k tokens).
   ojson vocab = ojson::object();
-  for (std::size_t id = 0; id < impl.tokens.size(); ++id) vocab[impl.tokens[id]] = id;
+  auto& entries = static_cast<std::vector<std::pair<const std::string, ojson>>&>(vocab.get_ref<ojson::object_t&>());
+  entries.reserve(impl.tokens.size());
+  for (std::size_t id = 0; id < impl.tokens.size(); ++id) entries.emplace_back(impl.tokens[id], id);
   ojson model;
   if (bpe) {
     ojson merges = ojson::array();
