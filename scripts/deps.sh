@@ -16,13 +16,24 @@ command -v node >/dev/null 2>&1 && command -v npm >/dev/null 2>&1 || packages+=(
 
 missing=()
 for p in "${packages[@]}"; do
+  # NodeSource's nodejs bundles npm, and conflicts with Debian's npm package.
+  if [ "$p" = npm ] && command -v npm >/dev/null; then continue; fi
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
-[ ${#missing[@]} -eq 0 ] && exit 0
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "deps: installing ${missing[*]}"
+  SUDO=""
+  [ "$(id -u)" -eq 0 ] || SUDO="sudo"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
 
-echo "deps: installing ${missing[*]}"
-SUDO=""
-[ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+# tiktoken (npm, version pinned in package-lock.json): the GPT-2 tokenizer reference.
+# Installed only when missing or when the lock file changed since the last install.
+tiktoken_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/tiktoken"
+if [ ! -f "$tiktoken_dir/node_modules/.package-lock.json" ] ||
+   [ "$tiktoken_dir/package-lock.json" -nt "$tiktoken_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/tiktoken"
+  (cd "$tiktoken_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi

@@ -11,6 +11,7 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", std::string("tfm ") + tfm::version_string());
   app.require_subcommand(1);
   tfm::cli::add_info_command(app);
+  tfm::cli::add_tokenizer_commands(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
