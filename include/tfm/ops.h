@@ -2,3 +2,4 @@
 #pragma once
 
 #include "tfm/ops/shape.h"
+#include "tfm/ops/matmul.h"
