@@ -53,13 +53,16 @@ void sgemm_1t(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, 
   hold_one_thread();
   call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #else
-  // oneDNN's OpenMP build runs on omp_get_max_threads() outside a parallel region and on one
-  // thread inside one; a one-thread team pins it to the caller either way.
+  // oneDNN's OpenMP build runs on one thread inside an active parallel region and on
+  // omp_get_max_threads() outside one (a one-thread team is NOT active, so it would still
+  // spawn a nested team). Outside a region we lower this thread's nthreads ICV for the call.
   if (omp_in_parallel()) {
     call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   } else {
-#pragma omp parallel num_threads(1)
+    const int previous = omp_get_max_threads();
+    omp_set_num_threads(1);
     call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    omp_set_num_threads(previous);
   }
 #endif
 }
