@@ -5,7 +5,8 @@ set -euo pipefail
 
 packages=(
   build-essential cmake ninja-build pkg-config git
-  libopenblas-dev libopenblas0-pthread   # fp32 GEMM (docs/benchmarks.md: why OpenBLAS)
+  libdnnl-dev                            # fp32 GEMM: oneDNN's dnnl_sgemm (docs/benchmarks.md: why)
+  libopenblas-dev libopenblas0-pthread libblis-openmp-dev  # the other BLAS candidates (bench/blas, TFM_BLAS=openblas)
   nlohmann-json3-dev libcli11-dev        # config/format parsing, CLI
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)

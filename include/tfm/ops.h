@@ -7,3 +7,4 @@
 #include "tfm/ops/position.h"
 #include "tfm/ops/reduce.h"
 #include "tfm/ops/shape.h"
+#include "tfm/ops/matmul.h"

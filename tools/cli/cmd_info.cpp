@@ -4,6 +4,7 @@
 #include "commands.h"
 #include "model_summary.h"
 #include "tfm/model_config.h"
+#include "kernels/gemm.h"
 #include "tfm/runtime.h"
 
 namespace tfm::cli {
@@ -29,6 +30,7 @@ void add_info_command(CLI::App& app) {
     std::printf("kernels:  %s (best on this CPU: %s; override with TFM_ISA=generic|avx2|avx512)\n",
                 isa_name(active_isa()), isa_name(cpu_best_isa()));
     std::printf("threads:  %d (set with -t N)\n", num_threads());
+    std::printf("gemm:     %s\n", kernels::gemm_backend_name());
   });
 }
 

@@ -10,8 +10,14 @@ int main(int argc, char** argv) {
   CLI::App app{"tfm — build, train, evaluate and run Transformers on the CPU"};
   app.set_version_flag("--version", std::string("tfm ") + tfm::version_string());
   app.require_subcommand(1);
+  app.fallthrough();  // global options (-t) may also follow the subcommand
+  // -t N: the engine's thread count for every subcommand (default: all cores).
+  app.add_option_function<int>("-t,--threads", [](int n) { tfm::set_num_threads(n); },
+                               "Threads for the engine (default: all cores)")
+      ->check(CLI::Range(1, 1024));
   tfm::cli::add_info_command(app);
   tfm::cli::add_tokenizer_commands(app);
+  tfm::cli::add_bench_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,258 @@
+// matmul and linear over the GEMM kernel, with their backward rules beside them.
+//
+// A matrix operand (..., R, C) is handed to the GEMM as a pointer per batch item plus a
+// leading dimension and a transpose flag, read from its strides: row-major (stride[-1] == 1)
+// or column-major (stride[-2] == 1, e.g. a transpose view) go in without a copy; any other
+// layout is copied with clone() first. Backward passes transposed VIEWS (mT below), so
+// gradients never materialise a transpose either.
+#include "tfm/ops/matmul.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "kernels/gemm.h"
+#include "kernels/parallel.h"
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/ops/shape.h"
+
+namespace tfm {
+namespace {
+
+std::size_t u(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+// How the last two dims (R, C) of a tensor lie in memory.
+struct MatLayout {
+  bool trans = false;    // stored column-major: element (r, c) at c * ld + r
+  std::int64_t ld = 1;   // stride between stored rows, in elements
+};
+
+bool layout_of(const Tensor& x, MatLayout& L) {
+  const std::int64_t n = x.dim(), R = x.shape()[u(n - 2)], C = x.shape()[u(n - 1)];
+  const std::int64_t sr = x.strides()[u(n - 2)], sc = x.strides()[u(n - 1)];
+  if ((C == 1 || sc == 1) && (R == 1 || sr >= C)) {
+    L = {false, R == 1 ? std::max<std::int64_t>(C, 1) : sr};
+    return true;
+  }
+  if ((R == 1 || sr == 1) && (C == 1 || sc >= R)) {
+    L = {true, C == 1 ? std::max<std::int64_t>(R, 1) : sc};
+    return true;
+  }
+  return false;
+}
+
+// x, or a row-major copy when the GEMM cannot read its layout.
+Tensor gemm_readable(const Tensor& x, MatLayout& L) {
+  if (layout_of(x, L)) return x;
+  Tensor c = x.clone();
+  layout_of(c, L);
+  return c;
+}
+
+// The transpose of the last two dims as a raw view (no copy, not recorded).
+Tensor mT(const Tensor& x) {
+  Shape shape = x.shape(), strides = x.strides();
+  const std::size_t n = shape.size();
+  std::swap(shape[n - 1], shape[n - 2]);
+  std::swap(strides[n - 1], strides[n - 2]);
+  return x.as_strided(shape, strides, x.offset());
+}
+
+// Row-major (..., R, C) whose rows sit at one uniform stride across all leading dims: the
+// whole tensor is one (rows, C) matrix with leading dimension ld.
+bool rows_uniform(const Tensor& x, std::int64_t& ld) {
+  MatLayout L;
+  const std::int64_t n = x.dim();
+  if (n < 2 || x.shape()[u(n - 2)] <= 1 || !layout_of(x, L) || L.trans) {
+    if (!x.is_contiguous()) return false;
+    ld = std::max<std::int64_t>(x.shape()[u(n - 1)], 1);
+    return true;
+  }
+  ld = L.ld;
+  std::int64_t expect = ld * x.shape()[u(n - 2)];
+  for (std::int64_t d = n - 3; d >= 0; --d) {
+    if (x.shape()[u(d)] != 1 && x.strides()[u(d)] != expect) return false;
+    expect *= x.shape()[u(d)];
+  }
+  return true;
+}
+
+// Element offsets of every batch item of x (batch dims = all but the last two) when its
+// batch dims are broadcast to `batch` (row-major order over `batch`).
+std::vector<std::int64_t> batch_offsets(const Tensor& x, const Shape& batch) {
+  const std::size_t nb = batch.size(), xb = u(x.dim() - 2);
+  Shape st(nb, 0);
+  for (std::size_t i = 0; i < xb; ++i)
+    if (x.shape()[i] != 1) st[nb - xb + i] = x.strides()[i];
+  std::vector<std::int64_t> offs(u(shape_numel(batch)));
+  std::vector<std::int64_t> idx(nb, 0);
+  std::int64_t off = 0;
+  for (std::size_t k = 0; k < offs.size(); ++k) {
+    offs[k] = off;
+    for (std::size_t i = nb; i-- > 0;) {
+      if (++idx[i] < batch[i]) {
+        off += st[i];
+        break;
+      }
+      off -= (batch[i] - 1) * st[i];
+      idx[i] = 0;
+    }
+  }
+  return offs;
+}
+
+bool arithmetic(const std::vector<std::int64_t>& v, std::int64_t& step) {
+  step = v.size() > 1 ? v[1] - v[0] : 0;
+  for (std::size_t i = 1; i < v.size(); ++i)
+    if (v[i] - v[i - 1] != step) return false;
+  return true;
+}
+
+void check_f32(const Tensor& x, const char* op, const char* what) {
+  TFM_CHECK(x.defined(), op, what, " is undefined");
+  TFM_CHECK(x.dtype() == DType::f32, op, what, " must be f32, got ", dtype_name(x.dtype()));
+}
+
+// op-free product of a (..., M, K) and b (..., K, N), both >= 2-D, batch dims broadcast.
+// Returns a fresh contiguous (batch..., M, N). No autograd.
+Tensor product(const Tensor& a_in, const Tensor& b_in) {
+  const std::int64_t na = a_in.dim(), nb = b_in.dim();
+  const std::int64_t M = a_in.shape()[u(na - 2)], K = a_in.shape()[u(na - 1)], N = b_in.shape()[u(nb - 1)];
+  TFM_CHECK(b_in.shape()[u(nb - 2)] == K, "matmul", shape_str(a_in.shape()), " @ ", shape_str(b_in.shape()),
+            ": inner dims ", K, " != ", b_in.shape()[u(nb - 2)]);
+  const Shape a_batch(a_in.shape().begin(), a_in.shape().end() - 2), b_batch(b_in.shape().begin(), b_in.shape().end() - 2);
+  Shape out_shape = broadcast_shapes(a_batch, b_batch, "matmul");
+  const Shape batch = out_shape;
+  out_shape.push_back(M);
+  out_shape.push_back(N);
+  Tensor out = Tensor::empty(out_shape);
+  if (out.numel() == 0) return out;
+  float* C = out.data<float>();
+  const std::int64_t nbatch = shape_numel(batch);
+
+  MatLayout La, Lb;
+  const Tensor a = gemm_readable(a_in, La), b = gemm_readable(b_in, Lb);
+  const float* A = a.data<float>();
+  const float* B = b.data<float>();
+
+  // b shared by every batch item and a's rows uniform: one GEMM with M' = batch * M (the
+  // Linear case (B, T, C) @ (C, N): one big call instead of B small ones).
+  std::int64_t lda_rows = 0;
+  if (shape_numel(b_batch) == 1 && a_batch == batch && !La.trans && rows_uniform(a, lda_rows)) {
+    kernels::gemm(false, Lb.trans, nbatch * M, N, K, 1.0f, A, lda_rows, B, Lb.ld, 0.0f, C, N);
+    return out;
+  }
+  const std::vector<std::int64_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
+  std::int64_t sa = 0, sb = 0;
+  if (arithmetic(oa, sa) && arithmetic(ob, sb)) {
+    kernels::gemm_batched(La.trans, Lb.trans, nbatch, M, N, K, 1.0f, A, La.ld, sa, B, Lb.ld, sb, 0.0f, C, N,
+                          M * N);
+    return out;
+  }
+  for (std::int64_t i = 0; i < nbatch; ++i)
+    kernels::gemm(La.trans, Lb.trans, M, N, K, 1.0f, A + oa[u(i)], La.ld, B + ob[u(i)], Lb.ld, 0.0f,
+                  C + i * M * N, N);
+  return out;
+}
+
+// d(loss)/d(b) for out = a @ b when b has no batch (or all-ones batch) dims and a's rows are
+// uniform: gb (K, N) = a_flatᵀ (K, rows) @ g_flat (rows, N), one GEMM over all rows.
+bool shared_rhs_grad(const Tensor& a, const Tensor& g, const Shape& b_shape, Tensor& gb) {
+  const std::int64_t na = a.dim();
+  std::int64_t lda = 0;
+  if (shape_numel(Shape(b_shape.begin(), b_shape.end() - 2)) != 1 || !rows_uniform(a, lda)) return false;
+  const Shape a_batch(a.shape().begin(), a.shape().end() - 2), g_batch(g.shape().begin(), g.shape().end() - 2);
+  if (a_batch != g_batch) return false;
+  const std::int64_t K = a.shape()[u(na - 1)], N = g.shape()[u(g.dim() - 1)];
+  const std::int64_t rows = a.numel() / std::max<std::int64_t>(K, 1);
+  gb = Tensor::zeros({K, N});
+  kernels::gemm(true, false, K, N, rows, 1.0f, a.data<float>(), lda, g.data<float>(), N, 0.0f, gb.data<float>(), N);
+  gb = gb.as_strided(b_shape, contiguous_strides(b_shape), 0);
+  return true;
+}
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_f32(a, "matmul", "a");
+  check_f32(b, "matmul", "b");
+  TFM_CHECK(a.dim() >= 1 && b.dim() >= 1, "matmul", "operands must be at least 1-D, got ", shape_str(a.shape()),
+            " and ", shape_str(b.shape()));
+  // 1-D operands: the PyTorch rule through differentiable unsqueeze/squeeze views.
+  if (a.dim() == 1) return squeeze(matmul(unsqueeze(a, 0), b), -2);
+  if (b.dim() == 1) return squeeze(matmul(a, unsqueeze(b, 1)), -1);
+
+  Tensor out = product(a, b);
+  if (autograd::needs_grad({&a, &b})) {
+    autograd::record("matmul", out, [a, b](const Tensor& g) {
+      // g (batch..., M, N). ga = g @ bᵀ, gb = aᵀ @ g, then summed over broadcast batch dims.
+      if (a.requires_grad()) autograd::accumulate(a, sum_to_shape(product(g, mT(b)), a.shape()));
+      if (b.requires_grad()) {
+        Tensor gb;
+        if (!shared_rhs_grad(a, g, b.shape(), gb)) gb = sum_to_shape(product(mT(a), g), b.shape());
+        autograd::accumulate(b, gb);
+      }
+    });
+  }
+  return out;
+}
+
+Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
+  check_f32(x, "linear", "x");
+  check_f32(w, "linear", "w");
+  TFM_CHECK(w.dim() == 2, "linear", "w must be (out, in), got ", shape_str(w.shape()));
+  TFM_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear", "x ", shape_str(x.shape()), " and w ",
+            shape_str(w.shape()), ": in features ", x.dim() >= 1 ? x.shape().back() : 0, " != ", w.shape()[1]);
+  const std::int64_t out_f = w.shape()[0];
+  if (b.defined()) {
+    check_f32(b, "linear", "b");
+    TFM_CHECK(b.dim() == 1 && b.shape()[0] == out_f, "linear", "b must be (", out_f, "), got ", shape_str(b.shape()));
+  }
+  if (x.dim() == 1) return squeeze(linear(unsqueeze(x, 0), w, b), 0);
+
+  Tensor y = product(x, mT(w));  // (..., out); wᵀ is a view, read with the transpose flag
+  if (b.defined()) {
+    const Tensor bc = b.is_contiguous() ? b : b.clone();
+    const float* bias = bc.data<float>();
+    float* Y = y.data<float>();
+    kernels::parallel_for(y.numel() / std::max<std::int64_t>(out_f, 1), 64, [&](std::int64_t r0, std::int64_t r1) {
+      for (std::int64_t r = r0; r < r1; ++r)
+        for (std::int64_t j = 0; j < out_f; ++j) Y[r * out_f + j] += bias[j];
+    });
+  }
+  if (autograd::needs_grad({&x, &w, &b})) {
+    autograd::record("linear", y, [x, w, b, out_f](const Tensor& g) {
+      // g (..., out) contiguous, rows = numel / out.
+      const std::int64_t in_f = w.shape()[1], rows = g.numel() / std::max<std::int64_t>(out_f, 1);
+      if (x.requires_grad()) autograd::accumulate(x, product(g, w));  // (..., out) @ (out, in)
+      if (w.requires_grad()) {
+        // gw (out, in) = g_flatᵀ (out, rows) @ x_flat (rows, in)
+        std::int64_t ldx = 0;
+        Tensor xr = x;
+        if (!rows_uniform(x, ldx)) {
+          xr = x.clone();
+          ldx = in_f;
+        }
+        Tensor gw = Tensor::zeros({out_f, in_f});
+        kernels::gemm(true, false, out_f, in_f, rows, 1.0f, g.data<float>(), out_f, xr.data<float>(), ldx, 0.0f,
+                      gw.data<float>(), in_f);
+        autograd::accumulate(w, gw);
+      }
+      if (b.defined() && b.requires_grad()) {
+        // Column sums of g, rows added in order by one thread per column block: the same
+        // grouping whatever the thread count.
+        Tensor gb = Tensor::zeros({out_f});
+        float* db = gb.data<float>();
+        const float* G = g.data<float>();
+        kernels::parallel_for(out_f, 64, [&](std::int64_t j0, std::int64_t j1) {
+          for (std::int64_t r = 0; r < rows; ++r)
+            for (std::int64_t j = j0; j < j1; ++j) db[j] += G[r * out_f + j];
+        });
+        autograd::accumulate(b, gb);
+      }
+    });
+  }
+  return y;
+}
+
+}  // namespace tfm
