@@ -58,17 +58,17 @@ void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool c
     Layer L;
     L.self_norm = P.norm(p + "self_attn_norm", c);
     L.self_attn = attention_shape(c);
-    L.self_attn.q = P.linear(p + "self_attn.q_proj");
-    L.self_attn.k = P.linear(p + "self_attn.k_proj");
-    L.self_attn.v = P.linear(p + "self_attn.v_proj");
-    L.self_attn.o = P.linear(p + "self_attn.o_proj");
+    L.self_attn.q_proj = P.linear(p + "self_attn.q_proj");
+    L.self_attn.k_proj = P.linear(p + "self_attn.k_proj");
+    L.self_attn.v_proj = P.linear(p + "self_attn.v_proj");
+    L.self_attn.o_proj = P.linear(p + "self_attn.o_proj");
     if (cross) {
       L.cross_norm = P.norm(p + "cross_attn_norm", c);
       L.cross_attn = attention_shape(c);
-      L.cross_attn.q = P.linear(p + "cross_attn.q_proj");
-      L.cross_attn.k = P.linear(p + "cross_attn.k_proj");
-      L.cross_attn.v = P.linear(p + "cross_attn.v_proj");
-      L.cross_attn.o = P.linear(p + "cross_attn.o_proj");
+      L.cross_attn.q_proj = P.linear(p + "cross_attn.q_proj");
+      L.cross_attn.k_proj = P.linear(p + "cross_attn.k_proj");
+      L.cross_attn.v_proj = P.linear(p + "cross_attn.v_proj");
+      L.cross_attn.o_proj = P.linear(p + "cross_attn.o_proj");
     }
     L.ffn_norm = P.norm(p + "ffn_norm", c);
     L.ffn = ffn_shape(c);
@@ -110,8 +110,8 @@ void wire_gpt2(Layout& l, const ModelConfig& c, const Params& P) {
     Layer L;
     L.self_norm = P.norm(p + "ln_1", c);
     L.self_attn = attention_shape(c);
-    L.self_attn.qkv = P.linear(p + "attn.c_attn", true);
-    L.self_attn.o = P.linear(p + "attn.c_proj", true);
+    L.self_attn.qkv_proj = P.linear(p + "attn.c_attn", true);
+    L.self_attn.o_proj = P.linear(p + "attn.c_proj", true);
     L.ffn_norm = P.norm(p + "ln_2", c);
     L.ffn = ffn_shape(c);
     L.ffn.up = P.linear(p + "mlp.c_fc", true);
@@ -130,10 +130,10 @@ void wire_llama(Layout& l, const ModelConfig& c, const Params& P) {
     Layer L;
     L.self_norm = P.norm(p + "input_layernorm", c);
     L.self_attn = attention_shape(c);
-    L.self_attn.q = P.linear(p + "self_attn.q_proj");
-    L.self_attn.k = P.linear(p + "self_attn.k_proj");
-    L.self_attn.v = P.linear(p + "self_attn.v_proj");
-    L.self_attn.o = P.linear(p + "self_attn.o_proj");
+    L.self_attn.q_proj = P.linear(p + "self_attn.q_proj");
+    L.self_attn.k_proj = P.linear(p + "self_attn.k_proj");
+    L.self_attn.v_proj = P.linear(p + "self_attn.v_proj");
+    L.self_attn.o_proj = P.linear(p + "self_attn.o_proj");
     L.ffn_norm = P.norm(p + "post_attention_layernorm", c);
     L.ffn = ffn_shape(c);
     L.ffn.gate = P.linear(p + "mlp.gate_proj");
@@ -156,10 +156,10 @@ void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
     const std::string p = at("bert.encoder.layer", i);
     Layer L;
     L.self_attn = attention_shape(c);
-    L.self_attn.q = P.linear(p + "attention.self.query");
-    L.self_attn.k = P.linear(p + "attention.self.key");
-    L.self_attn.v = P.linear(p + "attention.self.value");
-    L.self_attn.o = P.linear(p + "attention.output.dense");
+    L.self_attn.q_proj = P.linear(p + "attention.self.query");
+    L.self_attn.k_proj = P.linear(p + "attention.self.key");
+    L.self_attn.v_proj = P.linear(p + "attention.self.value");
+    L.self_attn.o_proj = P.linear(p + "attention.output.dense");
     L.self_norm = P.norm(p + "attention.output.LayerNorm", c);
     L.ffn = ffn_shape(c);
     L.ffn.up = P.linear(p + "intermediate.dense");
@@ -191,18 +191,18 @@ void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
       L.self_norm = P.norm(p + "layer.0.layer_norm", c);
       L.self_attn = attention_shape(c);
       const std::string sa = p + "layer.0.SelfAttention.";
-      L.self_attn.q = P.linear(sa + "q");
-      L.self_attn.k = P.linear(sa + "k");
-      L.self_attn.v = P.linear(sa + "v");
-      L.self_attn.o = P.linear(sa + "o");
+      L.self_attn.q_proj = P.linear(sa + "q");
+      L.self_attn.k_proj = P.linear(sa + "k");
+      L.self_attn.v_proj = P.linear(sa + "v");
+      L.self_attn.o_proj = P.linear(sa + "o");
       if (dec) {
         L.cross_norm = P.norm(p + "layer.1.layer_norm", c);
         L.cross_attn = attention_shape(c);
         const std::string ca = p + "layer.1.EncDecAttention.";
-        L.cross_attn.q = P.linear(ca + "q");
-        L.cross_attn.k = P.linear(ca + "k");
-        L.cross_attn.v = P.linear(ca + "v");
-        L.cross_attn.o = P.linear(ca + "o");
+        L.cross_attn.q_proj = P.linear(ca + "q");
+        L.cross_attn.k_proj = P.linear(ca + "k");
+        L.cross_attn.v_proj = P.linear(ca + "v");
+        L.cross_attn.o_proj = P.linear(ca + "o");
       }
       const std::string f = p + (dec ? "layer.2." : "layer.1.");
       L.ffn_norm = P.norm(f + "layer_norm", c);

@@ -14,26 +14,26 @@ Tensor split_heads(const Tensor& x, std::int64_t heads, std::int64_t dh) {
 }  // namespace
 
 Tensor Attention::project_q(const Tensor& x, const AttentionSetup& s) const {
-  TFM_CHECK(!qkv.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
-  Tensor q = split_heads(this->q(x), n_heads, head_dim);
+  TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
+  Tensor q = split_heads(q_proj(x), n_heads, head_dim);
   return s.rope ? rope(q, s.q_positions, s.rope_base, s.rope_pairing) : q;
 }
 
 std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s) const {
-  TFM_CHECK(!qkv.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
-  Tensor k = split_heads(this->k(x), n_kv_heads, head_dim);
-  Tensor v = split_heads(this->v(x), n_kv_heads, head_dim);
+  TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
+  Tensor k = split_heads(k_proj(x), n_kv_heads, head_dim);
+  Tensor v = split_heads(v_proj(x), n_kv_heads, head_dim);
   if (s.rope) k = rope(k, s.k_positions, s.rope_base, s.rope_pairing);
   return {k, v};
 }
 
 Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& s) const {
-  if (!qkv.weight.defined()) {
+  if (!qkv_proj.weight.defined()) {
     auto [k, v] = project_kv(x, s);
     return {project_q(x, s), k, v};
   }
   // One GEMM for all three (GPT-2's c_attn), then views of its column blocks.
-  const auto parts = split(qkv(x), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
+  const auto parts = split(qkv_proj(x), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
   Heads h{split_heads(parts[0], n_heads, head_dim), split_heads(parts[1], n_kv_heads, head_dim),
           split_heads(parts[2], n_kv_heads, head_dim)};
   if (s.rope) {
@@ -58,7 +58,7 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
   }
   const Tensor out = scaled_dot_product_attention(contiguous(q), contiguous(k), contiguous(v), o);  // (B,H,Tq,Dh)
   const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
-  return o(merged);
+  return o_proj(merged);
 }
 
 Tensor Attention::operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const {

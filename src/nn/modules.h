@@ -68,8 +68,8 @@ struct AttentionSetup {
 };
 
 struct Attention {
-  Linear q, k, v, o;
-  Linear qkv;                   // fused (GPT-2's c_attn): used when its weight is defined
+  Linear q_proj, k_proj, v_proj, o_proj;
+  Linear qkv_proj;              // fused (GPT-2's c_attn): used when its weight is defined
   std::int64_t n_heads = 1, n_kv_heads = 1, head_dim = 1;
   // x_q (B, Tq, C) attends to x_kv (B, Tk, C) -> (B, Tq, C). Self-attention: x_kv = x_q.
   Tensor operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const;
