@@ -6,7 +6,8 @@
 // Forward, per (b, h, query block of kBr rows):  for each key block of kBc keys that some
 // row may see: S = (scale q) k^T, add bias / ALiBi / mask, then the online softmax
 //   m' = max(m, max_j s_j);  l' = e^(m-m') l + sum_j e^(s_j-m');  O' = e^(m-m') O + e^(s-m') v
-// and at the end out = O / l, lse = m + log l. Only kBr x kBc scores exist at a time.
+// and at the end out = O / l, lse = m + log l. Only kBr x kBc scores exist at a time; the
+// extra memory is O(T·D): k (and v for backward) transposed once into key blocks.
 //
 // Backward recomputes P = exp(S - lse) blockwise. With Di = dout_i·out_i (= sum_j z_ij dz_ij):
 //   dS = P * (keep * (dout v^T) - Di),  dq = scale dS k,  dk = scale dS^T q,  dv = z^T dout.
@@ -130,6 +131,35 @@ void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t
     for (std::int64_t c = n; c < kBc; ++c) cols[d * kBc + c] = 0.0f;
 }
 
+// xt (B, Hkv, nkb, D, kBc): every key block of x transposed once, zero-padded past Tk, so
+// S = q k^T reads blocks in place instead of re-transposing them for every query block.
+// Block-major (not one (D, Tk) matrix per head): a row stride of Tk floats would put the D
+// rows of a block in the same L1 sets whenever Tk is a power of two.
+template <class Isa>
+void transpose_blocks(const AttentionParams& p, HeadsView x, float* xt) {
+  const std::int64_t nkb = (p.Tk + kBc - 1) / kBc;
+  parallel_for(p.B * p.Hkv * nkb, 1, [&](std::int64_t w0, std::int64_t w1) {
+    for (std::int64_t w = w0; w < w1; ++w) {
+      const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, j0 = w % nkb * kBc;
+      load_transposed<Isa>(x, b, hk, j0, std::min(kBc, p.Tk - j0), p.D, xt + w * p.D * kBc);
+    }
+  });
+}
+
+// Rows t0.. of x as a (n, ld) matrix for the micro-GEMM: read in place when D fills whole
+// vectors (ld = the t stride), else copied into buf (ld = Dp, padding zero).
+template <class Isa>
+const float* rows_for_gemm(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std::int64_t n,
+                           std::int64_t D, std::int64_t Dp, float* buf, std::int64_t* ld) {
+  if (D == Dp) {
+    *ld = x.st;
+    return x.row(b, h, t0);
+  }
+  load_rows<Isa>(x, b, h, t0, n, D, 1.0f, buf, Dp);
+  *ld = Dp;
+  return buf;
+}
+
 // ---- scores ------------------------------------------------------------------------------
 // s (kBc): raw scores of row i for keys j0 + c. Adds bias and ALiBi and writes -inf outside
 // the row's interval [lo, hi) and past the nc keys of the block.
@@ -228,11 +258,13 @@ template <class Isa>
 void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out, float* lse) {
   using V = simd::Vec<Isa>;
   const std::int64_t D = p.D, Dp = round_up(D, V::width), nqb = (p.Tq + kBr - 1) / kBr;
+  const std::int64_t nkb = (p.Tk + kBc - 1) / kBc;
+  Scratch<Isa> kt_all(p.B * p.Hkv * nkb * D * kBc);  // (B, Hkv, nkb, D, kBc)
+  transpose_blocks<Isa>(p, k, kt_all.get());
   parallel_for(p.B * p.Hq * nqb, 1, [&](std::int64_t w0, std::int64_t w1) {
-    Scratch<Isa> qs_buf(kBr * Dp), kt_buf(D * kBc), vb_buf(kBc * Dp), s_buf(kBr * kBc), o_buf(kBr * Dp), keep_buf(kBc);
+    Scratch<Isa> qs_buf(kBr * Dp), vb_buf(kBc * Dp), s_buf(kBr * kBc), o_buf(kBr * Dp), keep_buf(kBc);
     float* qs = qs_buf.get();  // (kBr, Dp) scale * q
-    float* kt = kt_buf.get();  // (D, kBc)  k block transposed
-    float* vb = vb_buf.get();  // (kBc, Dp) v block
+    float* vb = vb_buf.get();  // (kBc, Dp) v block, when it cannot be read in place
     float* s = s_buf.get();    // (kBr, kBc) scores, then probabilities
     float* o = o_buf.get();    // (kBr, Dp) unnormalised output
     float* keep = keep_buf.get();
@@ -248,8 +280,9 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
       row_ranges<Isa>(p, b, i0, nr, rr);
       for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
         const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
-        load_transposed<Isa>(k, b, hk, j0, nc, D, kt);
-        load_rows<Isa>(v, b, hk, j0, nc, D, 1.0f, vb, Dp);
+        const float* kt = kt_all.get() + ((b * p.Hkv + hk) * nkb + kb) * D * kBc;  // (D, kBc)
+        std::int64_t ldv = 0;
+        const float* vr = rows_for_gemm<Isa>(v, b, hk, j0, nc, D, Dp, vb, &ldv);  // (nc, ldv)
         block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
         for (std::int64_t r = 0; r < nr; ++r) {
           float* sr = s + r * kBc;
@@ -265,7 +298,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
           }
           scale_row<Isa>(o + r * Dp, Dp, alpha);
         }
-        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, vb, Dp, o, Dp, true);
+        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
       }
       for (std::int64_t r = 0; r < nr; ++r) {
         const std::int64_t row = (b * p.Hq + h) * p.Tq + i0 + r;
@@ -335,11 +368,13 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
     }
   });
   HeadsView dov{dout, p.Hq * p.Tq * D, p.Tq * D, D};  // dout as a view
+  Scratch<Isa> kt_all(p.B * p.Hkv * nkb * D * kBc), vt_all(p.B * p.Hkv * nkb * D * kBc);  // (B, Hkv, nkb, D, kBc)
+  transpose_blocks<Isa>(p, k, kt_all.get());
+  transpose_blocks<Isa>(p, v, vt_all.get());
   // Pass 1: dk, dv — one work item per (b, kv head, key block).
   parallel_for(p.B * p.Hkv * nkb, 1, [&](std::int64_t w0, std::int64_t w1) {
-    Scratch<Isa> kt_buf(D * kBc), vt_buf(D * kBc), qs_buf(kBr * Dp), do_buf(kBr * Dp), s_buf(kBr * kBc),
-        dp_buf(kBr * kBc), dk_buf(kBc * Dp), dv_buf(kBc * Dp), keep_buf(kBc);
-    float *kt = kt_buf.get(), *vt = vt_buf.get();    // (D, kBc) k, v block transposed
+    Scratch<Isa> qs_buf(kBr * Dp), do_buf(kBr * Dp), s_buf(kBr * kBc), dp_buf(kBr * kBc), dk_buf(kBc * Dp),
+        dv_buf(kBc * Dp), keep_buf(kBc);
     float *qs = qs_buf.get(), *dob = do_buf.get();   // (kBr, Dp) scale*q, dout rows
     float *s = s_buf.get(), *dp = dp_buf.get();      // (kBr, kBc) scores -> dS, dP -> z
     float *dka = dk_buf.get(), *dva = dv_buf.get();  // (kBc, Dp) accumulators
@@ -347,8 +382,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, j0 = w % nkb * kBc;
       const std::int64_t nc = std::min(kBc, p.Tk - j0);
-      load_transposed<Isa>(k, b, hk, j0, nc, D, kt);
-      load_transposed<Isa>(v, b, hk, j0, nc, D, vt);
+      const float* kt = kt_all.get() + w * D * kBc;  // (D, kBc) k block transposed
+      const float* vt = vt_all.get() + w * D * kBc;  // (D, kBc) v block transposed
       std::fill(dka, dka + kBc * Dp, 0.0f);
       std::fill(dva, dva + kBc * Dp, 0.0f);
       for (std::int64_t h = hk * G; h < (hk + 1) * G; ++h) {
@@ -379,9 +414,9 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
   });
   // Pass 2: dq (and dbias) — one work item per (b, query head, query block).
   parallel_for(p.B * p.Hq * nqb, 1, [&](std::int64_t w0, std::int64_t w1) {
-    Scratch<Isa> kt_buf(D * kBc), vt_buf(D * kBc), kb_buf(kBc * Dp), qs_buf(kBr * Dp), do_buf(kBr * Dp),
-        s_buf(kBr * kBc), dp_buf(kBr * kBc), dq_buf(kBr * Dp), keep_buf(kBc);
-    float *kt = kt_buf.get(), *vt = vt_buf.get(), *kbk = kb_buf.get();
+    Scratch<Isa> kb_buf(kBc * Dp), qs_buf(kBr * Dp), do_buf(kBr * Dp), s_buf(kBr * kBc), dp_buf(kBr * kBc),
+        dq_buf(kBr * Dp), keep_buf(kBc);
+    float* kbk = kb_buf.get();
     float *qs = qs_buf.get(), *dob = do_buf.get(), *s = s_buf.get(), *dp = dp_buf.get(), *dqa = dq_buf.get();
     RowRanges rr;
     for (std::int64_t w = w0; w < w1; ++w) {
@@ -393,15 +428,16 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
       row_ranges<Isa>(p, b, i0, nr, rr);
       for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
         const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
-        load_transposed<Isa>(k, b, hk, j0, nc, D, kt);
-        load_transposed<Isa>(v, b, hk, j0, nc, D, vt);
-        load_rows<Isa>(k, b, hk, j0, nc, D, 1.0f, kbk, Dp);
+        const std::int64_t blk = ((b * p.Hkv + hk) * nkb + kb) * D * kBc;
+        const float *kt = kt_all.get() + blk, *vt = vt_all.get() + blk;  // (D, kBc) each
+        std::int64_t ldk = 0;
+        const float* kr = rows_for_gemm<Isa>(k, b, hk, j0, nc, D, Dp, kbk, &ldk);  // (nc, ldk)
         block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
         block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, nullptr, keep_buf.get());
         if (dbias != nullptr)
           for (std::int64_t r = 0; r < nr; ++r) std::copy(s + r * kBc, s + r * kBc + nc, dbias + (row0 + r) * p.Tk + j0);
-        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, kbk, Dp, dqa, Dp, true);  // dq += dS k
+        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, kr, ldk, dqa, Dp, true);  // dq += dS k
       }
       for (std::int64_t r = 0; r < nr; ++r)
         for (std::int64_t d = 0; d < D; ++d) dq[(row0 + r) * D + d] = p.scale * dqa[r * Dp + d];
