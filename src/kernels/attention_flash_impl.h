@@ -31,6 +31,26 @@ constexpr std::int64_t kBr = 64;  // query rows per block
 constexpr std::int64_t kBc = 64;  // keys per block (a multiple of every vector width)
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
+namespace {  // not templates: internal linkage keeps each ISA's copy to itself
+// std::fill / std::copy would be instantiated under the same names in every ISA's file, and
+// the linker may keep an AVX-512 copy for baseline callers; these have internal linkage.
+void set_all(float* x, std::int64_t n, float value) {
+  for (std::int64_t i = 0; i < n; ++i) x[i] = value;
+}
+void copy_n(const float* src, std::int64_t n, float* dst) {
+  for (std::int64_t i = 0; i < n; ++i) dst[i] = src[i];
+}
+const float* row_of(const HeadsView& x, std::int64_t b, std::int64_t h, std::int64_t t) {
+  return x.data + b * x.sb + h * x.sh + t * x.st;
+}
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i,
+                        std::int64_t j) {
+  return static_cast<std::uint64_t>(((b * p.Hq + h) * p.Tq + i) * p.Tk + j);
+}
+}  // namespace
+
 // Per-ISA entry points (attention_flash_{avx2,avx512}.cpp; the generic ones in attention_flash.cpp).
 #define TFM_ATTENTION_FLASH_DECLARE(suffix)                                                                \
   void forward_##suffix(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out,        \
@@ -50,7 +70,7 @@ class Scratch {
   explicit Scratch(std::int64_t n)
       : n_(static_cast<std::size_t>(std::max<std::int64_t>(n, 1))),
         p_(static_cast<float*>(base::allocate(n_ * sizeof(float)))) {
-    std::fill(p_, p_ + n_, 0.0f);
+    for (std::size_t i = 0; i < n_; ++i) p_[i] = 0.0f;
   }
   ~Scratch() { base::release(p_, n_ * sizeof(float)); }
   Scratch(const Scratch&) = delete;
@@ -109,22 +129,22 @@ void block_gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, 
 }
 
 // ---- block loads ---------------------------------------------------------------------------
-// rows (n x ldd): row r = alpha * x.row(b, h, t0 + r)[0, D), columns D..ldd left as they are
+// rows (n x ldd): row r = alpha * row_of(x, b, h, t0 + r)[0, D), columns D..ldd left as they are
 // (zero from allocation).
 template <class Isa>
 void load_rows(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std::int64_t n, std::int64_t D,
                float alpha, float* rows, std::int64_t ldd) {
   for (std::int64_t r = 0; r < n; ++r) {
-    const float* src = x.row(b, h, t0 + r);
+    const float* src = row_of(x, b, h, t0 + r);
     for (std::int64_t d = 0; d < D; ++d) rows[r * ldd + d] = alpha * src[d];
   }
 }
-// cols (D x kBc): cols[d*kBc + c] = x.row(b, h, t0 + c)[d]; columns n..kBc zeroed.
+// cols (D x kBc): cols[d*kBc + c] = row_of(x, b, h, t0 + c)[d]; columns n..kBc zeroed.
 template <class Isa>
 void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std::int64_t n, std::int64_t D,
                      float* cols) {
   for (std::int64_t c = 0; c < n; ++c) {
-    const float* src = x.row(b, h, t0 + c);
+    const float* src = row_of(x, b, h, t0 + c);
     for (std::int64_t d = 0; d < D; ++d) cols[d * kBc + c] = src[d];
   }
   for (std::int64_t d = 0; d < D; ++d)
@@ -153,7 +173,7 @@ const float* rows_for_gemm(HeadsView x, std::int64_t b, std::int64_t h, std::int
                            std::int64_t D, std::int64_t Dp, float* buf, std::int64_t* ld) {
   if (D == Dp) {
     *ld = x.st;
-    return x.row(b, h, t0);
+    return row_of(x, b, h, t0);
   }
   load_rows<Isa>(x, b, h, t0, n, D, 1.0f, buf, Dp);
   *ld = Dp;
@@ -186,7 +206,7 @@ void finish_scores(const AttentionParams& p, std::int64_t b, std::int64_t h, std
     alignas(64) static const float kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const auto slope = V::set1(p.alibi_slopes[h]);
     for (std::int64_t c = 0; c < kBc; c += W) {
-      const auto dist = V::add(V::set1(static_cast<float>(j0 + c - (i + p.shift()))), V::load(kIota));
+      const auto dist = V::add(V::set1(static_cast<float>(j0 + c - (i + p.Tk - p.Tq))), V::load(kIota));
       V::store(s + c, V::fma(slope, dist, V::load(s + c)));
     }
   }
@@ -225,19 +245,11 @@ void scale_row(float* x, std::int64_t n, float alpha) {  // n a multiple of the 
   for (std::int64_t c = 0; c < n; c += V::width) V::store(x + c, V::mul(V::load(x + c), a));
 }
 
-namespace {  // not templates: internal linkage keeps each ISA's copy to itself
-std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
-
-std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i,
-                        std::int64_t j) {
-  return static_cast<std::uint64_t>(((b * p.Hq + h) * p.Tq + i) * p.Tk + j);
-}
-}  // namespace
 
 // Key-range of each row of a query block and the key blocks their union touches.
-struct RowRanges {
+struct RowRanges {  // no initialisers: a trivial type, so no inline constructor per ISA
   std::int64_t lo[kBr], hi[kBr];
-  std::int64_t first_block = 0, end_block = 0;  // key blocks [first, end) to visit
+  std::int64_t first_block, end_block;  // key blocks [first, end) to visit
 };
 template <class Isa>
 void row_ranges(const AttentionParams& p, std::int64_t b, std::int64_t i0, std::int64_t nr, RowRanges& rr) {
@@ -271,12 +283,12 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
     float m[kBr], l[kBr];
     RowRanges rr;
     for (std::int64_t w = w0; w < w1; ++w) {
-      const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / p.group();
+      const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / (p.Hq / p.Hkv);
       const std::int64_t nr = std::min(kBr, p.Tq - i0);
       load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
-      std::fill(o, o + kBr * Dp, 0.0f);
-      std::fill(m, m + kBr, kNegInf);
-      std::fill(l, l + kBr, 0.0f);
+      set_all(o, kBr * Dp, 0.0f);
+      set_all(m, kBr, kNegInf);
+      set_all(l, kBr, 0.0f);
       row_ranges<Isa>(p, b, i0, nr, rr);
       for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
         const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
@@ -326,14 +338,14 @@ void scores_to_grads(const AttentionParams& p, std::int64_t b, std::int64_t h, s
     const std::int64_t i = i0 + r;
     finish_scores<Isa>(p, b, h, i, rr.lo[r], rr.hi[r], j0, nc, sr);
     if (lse[r] == kNegInf) {  // fully masked row: P = 0, no gradient
-      std::fill(sr, sr + kBc, 0.0f);
-      if (zr != nullptr) std::fill(zr, zr + kBc, 0.0f);
+      set_all(sr, kBc, 0.0f);
+      if (zr != nullptr) set_all(zr, kBc, 0.0f);
       continue;
     }
     exp_row<Isa>(sr, lse[r]);  // P
     if (p.dropout_p > 0.0f) {
       attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i, j0), nc, keep);
-      std::fill(keep + nc, keep + kBc, 0.0f);
+      set_all(keep + nc, kBc - nc, 0.0f);
     }
     const auto dvec = V::set1(di[r]);
     for (std::int64_t c = 0; c < kBc; c += W) {
@@ -355,7 +367,7 @@ template <class Isa>
 void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, const float* out, const float* lse,
               const float* dout, float* dq, float* dk, float* dv, float* dbias) {
   using V = simd::Vec<Isa>;
-  const std::int64_t D = p.D, Dp = round_up(D, V::width), G = p.group();
+  const std::int64_t D = p.D, Dp = round_up(D, V::width), G = p.Hq / p.Hkv;
   const std::int64_t nqb = (p.Tq + kBr - 1) / kBr, nkb = (p.Tk + kBc - 1) / kBc;
   // di = dout_i · out_i per row (B, Hq, Tq).
   Scratch<Isa> di_buf(p.B * p.Hq * p.Tq);
@@ -384,8 +396,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
       const std::int64_t nc = std::min(kBc, p.Tk - j0);
       const float* kt = kt_all.get() + w * D * kBc;  // (D, kBc) k block transposed
       const float* vt = vt_all.get() + w * D * kBc;  // (D, kBc) v block transposed
-      std::fill(dka, dka + kBc * Dp, 0.0f);
-      std::fill(dva, dva + kBc * Dp, 0.0f);
+      set_all(dka, kBc * Dp, 0.0f);
+      set_all(dva, kBc * Dp, 0.0f);
       for (std::int64_t h = hk * G; h < (hk + 1) * G; ++h) {
         for (std::int64_t qb = 0; qb < nqb; ++qb) {
           const std::int64_t i0 = qb * kBr, nr = std::min(kBr, p.Tq - i0);
@@ -424,7 +436,7 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
       const std::int64_t nr = std::min(kBr, p.Tq - i0), row0 = (b * p.Hq + h) * p.Tq + i0;
       load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
       load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
-      std::fill(dqa, dqa + kBr * Dp, 0.0f);
+      set_all(dqa, kBr * Dp, 0.0f);
       row_ranges<Isa>(p, b, i0, nr, rr);
       for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
         const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
@@ -436,7 +448,7 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, nullptr, keep_buf.get());
         if (dbias != nullptr)
-          for (std::int64_t r = 0; r < nr; ++r) std::copy(s + r * kBc, s + r * kBc + nc, dbias + (row0 + r) * p.Tk + j0);
+          for (std::int64_t r = 0; r < nr; ++r) copy_n(s + r * kBc, nc, dbias + (row0 + r) * p.Tk + j0);
         block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, kr, ldk, dqa, Dp, true);  // dq += dS k
       }
       for (std::int64_t r = 0; r < nr; ++r)
