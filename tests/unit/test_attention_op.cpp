@@ -247,3 +247,19 @@ TEST(AttentionOp, BadInputsAreErrors) {
   o.window = -1;
   expect_error(sdpa(q, k, v, o), "window");
 }
+
+TEST(AttentionOp, EmptyKeysOrQueries) {
+  for (bool flash : {true, false}) {
+    AttentionOptions o;
+    o.use_flash = flash;
+    Tensor q = test::random_tensor({1, 2, 3, 4}, 1).requires_grad_();
+    Tensor k = Tensor::zeros({1, 1, 0, 4}).requires_grad_(), v = Tensor::zeros({1, 1, 0, 4}).requires_grad_();
+    Tensor out = scaled_dot_product_attention(q, k, v, o);  // no key to attend to: zeros
+    backward(out, test::random_tensor(out.shape(), 2));
+    for (float x : out.to_floats()) EXPECT_EQ(x, 0.0f);
+    for (float g : q.grad().to_floats()) EXPECT_EQ(g, 0.0f);
+    EXPECT_EQ(scaled_dot_product_attention(Tensor::zeros({1, 2, 0, 4}), test::random_tensor({1, 1, 5, 4}, 3),
+                                           test::random_tensor({1, 1, 5, 4}, 4), o).shape(),
+              (Shape{1, 2, 0, 4}));
+  }
+}
