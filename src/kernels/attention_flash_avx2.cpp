@@ -1,0 +1,15 @@
+// The fused attention kernels built for AVX2 + FMA (8 lanes).
+#include "kernels/attention_flash_impl.h"
+
+namespace tfm::kernels::flash {
+
+void forward_avx2(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out, float* lse) {
+  forward<simd::Avx2>(p, q, k, v, out, lse);
+}
+
+void backward_avx2(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, const float* out, const float* lse,
+                   const float* dout, float* dq, float* dk, float* dv, float* dbias) {
+  backward<simd::Avx2>(p, q, k, v, out, lse, dout, dq, dk, dv, dbias);
+}
+
+}  // namespace tfm::kernels::flash
