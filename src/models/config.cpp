@@ -53,20 +53,13 @@ ModelConfig model_preset(const std::string& name) {
   const std::string& type = name;
   if (type == "gpt2" || type == "llama" || type == "bert" || type == "t5") {
     c = config_schema(type, "preset").base;
-    if (type == "gpt2") {  // GPT-2 small
-      c.vocab_size = 50257; c.d_model = 768; c.n_layers = 12; c.n_heads = 12; c.max_positions = 1024;
-      c.d_ff = 3072; c.activation = FfnActivation::gelu_tanh; c.bos_token_id = c.eos_token_id = 50256;
-      c.pad_token_id = -1;
-    } else if (type == "llama") {  // Llama-2-7B
-      c.vocab_size = 32000; c.d_model = 4096; c.n_layers = 32; c.n_heads = 32; c.n_kv_heads = 32;
-      c.d_ff = 11008; c.max_positions = 4096; c.norm_eps = 1e-5; c.bos_token_id = 1; c.eos_token_id = 2;
-      c.pad_token_id = -1;
-    } else if (type == "bert") {  // bert-base-uncased
-      c.vocab_size = 30522; c.d_model = 768; c.n_layers = 12; c.n_heads = 12; c.d_ff = 3072;
-      c.max_positions = 512; c.type_vocab_size = 2; c.pad_token_id = 0;
-    } else {  // t5-base
-      c.vocab_size = 32128; c.d_model = 768; c.head_dim = 64; c.n_layers = 12; c.n_decoder_layers = 12;
-      c.n_heads = 12; c.d_ff = 3072; c.max_positions = 512;
+    // The schema's base holds the Hugging Face class defaults; presets are published models.
+    if (type == "gpt2") c.d_ff = 4 * c.d_model;  // GPT-2 small is GPT2Config's default
+    if (type == "llama") {  // Llama-2-7B
+      c.n_kv_heads = 32; c.max_positions = 4096; c.norm_eps = 1e-5;
+    }
+    if (type == "t5") {  // t5-base
+      c.d_model = 768; c.n_layers = 12; c.n_decoder_layers = 12; c.n_heads = 12; c.d_ff = 3072;
     }
     return c;
   }
@@ -89,8 +82,6 @@ void validate_model_config(const ModelConfig& c, const std::string& where) {
   TFM_CHECK(c.architecture == Architecture::encoder_only || c.type_vocab_size == 0, where,
             "type_vocab_size (token types) is for encoder_only models");
   TFM_CHECK(c.head != HeadKind::classifier || c.num_labels >= 1, where, "num_labels must be >= 1");
-  TFM_CHECK(c.pad_token_id < c.vocab_size && c.bos_token_id < c.vocab_size && c.eos_token_id < c.vocab_size, where,
-            "special token ids must be < vocab_size ", c.vocab_size);
   TFM_CHECK(c.d_ff > 0, where, "d_ff must be > 0");
 }
 

@@ -126,7 +126,12 @@ ConfigSchema gpt2_schema() {
   b.norm = NormKind::layer_norm;
   b.norm_placement = NormPlacement::pre;
   b.position = PositionKind::learned;
+  // GPT2Config's defaults (GPT-2 small); keys a config.json leaves out keep them.
+  b.vocab_size = 50257; b.d_model = 768; b.n_layers = 12; b.n_heads = 12; b.max_positions = 1024;
   b.d_ff = 0;  // n_inner null: 4 * n_embd (resolved after parsing)
+  b.activation = FfnActivation::gelu_tanh;  // "gelu_new"
+  b.bos_token_id = b.eos_token_id = 50256;
+  b.pad_token_id = -1;
   ConfigSchema s{"gpt2", {}, {}, b};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("n_embd", &ModelConfig::d_model, 1),
             int_key("n_layer", &ModelConfig::n_layers, 1), int_key("n_head", &ModelConfig::n_heads, 1),
@@ -165,6 +170,9 @@ ConfigSchema llama_schema() {
   b.bias = false;
   b.tie_embeddings = false;
   b.dropout = b.attention_dropout = b.embedding_dropout = 0.0;
+  // LlamaConfig's defaults.
+  b.vocab_size = 32000; b.d_model = 4096; b.d_ff = 11008; b.n_layers = 32; b.n_heads = 32;
+  b.max_positions = 2048; b.bos_token_id = 1; b.eos_token_id = 2; b.pad_token_id = -1;
   ConfigSchema s{"llama", {}, {}, b};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
             int_key("intermediate_size", &ModelConfig::d_ff, 1),
@@ -218,7 +226,9 @@ ConfigSchema bert_schema() {
   b.position = PositionKind::learned;
   b.activation = FfnActivation::gelu;
   b.head = HeadKind::classifier;
-  b.type_vocab_size = 2;
+  // BertConfig's defaults (bert-base-uncased).
+  b.vocab_size = 30522; b.d_model = 768; b.n_layers = 12; b.n_heads = 12; b.d_ff = 3072;
+  b.max_positions = 512; b.type_vocab_size = 2; b.pad_token_id = 0;
   ConfigSchema s{"bert", {}, {}, b};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
             int_key("num_hidden_layers", &ModelConfig::n_layers, 1),
@@ -259,6 +269,9 @@ ConfigSchema t5_schema() {
   b.bos_token_id = -1;
   b.decoder_start_token_id = 0;
   b.init_std = 1.0;  // T5's initializer_factor
+  // T5Config's defaults (t5-small).
+  b.vocab_size = 32128; b.d_model = 512; b.head_dim = 64; b.d_ff = 2048; b.n_layers = 6; b.n_heads = 8;
+  b.max_positions = 512;
   ConfigSchema s{"t5", {}, {}, b};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
             int_key("d_kv", &ModelConfig::head_dim, 1), int_key("d_ff", &ModelConfig::d_ff, 1),
