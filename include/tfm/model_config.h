@@ -2,7 +2,7 @@
 //
 // Parsed once, at the edge, from a config.json; model code reads only this struct. The file
 // names its family with "model_type":
-//   "transformer"  the engine's own keys (any combination of components; docs/config.md)
+//   "transformer"  the engine's own keys (any combination of components; docs/design.md)
 //   "gpt2", "llama", "bert", "t5"  Hugging Face's keys for those models, so their
 //                  config.json files (and checkpoints, see parameter_specs) line up.
 // A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5) and the
@@ -104,7 +104,7 @@ std::string model_config_to_json(const ModelConfig& cfg);
 void validate_model_config(const ModelConfig& cfg, const std::string& where);
 
 // Every parameter tensor the model owns, with its checkpoint name and shape; names follow
-// the Hugging Face model of cfg.model_type (docs/config.md gives the engine's own scheme).
+// the Hugging Face model of cfg.model_type (docs/design.md gives the engine's own scheme).
 struct ParamSpec {
   std::string name;
   Shape shape;

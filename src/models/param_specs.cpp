@@ -1,7 +1,7 @@
 // The checkpoint names and shapes of every parameter, per family. For gpt2/llama/bert/t5 the
 // names and layouts are those of the Hugging Face models (GPT-2's Conv1D weights are stored
 // (in, out); everything else is nn.Linear's (out, in)). The engine's own scheme ("transformer")
-// is documented in docs/config.md.
+// is documented in docs/design.md.
 #include <string>
 
 #include "tfm/model_config.h"
