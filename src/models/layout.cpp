@@ -1,6 +1,7 @@
 // Wiring modules to parameters, family by family (names as in parameter_specs).
 #include "models/layout.h"
 
+#include <array>
 #include <cmath>
 
 #include "tfm/error.h"
@@ -41,6 +42,18 @@ nn::Attention attention_shape(const ModelConfig& c) {
   return a;
 }
 
+// An attention block whose four projections are `prefix` + the family's names for them.
+nn::Attention attention(const Params& P, const ModelConfig& c, const std::string& prefix,
+                        const std::array<const char*, 4>& qkvo) {
+  nn::Attention a = attention_shape(c);
+  a.q_proj = P.linear(prefix + qkvo[0]);
+  a.k_proj = P.linear(prefix + qkvo[1]);
+  a.v_proj = P.linear(prefix + qkvo[2]);
+  a.o_proj = P.linear(prefix + qkvo[3]);
+  return a;
+}
+constexpr std::array<const char*, 4> kEngineNames{"q_proj", "k_proj", "v_proj", "o_proj"};
+
 nn::FeedForward ffn_shape(const ModelConfig& c) {
   nn::FeedForward f;
   f.activation = c.activation;
@@ -57,18 +70,10 @@ void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool c
     const std::string p = at(name + ".layers", i);
     Layer L;
     L.self_norm = P.norm(p + "self_attn_norm", c);
-    L.self_attn = attention_shape(c);
-    L.self_attn.q_proj = P.linear(p + "self_attn.q_proj");
-    L.self_attn.k_proj = P.linear(p + "self_attn.k_proj");
-    L.self_attn.v_proj = P.linear(p + "self_attn.v_proj");
-    L.self_attn.o_proj = P.linear(p + "self_attn.o_proj");
+    L.self_attn = attention(P, c, p + "self_attn.", kEngineNames);
     if (cross) {
       L.cross_norm = P.norm(p + "cross_attn_norm", c);
-      L.cross_attn = attention_shape(c);
-      L.cross_attn.q_proj = P.linear(p + "cross_attn.q_proj");
-      L.cross_attn.k_proj = P.linear(p + "cross_attn.k_proj");
-      L.cross_attn.v_proj = P.linear(p + "cross_attn.v_proj");
-      L.cross_attn.o_proj = P.linear(p + "cross_attn.o_proj");
+      L.cross_attn = attention(P, c, p + "cross_attn.", kEngineNames);
     }
     L.ffn_norm = P.norm(p + "ffn_norm", c);
     L.ffn = ffn_shape(c);
@@ -129,11 +134,7 @@ void wire_llama(Layout& l, const ModelConfig& c, const Params& P) {
     const std::string p = at("model.layers", i);
     Layer L;
     L.self_norm = P.norm(p + "input_layernorm", c);
-    L.self_attn = attention_shape(c);
-    L.self_attn.q_proj = P.linear(p + "self_attn.q_proj");
-    L.self_attn.k_proj = P.linear(p + "self_attn.k_proj");
-    L.self_attn.v_proj = P.linear(p + "self_attn.v_proj");
-    L.self_attn.o_proj = P.linear(p + "self_attn.o_proj");
+    L.self_attn = attention(P, c, p + "self_attn.", kEngineNames);
     L.ffn_norm = P.norm(p + "post_attention_layernorm", c);
     L.ffn = ffn_shape(c);
     L.ffn.gate = P.linear(p + "mlp.gate_proj");
@@ -155,11 +156,7 @@ void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
     const std::string p = at("bert.encoder.layer", i);
     Layer L;
-    L.self_attn = attention_shape(c);
-    L.self_attn.q_proj = P.linear(p + "attention.self.query");
-    L.self_attn.k_proj = P.linear(p + "attention.self.key");
-    L.self_attn.v_proj = P.linear(p + "attention.self.value");
-    L.self_attn.o_proj = P.linear(p + "attention.output.dense");
+    L.self_attn = attention(P, c, p + "attention.", {"self.query", "self.key", "self.value", "output.dense"});
     L.self_norm = P.norm(p + "attention.output.LayerNorm", c);
     L.ffn = ffn_shape(c);
     L.ffn.up = P.linear(p + "intermediate.dense");
@@ -178,6 +175,8 @@ void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
   }
 }
 
+constexpr std::array<const char*, 4> kT5Names{"q", "k", "v", "o"};
+
 void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
   l.tok_emb = P.need("shared.weight");
   for (const char* side : {"encoder", "decoder"}) {
@@ -189,20 +188,10 @@ void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
       const std::string p = at(std::string(side) + ".block", i);
       Layer L;
       L.self_norm = P.norm(p + "layer.0.layer_norm", c);
-      L.self_attn = attention_shape(c);
-      const std::string sa = p + "layer.0.SelfAttention.";
-      L.self_attn.q_proj = P.linear(sa + "q");
-      L.self_attn.k_proj = P.linear(sa + "k");
-      L.self_attn.v_proj = P.linear(sa + "v");
-      L.self_attn.o_proj = P.linear(sa + "o");
+      L.self_attn = attention(P, c, p + "layer.0.SelfAttention.", kT5Names);
       if (dec) {
         L.cross_norm = P.norm(p + "layer.1.layer_norm", c);
-        L.cross_attn = attention_shape(c);
-        const std::string ca = p + "layer.1.EncDecAttention.";
-        L.cross_attn.q_proj = P.linear(ca + "q");
-        L.cross_attn.k_proj = P.linear(ca + "k");
-        L.cross_attn.v_proj = P.linear(ca + "v");
-        L.cross_attn.o_proj = P.linear(ca + "o");
+        L.cross_attn = attention(P, c, p + "layer.1.EncDecAttention.", kT5Names);
       }
       const std::string f = p + (dec ? "layer.2." : "layer.1.");
       L.ffn_norm = P.norm(f + "layer_norm", c);
