@@ -135,8 +135,9 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   }
   if (c.position == PositionKind::alibi) a.alibi_slopes = m.alibi;
   if (c.position == PositionKind::t5_relative) {
-    // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table.
-    const Tensor buckets = t5_relative_buckets(T, offset + T, !causal, c.relative_buckets, c.relative_max_distance, offset);
+    // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table. The keys
+    // are the same T tokens as the queries (no cache here), so k - q does not depend on offset.
+    const Tensor buckets = t5_relative_buckets(T, T, !causal, c.relative_buckets, c.relative_max_distance);
     a.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);
   }
   return a;

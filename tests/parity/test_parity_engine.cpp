@@ -32,6 +32,7 @@ void check_engine(const std::string& name) {
   ModelInputs in;
   in.input_ids = test::fixture_tensor(f, "input_ids");
   in.valid_lens = test::fixture_tensor(f, "valid_lens");
+  if (f.tensors.count("position_offset")) in.position_offset = test::fixture_tensor(f, "position_offset").to_ints()[0];
   if (f.tensors.count("token_type_ids")) in.token_type_ids = test::fixture_tensor(f, "token_type_ids");
   if (f.tensors.count("decoder_input_ids")) {
     in.decoder_input_ids = test::fixture_tensor(f, "decoder_input_ids");
@@ -51,6 +52,8 @@ void check_engine(const std::string& name) {
 // Decoder-only: ScaleNorm pre-norm, ALiBi (6 heads: interleaved slopes), sliding window 3 with
 // padding (some queries see no key), ReGLU, tied lm head.
 TEST(ParityEngine, DecoderScaleNormAlibiWindowReglu) { check_engine("dec_scale_alibi_window_reglu"); }
+// Decoder-only: sinusoidal positions from position_offset 4, RMSNorm post-norm, GELU.
+TEST(ParityEngine, DecoderSinusoidalOffsetRmsPost) { check_engine("dec_sinusoidal_offset_rms_post"); }
 // Decoder-only: RoPE adjacent pairs, multi-query, GEGLU, sqrt(d) embeddings, untied lm head.
 TEST(ParityEngine, DecoderRopeAdjacentMqaGegluUntied) { check_engine("dec_rope_adjacent_mqa_geglu_untied"); }
 // Encoder-only: RMSNorm post-norm, learned positions, token types, embedding norm, gelu_tanh,

@@ -242,3 +242,21 @@ TEST(ModelAttentionPath, PlainEqualsFusedWithAttentionDropout) {
   // Both paths draw the attention-weight mask from the same per-element function of the seed.
   compare_paths(decoder_config(0.1, 0.2, 0.1), decoder_inputs(), true, "training with dropout");
 }
+
+// ---- position_offset ------------------------------------------------------------------------
+
+TEST(ModelPositionOffset, RelativePositionsAreTranslationInvariant) {
+  // Without a cache the keys are the same T tokens, now at offset .. offset+T-1: positions that
+  // only enter through differences (RoPE, ALiBi, T5 buckets) give the offset-0 logits.
+  for (const PositionKind pos : {PositionKind::rope, PositionKind::alibi, PositionKind::t5_relative}) {
+    ModelConfig c = decoder_config(0, 0, 0);
+    c.position = pos;
+    c.relative_buckets = 8;
+    c.relative_max_distance = 16;
+    Model m = Model::create(c, 12);
+    ModelInputs in = decoder_inputs();
+    const Tensor base = logits(m, in);
+    in.position_offset = 5;
+    test::expect_close(logits(m, in), base, 1e-4, 1e-5, std::string("offset 5, ") + to_string(pos));
+  }
+}

@@ -142,8 +142,8 @@ def random_params(c):
 
 
 # ---- the forward pass ----------------------------------------------------------------------
-def sinusoidal(T, D, base=10000.0):  # Vaswani et al. section 3.5
-    pos = torch.arange(T, dtype=torch.float64)[:, None]
+def sinusoidal(T, D, base=10000.0, start=0):  # Vaswani et al. section 3.5
+    pos = torch.arange(start, start + T, dtype=torch.float64)[:, None]
     div = base ** (torch.arange(0, D, 2, dtype=torch.float64) / D)
     P = torch.zeros(T, D, dtype=torch.float64)
     P[:, 0::2] = torch.sin(pos / div)
@@ -170,23 +170,23 @@ class Ref:
             return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + c.norm_eps) * w
         return w * x / torch.sqrt(x.pow(2).sum(-1, keepdim=True) + c.norm_eps)  # ScaleNorm
 
-    def embed(self, ids, types=None):
+    def embed(self, ids, types=None, offset=0):
         c = self.c
         B, T = ids.shape
         x = self.p["embed_tokens.weight"][ids]
         if c.scale_embeddings:
             x = x * math.sqrt(c.d_model)
         if c.position == "learned":
-            x = x + self.p["embed_positions.weight"][:T]
+            x = x + self.p["embed_positions.weight"][offset:offset + T]
         elif c.position == "sinusoidal":
-            x = x + sinusoidal(T, c.d_model).to(self.dt)
+            x = x + sinusoidal(T, c.d_model, start=offset).to(self.dt)
         if c.type_vocab_size > 0:
             x = x + self.p["embed_token_types.weight"][types if types is not None else torch.zeros_like(ids)]
         if c.embedding_norm:
             x = self.norm(x, "embed_norm")
         return x
 
-    def attention(self, xq, xkv, pre, stack, causal, lens, self_attn):
+    def attention(self, xq, xkv, pre, stack, causal, lens, self_attn, offset=0):
         c = self.c
         B, Tq, _ = xq.shape
         Tk = xkv.shape[1]
@@ -196,7 +196,7 @@ class Ref:
         v = self.lin(xkv, pre + "v_proj").reshape(B, Tk, KV, D).transpose(1, 2)
         if self_attn and c.position == "rope":
             fn = rope_halves if c.rope_pairing == "halves" else rope_adjacent
-            q, k = fn(q, torch.arange(Tq), c.rope_base), fn(k, torch.arange(Tk), c.rope_base)
+            q, k = fn(q, torch.arange(Tq) + offset, c.rope_base), fn(k, torch.arange(Tk) + offset, c.rope_base)
         k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)
         s = q @ k.transpose(-1, -2)
         if c.scale_attention_scores:
@@ -233,7 +233,7 @@ class Ref:
                  "gelu_tanh": lambda t: F.gelu(t, approximate="tanh")}[act](u)
         return self.lin(h, pre + "down_proj")
 
-    def stack(self, x, name, layers, causal, lens, memory=None, mem_lens=None):
+    def stack(self, x, name, layers, causal, lens, memory=None, mem_lens=None, offset=0):
         c = self.c
 
         def sub(x, norm, f):
@@ -243,7 +243,7 @@ class Ref:
 
         for i in range(layers):
             p = f"{name}.layers.{i}."
-            x = sub(x, p + "self_attn_norm", lambda h: self.attention(h, h, p + "self_attn.", name, causal, lens, True))
+            x = sub(x, p + "self_attn_norm", lambda h: self.attention(h, h, p + "self_attn.", name, causal, lens, True, offset))
             if memory is not None:
                 x = sub(x, p + "cross_attn_norm",
                         lambda h: self.attention(h, memory, p + "cross_attn.", name, False, mem_lens, False))
@@ -272,7 +272,9 @@ class Ref:
     def forward(self, inp):
         c = self.c
         if c.architecture == "decoder_only":
-            h = self.stack(self.embed(inp["input_ids"]), "decoder", c.n_layers, True, inp.get("valid_lens"))
+            off = int(inp.get("position_offset", torch.tensor(0)))  # positions off .. off+T-1, no cache
+            h = self.stack(self.embed(inp["input_ids"], offset=off), "decoder", c.n_layers, True, inp.get("valid_lens"),
+                           offset=off)
             return self.head(h, inp.get("valid_lens"))
         enc = self.stack(self.embed(inp["input_ids"], inp.get("token_type_ids")), "encoder", c.n_layers, False,
                          inp.get("valid_lens"))
@@ -291,6 +293,11 @@ CONFIGS = {
     "dec_scale_alibi_window_reglu": dict(
         architecture="decoder_only", vocab_size=29, d_model=24, n_heads=6, n_layers=2, d_ff=40, norm="scale_norm",
         norm_placement="pre", activation="reglu", position="alibi", sliding_window=3, head="lm"),
+    # Sinusoidal positions starting at position_offset 4 (a continuation without a cache), RMSNorm
+    # post-norm, gelu, biases, tied lm.
+    "dec_sinusoidal_offset_rms_post": dict(
+        architecture="decoder_only", vocab_size=27, d_model=16, n_heads=2, n_layers=2, d_ff=32, norm="rms_norm",
+        norm_placement="post", activation="gelu", position="sinusoidal", head="lm"),
     # RoPE adjacent pairs, multi-query, GEGLU (erf GELU), scaled embeddings, untied lm, LN pre.
     "dec_rope_adjacent_mqa_geglu_untied": dict(
         architecture="decoder_only", vocab_size=31, d_model=32, n_heads=4, n_kv_heads=1, n_layers=2, d_ff=48,
@@ -349,6 +356,8 @@ def make_one(out, name, d, seed):
     if c.architecture == "decoder_only":
         inputs["valid_lens"] = torch.tensor([S, 6, 2])
         inputs["input_ids"] = ids(S, inputs["valid_lens"])
+        if c.position == "sinusoidal":
+            inputs["position_offset"] = torch.tensor(4)
     else:
         inputs["valid_lens"] = torch.tensor([S, 5, 3])
         inputs["input_ids"] = ids(S, inputs["valid_lens"])
