@@ -186,3 +186,30 @@ TEST(ModelInit, EngineNormsAndScaleNorm) {
   }
   EXPECT_EQ(norms, 4);  // embed_norm, self_attn_norm, ffn_norm, final norm
 }
+
+TEST(ModelInit, BertAndLlamaNormalWithZeroPaddingRow) {
+  const ModelConfig bert = parse(R"({"model_type":"bert","vocab_size":300,"hidden_size":32,"num_hidden_layers":1,
+      "num_attention_heads":2,"intermediate_size":64,"max_position_embeddings":64,"pad_token_id":3})");
+  const ModelConfig llama = parse(R"({"model_type":"llama","vocab_size":300,"hidden_size":32,"intermediate_size":64,
+      "num_hidden_layers":1,"num_attention_heads":4,"num_key_value_heads":2,"pad_token_id":5})");
+  for (const ModelConfig& c : {bert, llama}) {
+    const Model m = Model::create(c, 9);
+    for (const auto& [name, t] : m.parameters()) {
+      if (ends_with(name, ".bias")) {
+        expect_constant(t, 0.0f, name);
+      } else if (name.find("LayerNorm") != std::string::npos || name.find("layernorm") != std::string::npos ||
+                 name == "model.norm.weight") {
+        expect_constant(t, 1.0f, name);
+      } else if (name == "bert.embeddings.word_embeddings.weight" || name == "model.embed_tokens.weight") {
+        // nn.Embedding(padding_idx): the pad row starts at zero, the others are N(0, 0.02).
+        const std::int64_t pad = c.pad_token_id, C = t.size(1);
+        const auto v = t.to_floats();
+        for (std::int64_t j = 0; j < C; ++j) ASSERT_EQ(v[static_cast<std::size_t>(pad * C + j)], 0.0f) << name;
+        EXPECT_NE(v[static_cast<std::size_t>((pad + 1) * C)], 0.0f) << name;
+        expect_normal(t, 0.02 * std::sqrt(1.0 - 1.0 / 300.0), name);
+      } else {
+        expect_normal(t, 0.02, name, t.numel() >= 1000);
+      }
+    }
+  }
+}
