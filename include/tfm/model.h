@@ -59,6 +59,9 @@ class Model {
   void set_training(bool on);
   bool training() const;
   void set_dropout_seed(std::uint64_t seed, std::uint64_t step);
+  // Attention runs the fused kernel (default); false selects the plain path that materialises
+  // the weights (the two agree to rounding; the tests compare them).
+  void set_fused_attention(bool on);
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

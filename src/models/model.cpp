@@ -17,6 +17,7 @@ struct Model::Impl {
   Layout layout;
   Tensor alibi;  // (H) slopes when position == alibi
   bool training = false;
+  bool fused_attention = true;
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
 
@@ -50,6 +51,9 @@ Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tenso
     TFM_CHECK(it->second.shape() == s.shape, "model", "tensor '", s.name, "' has shape ", shape_str(it->second.shape()),
               ", the config needs ", shape_str(s.shape));
     if (it->second.dtype() != DType::f32) it->second = cast(it->second, DType::f32);
+    // Give every parameter its autograd record now, so the modules' handles share it and a
+    // later requires_grad_() on the map's entry reaches them.
+    if (it->second.autograd_meta() == nullptr) it->second.requires_grad_(false);
   }
   if (params.size() != specs.size()) {
     for (const auto& [name, t] : params) {
@@ -76,6 +80,7 @@ std::int64_t Model::parameter_count() const {
 }
 void Model::set_training(bool on) { impl_->training = on; }
 bool Model::training() const { return impl_->training; }
+void Model::set_fused_attention(bool on) { impl_->fused_attention = on; }
 void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_seed = seed;
   impl_->dropout_step = step;
@@ -121,6 +126,7 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   a.window = c.sliding_window;
   a.scale_scores = c.scale_attention_scores;
   a.dropout = c.attention_dropout;
+  a.fused = m.fused_attention;
   if (c.position == PositionKind::rope) {
     a.rope = true;
     a.rope_pairing = c.rope_pairing;
@@ -129,15 +135,18 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   }
   if (c.position == PositionKind::alibi) a.alibi_slopes = m.alibi;
   if (c.position == PositionKind::t5_relative) {
-    // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table.
-    const Tensor buckets = t5_relative_buckets(T, offset + T, !causal, c.relative_buckets, c.relative_max_distance, offset);
+    // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table. The keys
+    // are the same T tokens as the queries (no cache here), so k - q does not depend on offset.
+    const Tensor buckets = t5_relative_buckets(T, T, !causal, c.relative_buckets, c.relative_max_distance);
     a.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);
   }
   return a;
 }
 
-nn::AttentionSetup cross_setup(const ModelConfig& c, const Tensor& src_valid_lens) {
+nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_lens) {
+  const ModelConfig& c = m.cfg;
   nn::AttentionSetup a;
+  a.fused = m.fused_attention;
   a.valid_lens = src_valid_lens;
   a.scale_scores = c.scale_attention_scores;
   a.dropout = c.attention_dropout;
@@ -193,7 +202,7 @@ Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
   const Tensor x = embed(m, in.decoder_input_ids, Tensor(), in.position_offset, rng);
   const auto self = self_setup(m, m.layout.decoder, true, in.decoder_input_ids.size(1), in.position_offset,
                                in.decoder_valid_lens);
-  const auto cross = cross_setup(m.cfg, in.valid_lens);
+  const auto cross = cross_setup(m, in.valid_lens);
   return run_stack(m, m.layout.decoder, x, self, &encoder_hidden, &cross, rng);
 }
 

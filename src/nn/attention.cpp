@@ -51,6 +51,7 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
   o.window = s.window;
   o.bias = s.bias;
   o.alibi_slopes = s.alibi_slopes;
+  o.use_flash = s.fused;
   o.scale = s.scale_scores ? 1.0f / std::sqrt(static_cast<float>(head_dim)) : 1.0f;
   if (rng.training() && s.dropout > 0) {
     o.dropout_p = static_cast<float>(s.dropout);

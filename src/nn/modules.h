@@ -65,6 +65,7 @@ struct AttentionSetup {
   Tensor q_positions, k_positions;  // (Tq), (Tk) i64 for RoPE
   bool scale_scores = true;     // divide by sqrt(head_dim)
   double dropout = 0.0;         // on the attention weights
+  bool fused = true;            // the fused (FlashAttention-2) kernel; false: the plain path
 };
 
 struct Attention {
