@@ -12,8 +12,11 @@ void attention_key_range(const AttentionParams& p, std::int64_t b, std::int64_t 
                          std::int64_t* hi) {
   const std::int64_t ip = i + p.shift();  // the query's position on the key axis
   std::int64_t l = 0, h = p.Tk;
-  if (p.causal || p.window > 0) h = std::min(h, ip + 1);
-  if (p.window > 0) l = std::max<std::int64_t>(l, ip - p.window + 1);
+  if (p.causal) h = std::min(h, ip + 1);
+  if (p.window > 0) {  // |i' - j| < w (causal then keeps the w most recent keys)
+    l = std::max<std::int64_t>(l, ip - p.window + 1);
+    h = std::min(h, ip + p.window);
+  }
   if (p.valid_lens != nullptr) h = std::min(h, p.valid_lens[b * p.vl_sb + i * p.vl_si]);
   *lo = l;
   *hi = std::max(h, l);

@@ -4,7 +4,7 @@
 // Glossary: B batch, Hq query heads, Hkv key/value heads (Hq % Hkv == 0; query head h reads
 // kv head h / (Hq/Hkv)), Tq queries, Tk keys, D head dim.
 //
-//   s[b,h,i,j] = scale * q[b,h,i]·k[b,h/G,j] + bias[b,h,i,j] - slope[h] * (i' - j)
+//   s[b,h,i,j] = scale * q[b,h,i]·k[b,h/G,j] + bias[b,h,i,j] - slope[h] * |i' - j|
 //                (-inf where the mask forbids j for query i), i' = i + Tk - Tq
 //   a[b,h,i,:] = softmax(s[b,h,i,:])       (all zeros for a fully masked row)
 //   z          = a * dropout_keep / (1-p)  (Philox decision per element index)
@@ -40,7 +40,7 @@ struct AttentionParams {
   // Additive bias broadcast to (B, Hq, Tq, Tk): strides are 0 along broadcast dims.
   const float* bias = nullptr;
   std::int64_t bias_sb = 0, bias_sh = 0, bias_si = 0, bias_sj = 0;
-  const float* alibi_slopes = nullptr;  // (Hq): adds -slope[h] * (i' - j), computed on the fly
+  const float* alibi_slopes = nullptr;  // (Hq): adds -slope[h] * |i' - j|, computed on the fly
   float dropout_p = 0.0f;               // in [0, 1)
   std::uint64_t dropout_seed = 0;
 

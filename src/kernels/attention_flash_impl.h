@@ -202,12 +202,13 @@ void finish_scores(const AttentionParams& p, std::int64_t b, std::int64_t h, std
     }
   }
   if (p.alibi_slopes != nullptr) {
-    // s += slope * (j - i'): integers, exact in float, so the product matches the naive twin's.
+    // s -= slope * |j - i'|: integers, exact in float, so the product matches the naive twin's.
+    // (Under a causal mask j <= i', so this is Press et al.'s -slope * (i' - j).)
     alignas(64) static const float kIota[16] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15};
     const auto slope = V::set1(p.alibi_slopes[h]);
     for (std::int64_t c = 0; c < kBc; c += W) {
       const auto dist = V::add(V::set1(static_cast<float>(j0 + c - (i + p.Tk - p.Tq))), V::load(kIota));
-      V::store(s + c, V::fma(slope, dist, V::load(s + c)));
+      V::store(s + c, V::fma(slope, V::sub(V::zero(), V::abs(dist)), V::load(s + c)));
     }
   }
   const std::int64_t mask_lo = std::clamp<std::int64_t>(lo - j0, 0, kBc);

@@ -17,7 +17,8 @@ constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 bool allowed(const AttentionParams& p, std::int64_t b, std::int64_t i, std::int64_t j) {
   const std::int64_t ip = i + p.shift();
   if (p.causal && j > ip) return false;
-  if (p.window > 0 && !(ip - p.window < j && j <= ip)) return false;
+  // A window is symmetric, |i' - j| < w; with causal it keeps the w most recent keys.
+  if (p.window > 0 && !(ip - p.window < j && j < ip + p.window)) return false;
   if (p.valid_lens != nullptr && j >= p.valid_lens[b * p.vl_sb + i * p.vl_si]) return false;
   return true;
 }
@@ -49,7 +50,7 @@ void attention_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k,
         if (allowed(p, b, i, j)) {
           s = p.scale * dot(q.row(b, h, i), k.row(b, hk, j), D);
           if (p.bias) s += p.bias[b * p.bias_sb + h * p.bias_sh + i * p.bias_si + j * p.bias_sj];
-          if (p.alibi_slopes) s -= p.alibi_slopes[h] * static_cast<float>(i + p.shift() - j);
+          if (p.alibi_slopes) s -= p.alibi_slopes[h] * std::fabs(static_cast<float>(i + p.shift() - j));
         }
         a[j] = s;
         mx = std::max(mx, s);

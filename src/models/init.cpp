@@ -52,6 +52,14 @@ double weight_std(const ModelConfig& c, const std::string& n) {
   return f;
 }
 
+// fan_in + fan_out for Xavier. nn.MultiheadAttention initialises q, k and v as one packed
+// (3C, C) matrix, so each gets the packed matrix's bound; with GQA the pack is q + 2 kv.
+std::int64_t xavier_fans(const ModelConfig& c, const std::string& n, const Shape& s) {
+  if (ends_with(n, "q_proj.weight") || ends_with(n, "k_proj.weight") || ends_with(n, "v_proj.weight"))
+    return s[1] + (c.n_heads + 2 * c.kv_heads()) * c.dim_head();
+  return s[0] + s[1];
+}
+
 }  // namespace
 
 void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, std::map<std::string, Tensor>& params,
@@ -71,7 +79,7 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
         t = Tensor::randn(p.shape, mix(seed, i), 0.0f, static_cast<float>(std));
       } else {
         TFM_CHECK(p.shape.size() == 2, "init", "Xavier init needs a matrix, ", p.name, " is ", shape_str(p.shape));
-        const double bound = std::sqrt(6.0 / static_cast<double>(p.shape[0] + p.shape[1]));
+        const double bound = std::sqrt(6.0 / static_cast<double>(xavier_fans(c, p.name, p.shape)));
         t = Tensor::uniform(p.shape, mix(seed, i), static_cast<float>(-bound), static_cast<float>(bound));
       }
     }

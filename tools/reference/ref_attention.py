@@ -37,14 +37,14 @@ def attention(q, k, v, causal=False, window=0, valid_lens=None, bias=None, slope
     if causal:
         allowed = allowed & (j <= i)
     if window:
-        allowed = allowed & (j > i - window) & (j <= i)
+        allowed = allowed & (j > i - window) & (j < i + window)
     if valid_lens is not None:
         vl = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(B, Tq)
         allowed = allowed & (j[None] < vl[:, :, None])[:, None]
     if bias is not None:
         s = s + bias
     if slopes is not None:
-        s = s - slopes[None, :, None, None] * (i - j).to(s.dtype)
+        s = s - slopes[None, :, None, None] * (i - j).abs().to(s.dtype)
     # Fully masked rows: softmax over all -inf is NaN; give them zero scores, then zero weights.
     row_any = allowed.any(-1, keepdim=True)
     s = torch.where(row_any, s.masked_fill(~allowed, float("-inf")), torch.zeros_like(s))

@@ -8,8 +8,8 @@ definitions of each component, not the engine's code paths:
   norms        LayerNorm, RMSNorm x*rsqrt(mean(x^2)+eps)*w, ScaleNorm g*x/sqrt(sum(x^2)+eps);
                post (x = norm(x + f(x))) or pre (x = x + f(norm(x))) placement; final norm
   attention    MHA / GQA / MQA (kv head h // (H/Hkv)); RoPE halves or adjacent on self-attention;
-               ALiBi (Press et al. slopes, bias -slope*(i-j)); T5 relative buckets (a table per
-               stack, bidirectional in the encoder); causal; sliding window (i-w < j <= i);
+               ALiBi (Press et al. slopes, bias -slope*|i-j|); T5 relative buckets (a table per
+               stack, bidirectional in the encoder); causal; sliding window (|i-j| < w; causal keeps the w most recent keys);
                key padding from valid lens; cross-attention (no positions, source padding)
   ffn          relu / gelu / gelu_tanh / silu, or gated swiglu / geglu / reglu (act(x Wg) * x Wu)
   heads        lm (tied to the token embedding or not), classifier (first token or mean over
@@ -207,7 +207,7 @@ class Ref:
         if causal:
             allowed = allowed & (j <= i)
         if self_attn and c.sliding_window:
-            allowed = allowed & (j > i - c.sliding_window) & (j <= i)
+            allowed = allowed & (j > i - c.sliding_window) & (j < i + c.sliding_window)
         if lens is not None:
             allowed = allowed & (j[None] < lens[:, None, None])[:, None]
         if self_attn and c.position == "t5_relative":
@@ -215,7 +215,7 @@ class Ref:
             s = s + self.p[stack + ".relative_attention_bias.weight"][buckets].permute(2, 0, 1)[None]
         if self_attn and c.position == "alibi":
             slopes = torch.tensor(get_slopes(H), dtype=self.dt)
-            s = s - slopes[None, :, None, None] * (i - j).to(self.dt)
+            s = s - slopes[None, :, None, None] * (i - j).abs().to(self.dt)
         row_any = allowed.any(-1, keepdim=True)  # a query that sees no key outputs zeros
         s = torch.where(row_any, s.masked_fill(~allowed, float("-inf")), torch.zeros_like(s))
         a = (torch.softmax(s, -1) * row_any) @ v

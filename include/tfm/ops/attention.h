@@ -9,7 +9,7 @@
 //
 // Masks combine. Queries are aligned to the END of the keys (i' = i + Tk - Tq) so the same
 // call serves a KV cache: causal lets query i see keys j <= i'; a window of width w keeps
-// i' - w < j <= i'; valid_lens (B) or (B, Tq) hides keys j >= valid_len. A row that sees no
+// |i' - j| < w (with causal: the w most recent keys, Mistral-style); valid_lens (B) or (B, Tq) hides keys j >= valid_len. A row that sees no
 // key gives zeros (and zero gradients), never NaN.
 // Differentiable w.r.t. q, k, v and bias (the bias gradient is summed over broadcast dims).
 #pragma once
@@ -27,7 +27,7 @@ struct AttentionOptions {
   Tensor valid_lens;           // undefined, (B) or (B, Tq): integer (or whole-number f32) lengths
   std::int64_t window = 0;     // sliding window width; 0 = none
   Tensor bias;                 // f32, broadcastable to (B, Hq, Tq, Tk); may require grad
-  Tensor alibi_slopes;         // f32 (Hq): adds -slope[h] * (i' - j); see alibi_slopes()
+  Tensor alibi_slopes;         // f32 (Hq): adds -slope[h] * |i' - j|; see alibi_slopes()
   float dropout_p = 0.0f;      // on the attention weights, in [0, 1); 0 at inference
   std::uint64_t dropout_seed = 0;  // element (b,h,i,j)'s decision is a pure function of it
   bool use_flash = true;       // false: the plain path (materialises the (B,Hq,Tq,Tk) weights)
