@@ -160,7 +160,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--min-reps", opts->min_reps, "Minimum runs per figure")->check(CLI::Range(1, 1000));
   cmd->add_flag("!--no-torch", opts->torch, "Skip the PyTorch column");
-  cmd->add_flag("--long", opts->long_run, "Long versions: larger kernel shapes, attention up to T=8192");
+  cmd->add_flag("--long", opts->long_run, "Long versions: larger kernel shapes, attention up to T=8192, train-step best of --min-reps steps");
   cmd->add_option("--plain-max-t", opts->plain_max_t, "attention: skip the plain (O(T^2) memory) path above this T")
       ->check(CLI::Range(0, 1 << 20));
   cmd->callback([opts] {

@@ -6,6 +6,7 @@
 // Sizes: d_model 256, 4 layers (and 4 decoder layers), 4 heads of 64, d_ff 1024, vocab 4096,
 // B=8, T=128 (encoder-decoder: source and target both T); dropout off in both engines so the
 // work is the same. tokens/s = B*T / step time (target tokens for encoder-decoder).
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <string>
@@ -103,6 +104,14 @@ struct StepFigure {
   std::int64_t params = 0;
 };
 
+// A step takes ~0.1-1 s: outside --long, best of 2 steps (after the warm-up) keeps the
+// section near a minute.
+BenchOptions step_options(const BenchOptions& o) {
+  BenchOptions s = o;
+  if (!o.long_run) s.min_reps = std::min(o.min_reps, 2);
+  return s;
+}
+
 StepFigure run_ours(const BenchOptions& o, const ModelConfig& cfg) {
   // Parameters must require grad before the model wires its layout (copies of the handles).
   std::map<std::string, Tensor> params = Model::create(cfg, 1234).parameters();
@@ -128,7 +137,8 @@ StepFigure run_ours(const BenchOptions& o, const ModelConfig& cfg) {
 
 }  // namespace
 
-void run_bench_train_step(const BenchOptions& o, int threads) {
+void run_bench_train_step(const BenchOptions& options, int threads) {
+  const BenchOptions o = step_options(options);
   const auto presets = model_preset_names();
   std::vector<ModelConfig> cfgs;
   nlohmann::json spec = nlohmann::json::array();
