@@ -5,6 +5,8 @@
 #include <cstdio>
 #include <cstdlib>
 
+#include <sys/wait.h>
+
 #include "tfm/runtime.h"
 
 #ifndef TFM_SOURCE_DIR
@@ -37,7 +39,8 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
     status = pclose(p);
   }
   if (status != 0) {
-    why = "/usr/bin/python3 " + path + " failed (exit status " + std::to_string(status) + "; torch missing?)";
+    const int code = status > 0 && WIFEXITED(status) ? WEXITSTATUS(status) : status;
+    why = "/usr/bin/python3 " + path + " failed (exit status " + std::to_string(code) + "; torch missing?)";
     return nlohmann::json();
   }
   try {
