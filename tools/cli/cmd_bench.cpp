@@ -1,6 +1,7 @@
 // tfm bench — the machine's yardsticks and our GEMM beside the BLAS and PyTorch, in one run.
 //
-//   tfm bench [all|machine|gemm] [--bt 1024] [--min-time 0.15] [--no-torch]
+//   tfm bench [all|machine|gemm|kernels|attention|train-step] [--bt 1024] [--min-time 0.15]
+//             [--no-torch] [--long] [--plain-max-t 2048]
 //   tfm -t 2 bench gemm
 //
 // machine: FMA peak (a long independent-FMA loop) and read bandwidth (summing a 256 MiB
@@ -10,13 +11,12 @@
 //          directly with its own threading, and PyTorch (tools/reference/bench_torch_gemm.py
 //          through /usr/bin/python3, skipped with a note when torch is missing), each at 1 and
 //          at the engine's thread count. Every figure is the best of several repetitions.
+// kernels, attention, train-step: cmd_bench_<section>.cpp (each beside its PyTorch twin,
+//          tools/reference/bench_torch_<section>.py).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
-#include <array>
-#include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <map>
 #include <memory>
 #include <string>
@@ -24,59 +24,25 @@
 #include <vector>
 
 #include "bench_probe.h"
+#include "bench_util.h"
 #include "commands.h"
 #include "kernels/gemm.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 #include "tfm/tensor.h"
 
-#ifndef TFM_SOURCE_DIR
-#define TFM_SOURCE_DIR "."
-#endif
-
 namespace tfm::cli {
 namespace {
-
-struct BenchOptions {
-  std::string section = "all";
-  std::int64_t bt = 1024;   // B*T rows of the activation matrix
-  double min_time = 0.15;   // seconds spent per figure (at least min_reps runs)
-  int min_reps = 3;
-  bool torch = true;
-};
 
 struct GemmShape {
   std::int64_t M, N, K;
   std::string label;
 };
 
-double seconds_since(std::chrono::steady_clock::time_point t0) {
-  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-}
-
-// Best GFLOP/s of fn() over at least min_reps runs and min_time seconds (after a warm-up).
+// Best GFLOP/s of fn() (see best_seconds).
 template <class Fn>
 double best_gflops(double flops, const BenchOptions& o, Fn&& fn) {
-  fn();
-  double best = 1e30, spent = 0;
-  for (int reps = 0; reps < o.min_reps || spent < o.min_time; ++reps) {
-    const auto t0 = std::chrono::steady_clock::now();
-    fn();
-    const double dt = seconds_since(t0);
-    best = std::min(best, dt);
-    spent += dt;
-  }
-  return flops / best * 1e-9;
-}
-
-void print_load() {
-  if (FILE* f = std::fopen("/proc/loadavg", "r")) {
-    double l1 = 0, l5 = 0;
-    if (std::fscanf(f, "%lf %lf", &l1, &l5) == 2)
-      std::printf("load average: %.2f (1 min), %.2f (5 min) on %d cores%s\n", l1, l5, cpu_info().logical_cores,
-                  l1 > 0.5 ? "  -- machine busy: figures may be low" : "");
-    std::fclose(f);
-  }
+  return flops / best_seconds(o, fn) * 1e-9;
 }
 
 void run_machine(const BenchOptions& o, int threads) {
@@ -100,31 +66,21 @@ std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, double> torc
     note = "PyTorch column skipped (--no-torch)";
     return out;
   }
-  const char* env_dir = std::getenv("TFM_SOURCE_DIR");
-  const std::string script = std::string(env_dir ? env_dir : TFM_SOURCE_DIR) + "/tools/reference/bench_torch_gemm.py";
   std::string spec, tc;
   for (const auto& s : shapes)
     spec += std::to_string(s.M) + "," + std::to_string(s.N) + "," + std::to_string(s.K) + ";";
   for (int t : thread_counts) tc += (tc.empty() ? "" : ",") + std::to_string(t);
-  const std::string cmd = "/usr/bin/python3 '" + script + "' --shapes '" + spec + "' --threads " + tc +
-                          " --min-time " + std::to_string(o.min_time) + " --min-reps " +
-                          std::to_string(o.min_reps) + " 2>/dev/null";
-  std::string text;
-  if (FILE* p = popen(cmd.c_str(), "r")) {
-    std::array<char, 4096> buf;
-    std::size_t n;
-    while ((n = std::fread(buf.data(), 1, buf.size(), p)) > 0) text.append(buf.data(), n);
-    if (pclose(p) != 0) text.clear();
-  }
+  std::string why;
+  const auto j = run_torch_script("bench_torch_gemm.py", "--shapes '" + spec + "' --threads " + tc + " --min-time " +
+                                  std::to_string(o.min_time) + " --min-reps " + std::to_string(o.min_reps), why);
   try {
-    const auto j = nlohmann::json::parse(text);
     for (const auto& r : j.at("results"))
       out[{r.at("M").get<std::int64_t>(), r.at("N").get<std::int64_t>(), r.at("K").get<std::int64_t>(),
            r.at("threads").get<int>()}] = r.at("gflops").get<double>();
     note = "PyTorch " + j.at("torch").get<std::string>() + " (torch.mm, /usr/bin/python3)";
   } catch (const std::exception&) {
     out.clear();
-    note = "PyTorch column skipped: /usr/bin/python3 with torch not available (" + script + ")";
+    note = "PyTorch column skipped: " + (why.empty() ? std::string("unexpected JSON") : why);
   }
   return out;
 }
@@ -196,20 +152,29 @@ void run_gemm(const BenchOptions& o, int threads) {
 
 void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "Measure the machine (FMA peak, bandwidth) and GEMM speed vs BLAS/PyTorch");
-  cmd->add_option("section", opts->section, "What to measure: all | machine | gemm")
-      ->check(CLI::IsMember({"all", "machine", "gemm"}));
+  auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention and a training step vs BLAS/PyTorch");
+  cmd->add_option("section", opts->section, "What to measure: all | machine | gemm | kernels | attention | train-step")
+      ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step"}));
   cmd->add_option("--bt", opts->bt, "Rows B*T of the activation matrix in the GEMM shapes")->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--min-time", opts->min_time, "Seconds spent per figure (best run is reported)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--min-reps", opts->min_reps, "Minimum runs per figure")->check(CLI::Range(1, 1000));
   cmd->add_flag("!--no-torch", opts->torch, "Skip the PyTorch column");
+  cmd->add_flag("--long", opts->long_run, "Long versions: larger kernel shapes, attention up to T=8192, train-step best of --min-reps steps");
+  cmd->add_option("--plain-max-t", opts->plain_max_t, "attention: skip the plain (O(T^2) memory) path above this T")
+      ->check(CLI::Range(0, 1 << 20));
   cmd->callback([opts] {
     const int threads = num_threads();
     std::printf("tfm %s bench — %s, %d threads (set with -t N)\n", version_string(), cpu_info().brand.c_str(), threads);
     print_load();
     if (opts->section == "all" || opts->section == "machine") run_machine(*opts, threads);
     if (opts->section == "all" || opts->section == "gemm") run_gemm(*opts, threads);
+    set_num_threads(threads);
+    if (opts->section == "all" || opts->section == "kernels") run_bench_kernels(*opts, threads);
+    set_num_threads(threads);
+    if (opts->section == "all" || opts->section == "attention") run_bench_attention(*opts, threads);
+    set_num_threads(threads);
+    if (opts->section == "all" || opts->section == "train-step") run_bench_train_step(*opts, threads);
     set_num_threads(threads);
   });
 }

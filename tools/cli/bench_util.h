@@ -1,0 +1,65 @@
+// Shared pieces of `tfm bench`: the options every section reads, best-of timing, the load
+// line, and running a tools/reference/bench_torch_*.py helper that prints one JSON object.
+#pragma once
+
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <string>
+
+namespace tfm::cli {
+
+struct BenchOptions {
+  std::string section = "all";
+  std::int64_t bt = 1024;   // gemm: B*T rows of the activation matrix
+  double min_time = 0.15;   // seconds spent per figure (at least min_reps runs)
+  int min_reps = 3;
+  bool torch = true;        // run the PyTorch helper scripts for the torch columns
+  bool long_run = false;    // the long versions: larger shapes (kernels, attention), more steps
+  std::int64_t plain_max_t = 1024;  // attention: the plain O(T^2) path is skipped above this T
+};
+
+inline double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+// Best (smallest) seconds of fn() over at least min_reps runs and min_time seconds, after
+// one warm-up run.
+template <class Fn>
+double best_seconds(const BenchOptions& o, Fn&& fn) {
+  fn();
+  double best = 1e30, spent = 0;
+  for (int reps = 0; reps < o.min_reps || spent < o.min_time; ++reps) {
+    const auto t0 = std::chrono::steady_clock::now();
+    fn();
+    const double dt = seconds_since(t0);
+    best = std::min(best, dt);
+    spent += dt;
+  }
+  return best;
+}
+
+// "load average: ... on N cores" (with a warning above 0.5) — figures under load are low.
+void print_load();
+
+// Runs `/usr/bin/python3 tools/reference/<script> <args>` (the source dir from
+// $TFM_SOURCE_DIR or the build) and parses its stdout as JSON. Returns a null json and sets
+// `why` when python/torch is missing or the script fails (its stderr is discarded).
+nlohmann::json run_torch_script(const std::string& script, const std::string& args, std::string& why);
+
+// "12.3 MiB" style.
+std::string format_bytes(double bytes);
+
+}  // namespace tfm::cli
+
+namespace tfm::cli {
+
+// The sections beyond machine/gemm, one cmd_bench_<section>.cpp each; `threads` is the
+// engine's thread count (-t N), restored by the caller afterwards.
+void run_bench_kernels(const BenchOptions& o, int threads);
+void run_bench_attention(const BenchOptions& o, int threads);
+void run_bench_train_step(const BenchOptions& o, int threads);
+
+}  // namespace tfm::cli
