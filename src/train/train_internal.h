@@ -1,0 +1,59 @@
+// Pieces of the training loop shared between src/train/*.cpp (not public API).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tfm/tensor.h"
+
+namespace tfm::train_detail {
+
+// Decoder-only LM data: the token stream is cut into sequences of block_size + 1 tokens
+// (packing: documents run on across sequence boundaries). Each epoch starts the cut at a
+// seeded offset in [0, block_size) and visits the sequences in a seeded order, so sequence
+// number `cursor` (counted over the whole run) is a pure function of (seed, cursor): that
+// cursor is all a checkpoint needs to resume the data stream exactly.
+class LmData {
+ public:
+  LmData(std::vector<std::int32_t> train, std::vector<std::int32_t> val, std::int64_t block_size,
+         std::uint64_t seed);
+  std::int64_t sequences_per_epoch() const { return per_epoch_; }
+  std::int64_t val_sequences() const;
+  std::int64_t train_tokens() const { return static_cast<std::int64_t>(train_.size()); }
+  // Training batch of `batch` sequences starting at `cursor`: x, y (batch, block) i64.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y);
+  // Held-out batch: consecutive non-overlapping val sequences starting at index first.
+  void val_batch(std::int64_t first, std::int64_t batch, Tensor& x, Tensor& y) const;
+
+ private:
+  const std::vector<std::int64_t>& order(std::int64_t epoch);
+  std::vector<std::int32_t> train_, val_;
+  std::int64_t block_, per_epoch_;
+  std::uint64_t seed_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+  std::int64_t shift_ = 0;
+};
+
+// splitmix64: a tiny, well-mixed hash for deriving per-epoch and per-use seeds.
+std::uint64_t mix64(std::uint64_t x);
+
+// metrics.jsonl: one JSON object per line, appended and flushed per record.
+struct MetricPoint {
+  std::int64_t step;
+  double value;
+};
+struct Curves {
+  std::vector<MetricPoint> train_loss, val_loss;
+};
+void append_metrics_line(const std::string& path, const std::string& json_line);
+// Reads metrics.jsonl back (resume), keeping records with step <= up_to_step, rewrites the
+// file with only those, and returns the loss curves they hold.
+Curves reload_metrics(const std::string& path, std::int64_t up_to_step);
+
+// curves.svg: train and eval loss against step, with axes and ticks (hand-written SVG).
+std::string loss_curves_svg(const Curves& c, const std::string& title);
+
+}  // namespace tfm::train_detail
