@@ -52,6 +52,7 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
 
 void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok, const Optimizer& opt,
                      const TrainState& state) {
+  fs::create_directories(dir);
   const std::string step = std::to_string(state.step);
   save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
                    {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});

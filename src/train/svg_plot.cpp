@@ -26,6 +26,18 @@ double tick_step(double span, int want) {
   return 10 * p;
 }
 
+std::string xml_escape(const std::string& s) {
+  std::string out;
+  for (char ch : s) {
+    if (ch == '&') out += "&amp;";
+    else if (ch == '<') out += "&lt;";
+    else if (ch == '>') out += "&gt;";
+    else if (ch == '"') out += "&quot;";
+    else out += ch;
+  }
+  return out;
+}
+
 }  // namespace
 
 std::string loss_curves_svg(const Curves& c, const std::string& title) {
@@ -48,7 +60,7 @@ std::string loss_curves_svg(const Curves& c, const std::string& title) {
 
   std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kW) + "\" height=\"" + num(kH) +
                     "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" + title + "</text>\n";
+  svg += "<text x=\"" + num(kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" + xml_escape(title) + "</text>\n";
   // Axes, grid and ticks.
   svg += "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
   for (double v = y0; v <= y1 + ys * 1e-6; v += ys)
