@@ -83,7 +83,7 @@ struct ScheduleConfig {
 double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step, std::int64_t total_steps);
 
 // ---- train config ----------------------------------------------------------------------
-enum class TaskKind { lm };
+enum class TaskKind { lm, classifier };
 
 struct TrainConfig {
   std::string source;               // the file it came from (for messages)
@@ -95,10 +95,16 @@ struct TrainConfig {
   std::string tokenizer_kind = "char";  // char | word | bpe
   std::int64_t tokenizer_vocab_size = 0;
   std::string tokenizer_path;           // non-empty: load instead of training
-  // data (lm)
+  std::int64_t tokenizer_min_freq = 0;
+  // data (lm): a text file
   std::string train_file;
   double val_fraction = 0.1;        // the last fraction of the text is held out
   std::int64_t block_size = 128;    // tokens per training sequence
+  // data (classifier): label<TAB>text lines
+  double test_fraction = 0.2;       // a seeded split, never trained on
+  std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
+  bool header = false;              // skip the first line
+  std::string positive_label;       // precision/recall/F1 of this label (default: the last)
   // optimisation
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
@@ -179,6 +185,7 @@ struct TrainResult {
   std::vector<double> losses;       // training loss of each step run in this call
   std::int64_t final_step = 0;
   double val_loss = 0;              // last evaluation
+  std::map<std::string, double> val_metrics;  // last evaluation: loss, perplexity / accuracy, f1, ...
   bool interrupted = false;
   std::string sample;
 };

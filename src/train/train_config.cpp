@@ -89,24 +89,31 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
                                   "training", "eval", "checkpoint", "sample"});
   std::string task = "lm";
-  top.get_string("task", task, {"lm"});
+  top.get_string("task", task, {"lm", "classifier"});
+  c.task = task == "classifier" ? TaskKind::classifier : TaskKind::lm;
   std::int64_t seed = static_cast<std::int64_t>(c.seed);
   top.get_int("seed", seed, 0);
   c.seed = static_cast<std::uint64_t>(seed);
   TFM_CHECK(top.has("model") && root.at("model").is_object(), where, "needs a \"model\" object");
   c.model_json = root.at("model").dump();
 
-  const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "path"});
+  const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path"});
   tok.get_string("kind", c.tokenizer_kind, {"char", "word", "bpe"});
   tok.get_int("vocab_size", c.tokenizer_vocab_size, 0);
   tok.get_string("path", c.tokenizer_path);
+  tok.get_int("min_freq", c.tokenizer_min_freq, 0);
 
-  const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size"});
+  const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
+                                                                    "max_length", "header", "positive_label"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
   TFM_CHECK(c.val_fraction > 0, where + ".data.val_fraction", "must be > 0 (evaluation needs held-out text)");
   data.get_int("block_size", c.block_size, 2, 1 << 20);
+  data.get_double("test_fraction", c.test_fraction, 0.01, 0.9);
+  data.get_int("max_length", c.max_length, 2, 1 << 20);
+  data.get_bool("header", c.header);
+  data.get_string("positive_label", c.positive_label);
 
   const Section o(section(root, "optimizer"), where + ".optimizer",
                   {"name", "lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "nesterov", "no_decay"});

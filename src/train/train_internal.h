@@ -37,6 +37,50 @@ class LmData {
   std::int64_t shift_ = 0;
 };
 
+// Classifier data: `label<TAB>text` lines; a seeded test split (never trained on); training
+// examples visited in a seeded order per epoch, so example number `cursor` is a function of
+// (seed, cursor) as for LmData. Batches are padded to their longest sequence; valid_lens
+// marks the padding. Each sequence is <bos> + the text's tokens, truncated to max_length.
+struct ClsExample {
+  std::vector<std::int32_t> ids;
+  std::int64_t label;
+};
+class ClsData {
+ public:
+  ClsData(std::vector<ClsExample> train, std::vector<ClsExample> test, std::uint64_t seed, std::int32_t pad_id);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
+  std::int64_t test_size() const { return static_cast<std::int64_t>(test_.size()); }
+  // input_ids (B, T) i64, valid_lens (B) i64, labels (B) i64.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& ids, Tensor& lens, Tensor& labels);
+  void test_batch(std::int64_t first, std::int64_t batch, Tensor& ids, Tensor& lens, Tensor& labels) const;
+
+ private:
+  void pack(const std::vector<const ClsExample*>& ex, Tensor& ids, Tensor& lens, Tensor& labels) const;
+  std::vector<ClsExample> train_, test_;
+  std::uint64_t seed_;
+  std::int32_t pad_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Reads a `label<TAB>text` file (optionally skipping a header line). Labels are numbered in
+// sorted order of their names; returned in `label_names`.
+struct LabeledText {
+  std::vector<std::string> texts;
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> label_names;
+};
+LabeledText read_labeled_tsv(const std::string& path, bool header);
+// A seeded permutation of [0, n).
+std::vector<std::int64_t> seeded_permutation(std::int64_t n, std::uint64_t seed);
+
+// Binary/multiclass scores: accuracy, and precision/recall/F1 of class `positive`.
+struct ClassScores {
+  double accuracy = 0, precision = 0, recall = 0, f1 = 0;
+};
+ClassScores class_scores(const std::vector<std::int64_t>& predicted, const std::vector<std::int64_t>& truth,
+                         std::int64_t positive);
+
 // splitmix64: a tiny, well-mixed hash for deriving per-epoch and per-use seeds.
 std::uint64_t mix64(std::uint64_t x);
 
