@@ -48,7 +48,12 @@ void add_train_command(CLI::App& app) {
       throw;
     }
     std::signal(SIGINT, previous);
-    std::fprintf(stderr, "done: step %lld, val loss %.4f; model in %s\n", static_cast<long long>(r.final_step),
+    if (r.interrupted) {
+      std::fprintf(stderr, "stopped at step %lld; model in %s\n", static_cast<long long>(r.final_step),
+                   opt.out_dir.c_str());
+      return;
+    }
+    std::fprintf(stderr, "done: step %lld, eval loss %.4f; model in %s\n", static_cast<long long>(r.final_step),
                  r.val_loss, opt.out_dir.c_str());
     if (!r.sample.empty()) std::printf("%s\n", r.sample.c_str());
   });
