@@ -83,7 +83,7 @@ struct ScheduleConfig {
 double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step, std::int64_t total_steps);
 
 // ---- train config ----------------------------------------------------------------------
-enum class TaskKind { lm, classifier };
+enum class TaskKind { lm, classifier, seq2seq };
 
 struct TrainConfig {
   std::string source;               // the file it came from (for messages)
@@ -100,8 +100,10 @@ struct TrainConfig {
   std::string train_file;
   double val_fraction = 0.1;        // the last fraction of the text is held out
   std::int64_t block_size = 128;    // tokens per training sequence
-  // data (classifier): label<TAB>text lines
+  // data (classifier): label<TAB>text lines; (seq2seq): source<TAB>target[<TAB>...] lines
   double test_fraction = 0.2;       // a seeded split, never trained on
+  std::int64_t test_size = 0;       // > 0: this many examples in the test split instead
+  std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded greedily for BLEU at each eval
   std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
   bool header = false;              // skip the first line
   std::string positive_label;       // precision/recall/F1 of this label (default: the last)

@@ -77,11 +77,99 @@ TaskData cls_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   return d;
 }
 
+TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  std::string text = read_file(cfg.train_file);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte-order mark
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::size_t pos = 0;
+  std::int64_t lineno = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if ((cfg.header && lineno == 1) || line.empty()) continue;
+    const auto t1 = line.find('\t');
+    TFM_CHECK(t1 != std::string::npos, cfg.train_file, "line ", lineno, ": expected source<TAB>target");
+    const auto t2 = line.find('\t', t1 + 1);
+    pairs.emplace_back(line.substr(0, t1), line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
+  }
+  const auto n = static_cast<std::int64_t>(pairs.size());
+  const std::int64_t n_test = cfg.test_size > 0 ? cfg.test_size : static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
+  TFM_CHECK(n_test >= 1 && n_test < n, cfg.source, "data.test_size ", n_test, " leaves no training pairs of ", n);
+  const auto perm = seeded_permutation(n, cfg.seed ^ 0x7e57ull);  // the test split: first n_test of perm
+  if (!tok) {
+    std::vector<std::string> corpus;
+    for (std::int64_t i = n_test; i < n; ++i) {
+      const auto& p = pairs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+      corpus.push_back(p.first);
+      corpus.push_back(p.second);
+    }
+    tok = train_tokenizer(cfg, corpus);
+  }
+  TFM_CHECK(tok->bos_id() >= 0 && tok->eos_id() >= 0 && tok->pad_id() >= 0, "seq2seq",
+            "the tokenizer needs <bos>, <eos> and <pad> tokens");
+  auto encode = [&](const std::string& s) {
+    std::vector<std::int32_t> ids = tok->encode(s);
+    if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) ids.resize(static_cast<std::size_t>(cfg.max_length - 1));
+    ids.push_back(tok->eos_id());
+    return ids;
+  };
+  TaskData d;
+  d.kind = TaskKind::seq2seq;
+  std::vector<PairExample> train, test;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& p = pairs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+    (i < n_test ? test : train).push_back({encode(p.first), encode(p.second)});
+    if (i < n_test) d.test_refs.push_back(p.second);
+  }
+  TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size, cfg.source, "the training split holds ",
+            train.size(), " pairs: too few for one batch of ", cfg.batch_size);
+  d.s2s.emplace(std::move(train), std::move(test), cfg.seed, tok->pad_id(), tok->bos_id(), cfg.batch_size);
+  return d;
+}
+
+// Greedy decoding by full recompute of the decoder (the encoder runs once per batch).
+std::vector<std::vector<std::int32_t>> greedy(Model& m, const Tensor& src, const Tensor& lens, std::int32_t bos,
+                                              std::int32_t eos, std::int64_t max_len) {
+  ModelInputs in;
+  in.input_ids = src;
+  in.valid_lens = lens;
+  const Tensor enc = m.encode(in);
+  const std::int64_t B = src.size(0);
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
+  std::vector<std::int64_t> dec(static_cast<std::size_t>(B), bos);  // (B, t) row-major, grown per step
+  std::vector<bool> done(static_cast<std::size_t>(B), false);
+  for (std::int64_t t = 1; t <= max_len; ++t) {
+    in.decoder_input_ids = Tensor::from_ints(dec, {B, t});
+    const Tensor logits = m.head(m.decode(in, enc));  // (B, t, V)
+    const auto next = argmax(slice(logits, 1, t - 1, t), -1).to_ints();
+    std::vector<std::int64_t> grown;
+    bool all = true;
+    for (std::int64_t b = 0; b < B; ++b) {
+      const auto bb = static_cast<std::size_t>(b);
+      grown.insert(grown.end(), dec.begin() + b * t, dec.begin() + (b + 1) * t);
+      grown.push_back(next[bb]);
+      if (!done[bb]) {
+        if (next[bb] == eos) done[bb] = true;
+        else out[bb].push_back(static_cast<std::int32_t>(next[bb]));
+      }
+      all = all && done[bb];
+    }
+    dec = std::move(grown);
+    if (all) break;
+  }
+  return out;
+}
+
 }  // namespace
 
 TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   TFM_CHECK(std::filesystem::exists(cfg.train_file), cfg.source, "data.train: file '", cfg.train_file, "' not found");
   if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
+  if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
   return lm_data(cfg, read_file(cfg.train_file), tok);
 }
 
@@ -98,6 +186,11 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
               to_string(mc.head));
     TFM_CHECK(cfg.block_size <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
               "data.block_size ", cfg.block_size, " exceeds the model's max_positions ", mc.max_positions);
+  } else if (d.kind == TaskKind::seq2seq) {
+    TFM_CHECK(mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm, where,
+              "task 'seq2seq' needs an encoder-decoder model with an lm head, got ", to_string(mc.architecture));
+    TFM_CHECK(cfg.max_length <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
+              "data.max_length ", cfg.max_length, " exceeds the model's max_positions ", mc.max_positions);
   } else {
     TFM_CHECK(mc.architecture == Architecture::encoder_only && mc.head == HeadKind::classifier, where,
               "task 'classifier' needs an encoder-only model with a classifier head, got ", to_string(mc.architecture),
@@ -117,6 +210,12 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   if (d.kind == TaskKind::lm) {
     d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets);
     tokens = in.input_ids.numel();
+    const Tensor logits = m.forward(in).logits;  // (B, T, V)
+    return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+  }
+  if (d.kind == TaskKind::seq2seq) {
+    d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
+    tokens = in.decoder_input_ids.numel();
     const Tensor logits = m.forward(in).logits;  // (B, T, V)
     return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
   }
@@ -143,6 +242,29 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     }
     out["loss"] = sum / static_cast<double>(total * cfg.block_size);
     out["perplexity"] = std::exp(out["loss"]);
+  } else if (d.kind == TaskKind::seq2seq) {
+    const auto& test = d.s2s->test();
+    double count = 0;
+    std::vector<std::vector<std::string>> hyps, refs;
+    for (std::size_t first = 0; first < test.size(); first += static_cast<std::size_t>(cfg.batch_size)) {
+      std::vector<const PairExample*> ex;
+      for (std::size_t i = first; i < std::min(test.size(), first + static_cast<std::size_t>(cfg.batch_size)); ++i) ex.push_back(&test[i]);
+      ModelInputs in;
+      Tensor labels;
+      d.s2s->pack(ex, in.input_ids, in.valid_lens, in.decoder_input_ids, labels);
+      const Tensor logits = m.forward(in).logits;
+      sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
+      for (std::int64_t l : labels.to_ints()) count += l != -100;
+      if (static_cast<std::int64_t>(first) >= cfg.bleu_examples) continue;
+      for (const auto& ids : greedy(m, in.input_ids, in.valid_lens, d.tok->bos_id(), d.tok->eos_id(), cfg.max_length)) {
+        if (static_cast<std::int64_t>(hyps.size()) >= cfg.bleu_examples) break;
+        hyps.push_back(bleu_tokens(d.tok->decode(ids, /*skip_special=*/true)));
+        refs.push_back(bleu_tokens(d.test_refs[hyps.size() - 1]));
+      }
+    }
+    out["loss"] = sum / count;
+    out["perplexity"] = std::exp(out["loss"]);
+    if (!hyps.empty()) out["bleu"] = corpus_bleu(hyps, refs);
   } else {
     std::vector<std::int64_t> pred, truth;
     for (std::int64_t first = 0; first < d.cls->test_size(); first += cfg.batch_size) {  // the whole test split

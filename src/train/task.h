@@ -15,7 +15,10 @@ struct TaskData {
   TaskKind kind = TaskKind::lm;
   std::optional<LmData> lm;
   std::optional<ClsData> cls;
+  std::optional<Seq2SeqData> s2s;
   std::vector<std::string> label_names;
+  std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
+  const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs
   std::int64_t positive = 0;
 };
 

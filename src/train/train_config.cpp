@@ -89,8 +89,8 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
                                   "training", "eval", "checkpoint", "sample"});
   std::string task = "lm";
-  top.get_string("task", task, {"lm", "classifier"});
-  c.task = task == "classifier" ? TaskKind::classifier : TaskKind::lm;
+  top.get_string("task", task, {"lm", "classifier", "seq2seq"});
+  c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
   std::int64_t seed = static_cast<std::int64_t>(c.seed);
   top.get_int("seed", seed, 0);
   c.seed = static_cast<std::uint64_t>(seed);
@@ -104,7 +104,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   tok.get_int("min_freq", c.tokenizer_min_freq, 0);
 
   const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
-                                                                    "max_length", "header", "positive_label"});
+                                                                    "max_length", "header", "positive_label", "test_size"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -113,6 +113,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   data.get_double("test_fraction", c.test_fraction, 0.01, 0.9);
   data.get_int("max_length", c.max_length, 2, 1 << 20);
   data.get_bool("header", c.header);
+  data.get_int("test_size", c.test_size, 0);
   data.get_string("positive_label", c.positive_label);
 
   const Section o(section(root, "optimizer"), where + ".optimizer",
@@ -153,10 +154,11 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
 
-  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every"});
+  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples"});
   e.get_int("every", c.eval_every, 1);
   e.get_int("batches", c.eval_batches, 1);
   e.get_int("log_every", c.log_every, 1);
+  e.get_int("bleu_examples", c.bleu_examples, 0);
   const Section k(section(root, "checkpoint"), where + ".checkpoint", {"every"});
   k.get_int("every", c.checkpoint_every, 0);
   const Section sm(section(root, "sample"), where + ".sample", {"prompt", "tokens", "temperature"});

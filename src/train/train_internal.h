@@ -81,6 +81,41 @@ struct ClassScores {
 ClassScores class_scores(const std::vector<std::int64_t>& predicted, const std::vector<std::int64_t>& truth,
                          std::int64_t positive);
 
+// Sequence-to-sequence data: (source ids, target ids) pairs, each ending in <eos>. Each
+// epoch's order is a seeded permutation whose windows of 50 batches are sorted by source
+// length, so a batch holds sequences of similar length (little padding) and the order is
+// still a function of (seed, epoch) only.
+struct PairExample {
+  std::vector<std::int32_t> src, tgt;
+};
+class Seq2SeqData {
+ public:
+  Seq2SeqData(std::vector<PairExample> train, std::vector<PairExample> test, std::uint64_t seed, std::int32_t pad_id,
+              std::int32_t bos_id, std::int64_t batch);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
+  const std::vector<PairExample>& test() const { return test_; }
+  // input_ids (B, S), valid_lens (B), decoder_input_ids (B, T) = <bos> + target[:-1],
+  // labels (B, T) with -100 at padding.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& src, Tensor& src_lens, Tensor& dec_in, Tensor& labels);
+  void pack(const std::vector<const PairExample*>& ex, Tensor& src, Tensor& src_lens, Tensor& dec_in,
+            Tensor& labels) const;
+
+ private:
+  std::vector<PairExample> train_, test_;
+  std::uint64_t seed_;
+  std::int32_t pad_, bos_;
+  std::int64_t batch_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Corpus BLEU as sacreBLEU computes it (4-gram, brevity penalty, 'exp' smoothing of zero
+// n-gram matches), on token lists; returns 0..100.
+double corpus_bleu(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::vector<std::string>>& refs);
+// sacreBLEU's zh tokenisation, simplified: every non-ASCII code point is a token of its own,
+// ASCII runs split at spaces with punctuation as separate tokens.
+std::vector<std::string> bleu_tokens(const std::string& text);
+
 // splitmix64: a tiny, well-mixed hash for deriving per-epoch and per-use seeds.
 std::uint64_t mix64(std::uint64_t x);
 

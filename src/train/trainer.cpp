@@ -84,6 +84,7 @@ Model trainable(Model&& model) {
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   Run r = setup(cfg, opt);
+  r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = model.parameters();
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();

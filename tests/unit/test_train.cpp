@@ -329,3 +329,44 @@ TEST(TrainClassifier, ScoresByHand) {
   EXPECT_DOUBLE_EQ(none.accuracy, 1.0);
   EXPECT_DOUBLE_EQ(none.f1, 0.0);
 }
+
+TEST(TrainSeq2Seq, BleuFollowsSacreBleu) {
+  using train_detail::bleu_tokens;
+  using train_detail::corpus_bleu;
+  EXPECT_NEAR(corpus_bleu({bleu_tokens("the cat sat on the mat")}, {bleu_tokens("the cat is on the mat")}),
+              100.0 * std::pow(5.0 / 6 * 3.0 / 5 * 1.0 / 4 * 1.0 / 6, 0.25), 1e-9);  // p4 = 0 -> 1/(2*3)
+  EXPECT_NEAR(corpus_bleu({bleu_tokens("我爱你。")}, {bleu_tokens("我爱你。")}), 100.0, 1e-9);
+  EXPECT_EQ(bleu_tokens("我爱 you, Tom."), (std::vector<std::string>{"我", "爱", "you", ",", "Tom", "."}));
+  // Brevity penalty: a 3-token hypothesis against a 6-token reference.
+  EXPECT_NEAR(corpus_bleu({bleu_tokens("a b c d")}, {bleu_tokens("a b c d e f g h")}), 100.0 * std::exp(1.0 - 8.0 / 4),
+              1e-9);
+}
+
+TEST(TrainSeq2Seq, EnglishToChineseLossFallsAndBleuIsScored) {
+  const std::string dir = tmp_dir("s2s");
+  const char* src = std::getenv("TFM_SOURCE_DIR");
+  const std::string root = src ? src : ".";
+  std::string text = read_file(root + "/data/cmn-eng.tsv");
+  std::size_t cut = 0;
+  for (int i = 0; i < 1500; ++i) cut = text.find('\n', cut) + 1;
+  write_file_atomic(dir + "/pairs.tsv", text.substr(0, cut));
+  TrainConfig cfg = load_train_config(root + "/configs/cmn-eng-transformer.json");
+  cfg.train_file = dir + "/pairs.tsv";
+  cfg.test_size = 100;
+  cfg.bleu_examples = 20;
+  cfg.batch_size = 16;
+  cfg.max_steps = 12;
+  cfg.eval_every = 12;
+  cfg.schedule.warmup_steps = 4;
+  cfg.optimizer.lr = 3e-3;
+  TrainOptions o;
+  o.quiet = true;
+  o.out_dir = dir + "/out";
+  const TrainResult r = run_training(cfg, o);
+  ASSERT_EQ(r.losses.size(), 12u);
+  EXPECT_LT(r.losses.back(), r.losses.front() - 0.5) << "loss did not fall";
+  ASSERT_TRUE(r.val_metrics.count("bleu"));
+  EXPECT_GE(r.val_metrics.at("bleu"), 0.0);
+  EXPECT_LE(r.val_metrics.at("bleu"), 100.0);
+  fs::remove_all(dir);
+}
