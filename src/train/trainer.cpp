@@ -95,7 +95,12 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads");
-  auto checkpoint = [&] { save_checkpoint(opt.out_dir, model, *r.tok, *r.opt, r.state); };
+  std::int64_t saved_step = -1;
+  auto checkpoint = [&] {
+    if (saved_step == r.state.step) return;
+    save_checkpoint(opt.out_dir, model, *r.tok, *r.opt, r.state);
+    saved_step = r.state.step;
+  };
 
   TrainResult result;
   model.set_training(true);
@@ -162,7 +167,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (!result.interrupted && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
     std::vector<std::int32_t> prompt = r.tok->encode(cfg.sample_prompt);
     const auto out = sample_tokens(model, prompt, cfg.sample_tokens, cfg.sample_temperature, cfg.seed);
-    result.sample = r.tok->decode(out);
+    result.sample = r.tok->decode(out, /*skip_special=*/true);
   }
   return result;
 }
