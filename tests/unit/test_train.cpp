@@ -370,3 +370,40 @@ TEST(TrainSeq2Seq, EnglishToChineseLossFallsAndBleuIsScored) {
   EXPECT_LE(r.val_metrics.at("bleu"), 100.0);
   fs::remove_all(dir);
 }
+
+// Interrupt after step 3 and resume: the same losses, bit for bit, for the classifier's and
+// the seq2seq task's data orders (seeded permutation; length-bucketed windows) too.
+TEST(TrainResume, ClassifierAndSeq2SeqContinueExactly) {
+  const char* src = std::getenv("TFM_SOURCE_DIR");
+  const std::string root = src ? src : ".";
+  for (const char* name : {"sms-spam-bert", "cmn-eng-transformer"}) {
+    const std::string dir = tmp_dir(std::string("resume_") + name);
+    TrainConfig cfg = load_train_config(root + "/configs/" + name + ".json");
+    std::string text = read_file(root + "/" + cfg.train_file);
+    std::size_t cut = 0;
+    for (int i = 0; i < 600; ++i) cut = text.find('\n', cut) + 1;
+    write_file_atomic(dir + "/data.tsv", text.substr(0, cut));
+    cfg.train_file = dir + "/data.tsv";
+    cfg.test_size = cfg.task == TaskKind::seq2seq ? 50 : 0;
+    cfg.bleu_examples = 8;
+    cfg.batch_size = 8;
+    cfg.max_steps = 6;
+    cfg.eval_every = 100;
+    TrainOptions o;
+    o.quiet = true;
+    o.out_dir = dir + "/full";
+    const TrainResult full = run_training(cfg, o);
+    TrainOptions a = o;
+    a.out_dir = dir + "/part";
+    a.on_step = [](std::int64_t step, double) { return step < 3; };
+    const TrainResult first = run_training(cfg, a);
+    TrainOptions b = o;
+    b.out_dir = b.resume_dir = a.out_dir;
+    const TrainResult rest = run_training(cfg, b);
+    std::vector<double> joined = first.losses;
+    joined.insert(joined.end(), rest.losses.begin(), rest.losses.end());
+    EXPECT_EQ(joined, full.losses) << name;
+    EXPECT_EQ(rest.val_metrics, full.val_metrics) << name;
+    fs::remove_all(dir);
+  }
+}
