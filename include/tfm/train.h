@@ -132,9 +132,10 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 TrainConfig load_train_config(const std::string& path);
 
 // ---- model directory -------------------------------------------------------------------
-// DIR/config.json, DIR/model.safetensors, DIR/tokenizer.json (+ for resuming:
-// DIR/optimizer.safetensors and DIR/train_state.json). Each file is written atomically;
-// every file carries the step so a directory mixing two steps is rejected on load.
+// DIR/config.json, DIR/model.safetensors, DIR/tokenizer.json (the model, for inference), and
+// for resuming DIR/checkpoint/ holding the same plus optimizer.safetensors and
+// train_state.json. The checkpoint is written into checkpoint.tmp/ and swapped in by renames,
+// so a killed run always leaves a complete one (checkpoint.cpp explains the fallback).
 struct TrainState {
   std::int64_t step = 0;          // optimiser steps done
   std::uint64_t seed = 0;

@@ -1,8 +1,11 @@
-// The model directory: config.json + model.safetensors + tokenizer.json, and for resuming
-// optimizer.safetensors + train_state.json. Each file is written atomically (temp, fsync,
-// rename) and the model, optimiser and state files all record the step they belong to, so
-// a run killed between two renames leaves a directory that load_checkpoint rejects by name
-// rather than one that resumes from mixed steps. train_state.json is written last.
+// The model directory: config.json + model.safetensors + tokenizer.json (the inference copy),
+// and DIR/checkpoint/ holding the same three plus optimizer.safetensors + train_state.json
+// for resuming. Every file is written atomically (temp, fsync, rename); the checkpoint is
+// written whole into DIR/checkpoint.tmp/ and swapped in by two directory renames
+// (checkpoint -> checkpoint.old, checkpoint.tmp -> checkpoint), so a kill at any moment
+// leaves a complete checkpoint: checkpoint/, or checkpoint.old/ in the window between the
+// renames, which load_checkpoint falls back to. Each file also records its step, and a set
+// that disagrees is rejected by name rather than resumed from mixed steps.
 #include <filesystem>
 #include <nlohmann/json.hpp>
 
@@ -50,9 +53,13 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   write_model_files(dir, model, tok, {{"format", "pt"}});
 }
 
-void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok, const Optimizer& opt,
+void save_checkpoint(const std::string& out_dir, const Model& model, const Tokenizer& tok, const Optimizer& opt,
                      const TrainState& state) {
-  fs::create_directories(dir);
+  const fs::path final_dir = fs::path(out_dir) / "checkpoint", tmp = fs::path(out_dir) / "checkpoint.tmp",
+                 old = fs::path(out_dir) / "checkpoint.old";
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  const std::string dir = tmp.string();
   const std::string step = std::to_string(state.step);
   save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
                    {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
@@ -64,6 +71,13 @@ void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer
   j["threads"] = state.threads;
   j["train_config"] = json::parse(state.train_config_json);
   write_file_atomic(join(dir, "train_state.json"), j.dump(2) + "\n");
+  if (fs::exists(final_dir)) {
+    fs::remove_all(old);
+    fs::rename(final_dir, old);
+  }
+  fs::rename(tmp, final_dir);
+  fs::remove_all(old);
+  write_model_files(out_dir, model, tok, {{"format", "pt"}, {"step", step}});  // the inference copy
 }
 
 LoadedModel load_model_dir(const std::string& dir) {
@@ -84,7 +98,11 @@ LoadedModel load_model_dir(const std::string& dir) {
   return {std::move(cfg), std::move(model), std::move(tok)};
 }
 
-LoadedCheckpoint load_checkpoint(const std::string& dir) {
+LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
+  // checkpoint.old exists alone only when a save was cut between its two renames.
+  std::string dir = join(out_dir, "checkpoint");
+  if (!fs::is_directory(dir) && fs::is_directory(join(out_dir, "checkpoint.old"))) dir = join(out_dir, "checkpoint.old");
+  TFM_CHECK(fs::is_directory(dir), "resume", "no checkpoint in '", out_dir, "' (expected ", dir, "/)");
   LoadedCheckpoint c{load_model_dir(dir), {}, {}, 0};
   const std::string spath = join(dir, "train_state.json");
   json j;
@@ -105,7 +123,7 @@ LoadedCheckpoint load_checkpoint(const std::string& dir) {
   const std::int64_t wstep = step_of(load_safetensors(wpath), wpath);
   TFM_CHECK(ostep == c.state.step && wstep == c.state.step, "load_checkpoint",
             dir, " mixes steps (train_state ", c.state.step, ", model ", wstep, ", optimizer ", ostep,
-            "): the run was killed while saving; restore an earlier copy");
+            "): files were replaced by hand?");
   c.optimizer_state = owned(o.tensors);
   try {
     c.optimizer_steps = std::stoll(o.metadata.at("optimizer_steps"));

@@ -159,12 +159,20 @@ TEST(Checkpoint, RoundTripIsBitExactAndDefectsAreRejected) {
     test::expect_bitwise_equal(ck.model.model.parameters().at(k), p, k);
   for (const auto& [k, t] : opt.state()) test::expect_bitwise_equal(ck.optimizer_state.at(k), t, k);
 
-  // A model file from another step (a save cut short between renames) is named.
+  // A save killed between its two directory renames leaves checkpoint.old: it is used.
+  fs::rename(dir + "/checkpoint", dir + "/checkpoint.old");
+  fs::create_directories(dir + "/checkpoint.tmp");
+  write_file_atomic(dir + "/checkpoint.tmp/model.safetensors", "partial");
+  EXPECT_EQ(load_checkpoint(dir).state.step, 5);
+  fs::rename(dir + "/checkpoint.old", dir + "/checkpoint");
+  // A model file from another step (replaced by hand) is named, not resumed from.
   const std::string model_bytes = read_file(dir + "/model.safetensors");
   st.step = 6;
   save_checkpoint(dir + "/other", m, tok, opt, st);
-  fs::copy_file(dir + "/other/model.safetensors", dir + "/model.safetensors", fs::copy_options::overwrite_existing);
+  fs::copy_file(dir + "/other/checkpoint/model.safetensors", dir + "/checkpoint/model.safetensors",
+                fs::copy_options::overwrite_existing);
   EXPECT_NE(expect_error([&] { load_checkpoint(dir); }).find("mixes steps"), std::string::npos);
+  EXPECT_NE(expect_error([&] { load_checkpoint(dir + "/other/checkpoint"); }).find("no checkpoint"), std::string::npos);
   // Truncated and corrupted weights.
   write_file_atomic(dir + "/model.safetensors", model_bytes.substr(0, model_bytes.size() - 10));
   EXPECT_NE(expect_error([&] { load_model_dir(dir); }).find("model.safetensors"), std::string::npos);
