@@ -9,5 +9,6 @@ namespace tfm::cli {
 void add_info_command(CLI::App& app);
 void add_tokenizer_commands(CLI::App& app);
 void add_bench_command(CLI::App& app);
+void add_train_command(CLI::App& app);
 
 }  // namespace tfm::cli

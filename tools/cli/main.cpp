@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_info_command(app);
   tfm::cli::add_tokenizer_commands(app);
   tfm::cli::add_bench_command(app);
+  tfm::cli::add_train_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,198 @@
+// Training: optimisers, learning-rate schedules, gradient clipping, the train config, the
+// model directory (checkpoint) and the training loop that `tfm train CONFIG.json` runs.
+//
+//   TrainConfig cfg = load_train_config("configs/shakespeare-gpt.json");
+//   TrainOptions opt;  opt.out_dir = "runs/shakespeare";
+//   TrainResult r = run_training(cfg, opt);     // checkpoints, metrics.jsonl, curves.svg
+//
+// Determinism: a step's batch, dropout masks and update depend only on (seed, step, data
+// cursor), all of which the checkpoint holds, so --resume reproduces an uninterrupted run's
+// losses bit for bit at the same thread count.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tfm/model.h"
+#include "tfm/model_config.h"
+#include "tfm/tensor.h"
+#include "tfm/tokenizer.h"
+
+namespace tfm {
+
+// ---- optimisers ------------------------------------------------------------------------
+enum class OptimizerKind { adamw, sgd };
+
+struct OptimizerConfig {
+  OptimizerKind kind = OptimizerKind::adamw;
+  double lr = 1e-3;            // peak learning rate (the schedule scales it)
+  double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;  // AdamW
+  double momentum = 0.0;       // SGD (PyTorch's: buf = m*buf + g; first step buf = g)
+  bool nesterov = false;       // SGD
+  double weight_decay = 0.0;   // AdamW: decoupled (p -= lr*wd*p); SGD: added to the gradient
+  // Parameters whose name contains one of these substrings, or whose tensor is 1-D
+  // (norm scales, biases) get no weight decay. Default: the embedding tables of every family.
+  std::vector<std::string> no_decay = {"embed", "wte", "wpe", "shared.weight"};
+};
+
+// True when `name` (shape `shape`) belongs to the weight-decay group.
+bool decays(const OptimizerConfig& cfg, const std::string& name, const Shape& shape);
+
+// One optimiser over a name -> parameter map. step() reads each parameter's grad() and
+// updates the parameter in place (no autograd). Parameters without a gradient are skipped
+// (as PyTorch does for p.grad is None) and their state is left untouched.
+class Optimizer {
+ public:
+  explicit Optimizer(OptimizerConfig cfg);
+  void step(std::map<std::string, Tensor>& params, double lr);
+  std::int64_t steps_taken() const { return step_; }
+  const OptimizerConfig& config() const { return cfg_; }
+  // State as tensors ("exp_avg.<name>", "exp_avg_sq.<name>", "momentum.<name>") plus the
+  // step count, for checkpoints; load_state checks names and shapes against params.
+  std::map<std::string, Tensor> state() const;
+  void load_state(const std::map<std::string, Tensor>& state, std::int64_t steps,
+                  const std::map<std::string, Tensor>& params);
+
+ private:
+  OptimizerConfig cfg_;
+  std::int64_t step_ = 0;
+  std::map<std::string, Tensor> m_, v_;  // AdamW moments / SGD momentum buffers (m_)
+};
+
+// Global L2 norm of all gradients (accumulated in double, in name order, so it is the same
+// at any thread count); when max_norm > 0 and the norm exceeds it, every gradient is scaled
+// by max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm.
+double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm);
+// Multiply every gradient by s (gradient accumulation averages micro-batches this way).
+void scale_grads(std::map<std::string, Tensor>& params, float s);
+
+// ---- learning-rate schedules -------------------------------------------------------------
+enum class ScheduleKind { constant, cosine, inverse_sqrt };
+
+struct ScheduleConfig {
+  ScheduleKind kind = ScheduleKind::cosine;
+  std::int64_t warmup_steps = 0;  // linear warm-up from lr/warmup to lr (all kinds)
+  double min_lr_ratio = 0.1;      // cosine: floor as a fraction of lr, reached at total_steps
+  // inverse_sqrt (Vaswani et al.): lr * min((s)^-0.5, s * warmup^-1.5) * sqrt(warmup), i.e.
+  // peak lr at the end of warm-up then decay as 1/sqrt(step).
+};
+// Learning rate of optimiser step `step` (0-based) of `total_steps`.
+double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step, std::int64_t total_steps);
+
+// ---- train config ----------------------------------------------------------------------
+enum class TaskKind { lm, classifier, seq2seq };
+
+struct TrainConfig {
+  std::string source;               // the file it came from (for messages)
+  std::string json;                 // the config text as parsed (saved with checkpoints)
+  TaskKind task = TaskKind::lm;
+  std::uint64_t seed = 1337;
+  std::string model_json;           // the "model" object (vocab_size filled from the tokenizer)
+  // tokenizer: train one on the training text, or load a tokenizer.json
+  std::string tokenizer_kind = "char";  // char | word | bpe
+  std::int64_t tokenizer_vocab_size = 0;
+  std::string tokenizer_path;           // non-empty: load instead of training
+  std::int64_t tokenizer_min_freq = 0;
+  // data (lm): a text file
+  std::string train_file;
+  double val_fraction = 0.1;        // the last fraction of the text is held out
+  std::int64_t block_size = 128;    // tokens per training sequence
+  // data (classifier): label<TAB>text lines; (seq2seq): source<TAB>target[<TAB>...] lines
+  double test_fraction = 0.2;       // a seeded split, never trained on
+  std::int64_t test_size = 0;       // > 0: this many examples in the test split instead
+  std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded greedily for BLEU at each eval
+  std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
+  bool header = false;              // skip the first line
+  std::string positive_label;       // precision/recall/F1 of this label (default: the last)
+  // optimisation
+  OptimizerConfig optimizer;
+  ScheduleConfig schedule;
+  std::int64_t batch_size = 32;
+  std::int64_t grad_accum = 1;      // micro-batches per optimiser step
+  std::int64_t max_steps = 1000;
+  double clip_grad_norm = 1.0;      // 0: no clipping
+  double label_smoothing = 0.0;
+  // evaluation, logging, checkpoints
+  std::int64_t eval_every = 100;
+  std::int64_t eval_batches = 20;
+  std::int64_t log_every = 10;
+  std::int64_t checkpoint_every = 0;  // 0: at each eval
+  // the sample printed at the end
+  std::string sample_prompt = "\n";
+  std::int64_t sample_tokens = 200;
+  double sample_temperature = 0.8;
+};
+
+// Parse a train config (JSON text; `where` names it in errors). Unknown keys are errors that
+// list the allowed ones; every value is range-checked.
+TrainConfig parse_train_config(const std::string& json_text, const std::string& where);
+TrainConfig load_train_config(const std::string& path);
+
+// ---- model directory -------------------------------------------------------------------
+// DIR/config.json, DIR/model.safetensors, DIR/tokenizer.json (the model, for inference), and
+// for resuming DIR/checkpoint/ holding the same plus optimizer.safetensors and
+// train_state.json. The checkpoint is written into checkpoint.tmp/ and swapped in by renames,
+// so a killed run always leaves a complete one (checkpoint.cpp explains the fallback).
+struct TrainState {
+  std::int64_t step = 0;          // optimiser steps done
+  std::uint64_t seed = 0;
+  std::int64_t data_cursor = 0;   // training sequences consumed so far
+  std::int64_t threads = 0;       // thread count of the run (resume warns on a change)
+  std::string train_config_json;  // the config the run started with
+};
+
+void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok);
+void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok,
+                     const Optimizer& opt, const TrainState& state);
+struct LoadedModel {
+  ModelConfig config;
+  Model model;
+  Tokenizer tokenizer;
+};
+// Loads config.json + model.safetensors + tokenizer.json; throws naming the bad file.
+LoadedModel load_model_dir(const std::string& dir);
+struct LoadedCheckpoint {
+  LoadedModel model;
+  TrainState state;
+  std::map<std::string, Tensor> optimizer_state;
+  std::int64_t optimizer_steps = 0;
+};
+LoadedCheckpoint load_checkpoint(const std::string& dir);
+
+// The same parameters, marked requires_grad. (A Model wires its layers to the tensor handles
+// it was built from, so the flag must be set before wiring: this rebuilds the Model.)
+Model trainable(Model&& model);
+
+// ---- sampling ----------------------------------------------------------------------------
+// Temperature sampling from a decoder-only LM by full recompute over the last
+// max_positions tokens (no cache). temperature <= 0: greedy. Deterministic from seed.
+std::vector<std::int32_t> sample_tokens(Model& model, std::vector<std::int32_t> prompt, std::int64_t n,
+                                        double temperature, std::uint64_t seed);
+
+// ---- the loop ----------------------------------------------------------------------------
+struct TrainOptions {
+  std::string out_dir = "runs/train";
+  std::int64_t max_steps = -1;      // > 0 overrides the config's
+  std::string resume_dir;           // continue from this checkpoint directory
+  bool quiet = false;               // no progress output (tests)
+  bool print_sample = true;
+  // Called after every optimiser step with (step, loss); returning false stops the run
+  // there with a checkpoint (tests use it to simulate an interruption).
+  std::function<bool(std::int64_t, double)> on_step;
+};
+
+struct TrainResult {
+  std::vector<double> losses;       // training loss of each step run in this call
+  std::int64_t final_step = 0;
+  double val_loss = 0;              // last evaluation
+  std::map<std::string, double> val_metrics;  // last evaluation: loss, perplexity / accuracy, f1, ...
+  bool interrupted = false;
+  std::string sample;
+};
+
+TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt);
+
+}  // namespace tfm

@@ -1,0 +1,287 @@
+// Task-specific setup, loss and evaluation for the LM and classifier tasks.
+#include "train/task.h"
+
+#include <algorithm>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+#include "tfm/safetensors.h"
+
+namespace tfm::train_detail {
+namespace {
+
+using json = nlohmann::json;
+
+Tokenizer train_tokenizer(const TrainConfig& cfg, const std::vector<std::string>& corpus) {
+  TokenizerTrainOptions to;
+  to.kind = tokenizer_kind_from_name(cfg.tokenizer_kind);
+  to.vocab_size = cfg.tokenizer_vocab_size;
+  to.min_freq = cfg.tokenizer_min_freq;
+  return Tokenizer::train(corpus, to);
+}
+
+TaskData lm_data(const TrainConfig& cfg, const std::string& text, std::optional<Tokenizer>& tok) {
+  // The tokenizer sees the training part only (the held-out tail is cut by characters here).
+  if (!tok) tok = train_tokenizer(cfg, {text.substr(0, static_cast<std::size_t>(static_cast<double>(text.size()) *
+                                                                               (1.0 - cfg.val_fraction)))});
+  std::vector<std::int32_t> ids = tok->encode(text);
+  const auto n_val = static_cast<std::size_t>(static_cast<double>(ids.size()) * cfg.val_fraction);
+  std::vector<std::int32_t> val(ids.end() - static_cast<std::ptrdiff_t>(n_val), ids.end());
+  ids.resize(ids.size() - n_val);
+  TaskData d;
+  d.lm.emplace(std::move(ids), std::move(val), cfg.block_size, cfg.seed);
+  TFM_CHECK(d.lm->sequences_per_epoch() >= cfg.batch_size, cfg.source, "the training split holds ",
+            d.lm->sequences_per_epoch(), " sequences of block_size+1 tokens: too few for one batch of ", cfg.batch_size);
+  TFM_CHECK(d.lm->val_sequences() >= 1, cfg.source, "the held-out split is shorter than one sequence of ",
+            cfg.block_size + 1, " tokens; raise data.val_fraction");
+  return d;
+}
+
+TaskData cls_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  LabeledText lt = read_labeled_tsv(cfg.train_file, cfg.header);
+  const auto n = static_cast<std::int64_t>(lt.texts.size());
+  TFM_CHECK(lt.label_names.size() >= 2, cfg.train_file, "needs at least two labels, found ", lt.label_names.size());
+  const auto n_test = static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
+  const auto perm = seeded_permutation(n, cfg.seed ^ 0x7e57ull);  // the test split: first n_test of perm
+  std::vector<std::string> train_texts;
+  for (std::int64_t i = n_test; i < n; ++i) train_texts.push_back(lt.texts[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])]);
+  if (!tok) tok = train_tokenizer(cfg, train_texts);
+  TFM_CHECK(tok->bos_id() >= 0 && tok->pad_id() >= 0, "classifier", "the tokenizer needs <bos> and <pad> tokens");
+  auto example = [&](std::int64_t i) {
+    std::vector<std::int32_t> ids{tok->bos_id()};
+    for (std::int32_t id : tok->encode(lt.texts[static_cast<std::size_t>(i)])) {
+      if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) break;
+      ids.push_back(id);
+    }
+    return ClsExample{std::move(ids), lt.labels[static_cast<std::size_t>(i)]};
+  };
+  std::vector<ClsExample> train, test;
+  for (std::int64_t i = 0; i < n; ++i) (i < n_test ? test : train).push_back(example(perm[static_cast<std::size_t>(i)]));
+  TaskData d;
+  d.kind = TaskKind::classifier;
+  d.label_names = lt.label_names;
+  d.positive = static_cast<std::int64_t>(lt.label_names.size()) - 1;
+  if (!cfg.positive_label.empty()) {
+    const auto it = std::find(lt.label_names.begin(), lt.label_names.end(), cfg.positive_label);
+    TFM_CHECK(it != lt.label_names.end(), cfg.source, "data.positive_label '", cfg.positive_label, "' is not a label of ",
+              cfg.train_file);
+    d.positive = it - lt.label_names.begin();
+  }
+  TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size && !test.empty(), cfg.source, "the training split holds ",
+            train.size(), " examples: too few for one batch of ", cfg.batch_size);
+  d.cls.emplace(std::move(train), std::move(test), cfg.seed, tok->pad_id());
+  return d;
+}
+
+TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  std::string text = read_file(cfg.train_file);
+  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte-order mark
+  std::vector<std::pair<std::string, std::string>> pairs;
+  std::size_t pos = 0;
+  std::int64_t lineno = 0;
+  while (pos < text.size()) {
+    std::size_t end = text.find('\n', pos);
+    if (end == std::string::npos) end = text.size();
+    std::string line = text.substr(pos, end - pos);
+    pos = end + 1;
+    ++lineno;
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if ((cfg.header && lineno == 1) || line.empty()) continue;
+    const auto t1 = line.find('\t');
+    TFM_CHECK(t1 != std::string::npos, cfg.train_file, "line ", lineno, ": expected source<TAB>target");
+    const auto t2 = line.find('\t', t1 + 1);
+    pairs.emplace_back(line.substr(0, t1), line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
+  }
+  const auto n = static_cast<std::int64_t>(pairs.size());
+  const std::int64_t n_test = cfg.test_size > 0 ? cfg.test_size : static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
+  TFM_CHECK(n_test >= 1 && n_test < n, cfg.source, "data.test_size ", n_test, " leaves no training pairs of ", n);
+  const auto perm = seeded_permutation(n, cfg.seed ^ 0x7e57ull);  // the test split: first n_test of perm
+  if (!tok) {
+    std::vector<std::string> corpus;
+    for (std::int64_t i = n_test; i < n; ++i) {
+      const auto& p = pairs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+      corpus.push_back(p.first);
+      corpus.push_back(p.second);
+    }
+    tok = train_tokenizer(cfg, corpus);
+  }
+  TFM_CHECK(tok->bos_id() >= 0 && tok->eos_id() >= 0 && tok->pad_id() >= 0, "seq2seq",
+            "the tokenizer needs <bos>, <eos> and <pad> tokens");
+  auto encode = [&](const std::string& s) {
+    std::vector<std::int32_t> ids = tok->encode(s);
+    if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) ids.resize(static_cast<std::size_t>(cfg.max_length - 1));
+    ids.push_back(tok->eos_id());
+    return ids;
+  };
+  TaskData d;
+  d.kind = TaskKind::seq2seq;
+  std::vector<PairExample> train, test;
+  for (std::int64_t i = 0; i < n; ++i) {
+    const auto& p = pairs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
+    (i < n_test ? test : train).push_back({encode(p.first), encode(p.second)});
+    if (i < n_test) d.test_refs.push_back(p.second);
+  }
+  TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size, cfg.source, "the training split holds ",
+            train.size(), " pairs: too few for one batch of ", cfg.batch_size);
+  d.s2s.emplace(std::move(train), std::move(test), cfg.seed, tok->pad_id(), tok->bos_id(), cfg.batch_size);
+  return d;
+}
+
+// Greedy decoding by full recompute of the decoder (the encoder runs once per batch).
+std::vector<std::vector<std::int32_t>> greedy(Model& m, const Tensor& src, const Tensor& lens, std::int32_t bos,
+                                              std::int32_t eos, std::int64_t max_len) {
+  ModelInputs in;
+  in.input_ids = src;
+  in.valid_lens = lens;
+  const Tensor enc = m.encode(in);
+  const std::int64_t B = src.size(0);
+  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
+  std::vector<std::int64_t> dec(static_cast<std::size_t>(B), bos);  // (B, t) row-major, grown per step
+  std::vector<bool> done(static_cast<std::size_t>(B), false);
+  for (std::int64_t t = 1; t <= max_len; ++t) {
+    in.decoder_input_ids = Tensor::from_ints(dec, {B, t});
+    const Tensor logits = m.head(m.decode(in, enc));  // (B, t, V)
+    const auto next = argmax(slice(logits, 1, t - 1, t), -1).to_ints();
+    std::vector<std::int64_t> grown;
+    bool all = true;
+    for (std::int64_t b = 0; b < B; ++b) {
+      const auto bb = static_cast<std::size_t>(b);
+      grown.insert(grown.end(), dec.begin() + b * t, dec.begin() + (b + 1) * t);
+      grown.push_back(next[bb]);
+      if (!done[bb]) {
+        if (next[bb] == eos) done[bb] = true;
+        else out[bb].push_back(static_cast<std::int32_t>(next[bb]));
+      }
+      all = all && done[bb];
+    }
+    dec = std::move(grown);
+    if (all) break;
+  }
+  return out;
+}
+
+}  // namespace
+
+TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  TFM_CHECK(std::filesystem::exists(cfg.train_file), cfg.source, "data.train: file '", cfg.train_file, "' not found");
+  if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
+  if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
+  return lm_data(cfg, read_file(cfg.train_file), tok);
+}
+
+ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab) {
+  json m = json::parse(cfg.model_json);
+  if (!m.contains("vocab_size")) m["vocab_size"] = vocab;
+  if (d.kind == TaskKind::classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
+  const std::string where = cfg.source + ".model";
+  ModelConfig mc = parse_model_config(m.dump(), where);
+  TFM_CHECK(mc.vocab_size >= vocab, where, "vocab_size ", mc.vocab_size, " < the tokenizer's ", vocab);
+  if (d.kind == TaskKind::lm) {
+    TFM_CHECK(mc.architecture == Architecture::decoder_only && mc.head == HeadKind::lm, where,
+              "task 'lm' needs a decoder-only model with an lm head, got ", to_string(mc.architecture), " / ",
+              to_string(mc.head));
+    TFM_CHECK(cfg.block_size <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
+              "data.block_size ", cfg.block_size, " exceeds the model's max_positions ", mc.max_positions);
+  } else if (d.kind == TaskKind::seq2seq) {
+    TFM_CHECK(mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm, where,
+              "task 'seq2seq' needs an encoder-decoder model with an lm head, got ", to_string(mc.architecture));
+    TFM_CHECK(cfg.max_length <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
+              "data.max_length ", cfg.max_length, " exceeds the model's max_positions ", mc.max_positions);
+  } else {
+    TFM_CHECK(mc.architecture == Architecture::encoder_only && mc.head == HeadKind::classifier, where,
+              "task 'classifier' needs an encoder-only model with a classifier head, got ", to_string(mc.architecture),
+              " / ", to_string(mc.head));
+    TFM_CHECK(mc.num_labels == static_cast<std::int64_t>(d.label_names.size()), where, "num_labels ", mc.num_labels,
+              " but the data has ", d.label_names.size(), " labels");
+    TFM_CHECK(cfg.max_length <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
+              "data.max_length ", cfg.max_length, " exceeds the model's max_positions ", mc.max_positions);
+  }
+  return mc;
+}
+
+Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens) {
+  ModelInputs in;
+  Tensor targets;
+  const auto ls = static_cast<float>(cfg.label_smoothing);
+  if (d.kind == TaskKind::lm) {
+    d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets);
+    tokens = in.input_ids.numel();
+    const Tensor logits = m.forward(in).logits;  // (B, T, V)
+    return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+  }
+  if (d.kind == TaskKind::seq2seq) {
+    d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
+    tokens = in.decoder_input_ids.numel();
+    const Tensor logits = m.forward(in).logits;  // (B, T, V)
+    return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+  }
+  d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
+  tokens = 0;
+  for (std::int64_t n : in.valid_lens.to_ints()) tokens += n;
+  return cross_entropy(m.forward(in).logits, targets, -100, ls);  // logits (B, num_labels)
+}
+
+std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg) {
+  NoGradGuard no_grad;
+  m.set_training(false);
+  std::map<std::string, double> out;
+  double sum = 0;
+  if (d.kind == TaskKind::lm) {
+    const std::int64_t total = std::min(d.lm->val_sequences(), cfg.eval_batches * cfg.batch_size);
+    for (std::int64_t first = 0; first < total; first += cfg.batch_size) {
+      Tensor x, y;
+      d.lm->val_batch(first, std::min(cfg.batch_size, total - first), x, y);
+      ModelInputs in;
+      in.input_ids = x;
+      const Tensor logits = m.forward(in).logits;
+      sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(y, {-1}), -100, 0.0f, LossReduction::sum).item();
+    }
+    out["loss"] = sum / static_cast<double>(total * cfg.block_size);
+    out["perplexity"] = std::exp(out["loss"]);
+  } else if (d.kind == TaskKind::seq2seq) {
+    const auto& test = d.s2s->test();
+    double count = 0;
+    std::vector<std::vector<std::string>> hyps, refs;
+    for (std::size_t first = 0; first < test.size(); first += static_cast<std::size_t>(cfg.batch_size)) {
+      std::vector<const PairExample*> ex;
+      for (std::size_t i = first; i < std::min(test.size(), first + static_cast<std::size_t>(cfg.batch_size)); ++i) ex.push_back(&test[i]);
+      ModelInputs in;
+      Tensor labels;
+      d.s2s->pack(ex, in.input_ids, in.valid_lens, in.decoder_input_ids, labels);
+      const Tensor logits = m.forward(in).logits;
+      sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
+      for (std::int64_t l : labels.to_ints()) count += l != -100;
+      if (static_cast<std::int64_t>(first) >= cfg.bleu_examples) continue;
+      for (const auto& ids : greedy(m, in.input_ids, in.valid_lens, d.tok->bos_id(), d.tok->eos_id(), cfg.max_length)) {
+        if (static_cast<std::int64_t>(hyps.size()) >= cfg.bleu_examples) break;
+        hyps.push_back(bleu_tokens(d.tok->decode(ids, /*skip_special=*/true)));
+        refs.push_back(bleu_tokens(d.test_refs[hyps.size() - 1]));
+      }
+    }
+    out["loss"] = sum / count;
+    out["perplexity"] = std::exp(out["loss"]);
+    if (!hyps.empty()) out["bleu"] = corpus_bleu(hyps, refs);
+  } else {
+    std::vector<std::int64_t> pred, truth;
+    for (std::int64_t first = 0; first < d.cls->test_size(); first += cfg.batch_size) {  // the whole test split
+      ModelInputs in;
+      Tensor y;
+      d.cls->test_batch(first, cfg.batch_size, in.input_ids, in.valid_lens, y);
+      const Tensor logits = m.forward(in).logits;
+      sum += cross_entropy(logits, y, -100, 0.0f, LossReduction::sum).item();
+      for (std::int64_t p : argmax(logits, -1).to_ints()) pred.push_back(p);
+      for (std::int64_t t : y.to_ints()) truth.push_back(t);
+    }
+    const ClassScores s = class_scores(pred, truth, d.positive);
+    out["loss"] = sum / static_cast<double>(truth.size());
+    out["accuracy"] = s.accuracy, out["precision"] = s.precision, out["recall"] = s.recall, out["f1"] = s.f1;
+  }
+  m.set_training(true);
+  return out;
+}
+
+}  // namespace tfm::train_detail

@@ -1,0 +1,37 @@
+// Per-task pieces of the training loop: data and tokenizer setup, the loss of one
+// micro-batch, and evaluation. The loop itself (trainer.cpp) is the same for every task.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+
+#include "tfm/train.h"
+#include "train/train_internal.h"
+
+namespace tfm::train_detail {
+
+struct TaskData {
+  TaskKind kind = TaskKind::lm;
+  std::optional<LmData> lm;
+  std::optional<ClsData> cls;
+  std::optional<Seq2SeqData> s2s;
+  std::vector<std::string> label_names;
+  std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
+  const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs
+  std::int64_t positive = 0;
+};
+
+// Reads the data (checking it holds at least one batch) and, when `tok` is empty, trains the
+// tokenizer on the training split only.
+TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok);
+// The model config for the task (vocab_size and num_labels filled in when the config omits them).
+ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab);
+// Mean loss of the micro-batch of cfg.batch_size examples at `cursor`; `tokens` gets the
+// number of input tokens it held.
+Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens);
+// Held-out metrics: always "loss"; LM adds "perplexity"; classifier "accuracy", "precision",
+// "recall", "f1".
+std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg);
+
+}  // namespace tfm::train_detail

@@ -1,0 +1,173 @@
+// The train config: one JSON file, parsed once into TrainConfig. Every section rejects keys it
+// does not know (listing the allowed ones) and range-checks its values.
+#include <nlohmann/json.hpp>
+
+#include "tfm/error.h"
+#include "tfm/safetensors.h"
+#include "tfm/train.h"
+
+namespace tfm {
+namespace {
+
+using json = nlohmann::json;
+
+// Reads the keys of one JSON object, remembering which were used, so that leftovers can be
+// reported with the allowed list.
+class Section {
+ public:
+  Section(const json& j, std::string where, std::vector<std::string> allowed)
+      : j_(j), where_(std::move(where)), allowed_(std::move(allowed)) {
+    TFM_CHECK(j_.is_object(), where_, "must be a JSON object, got ", j_.dump());
+    for (const auto& [k, v] : j_.items()) {
+      bool ok = false;
+      for (const auto& a : allowed_) ok = ok || a == k;
+      if (!ok) {
+        std::string list;
+        for (const auto& a : allowed_) list += (list.empty() ? "" : ", ") + a;
+        fail(where_, "unknown key '", k, "' (allowed: ", list, ")");
+      }
+    }
+  }
+  bool has(const char* k) const { return j_.contains(k); }
+  const json& at(const char* k) const { return j_.at(k); }
+  std::string key(const char* k) const { return where_ + "." + k; }
+  void get_int(const char* k, std::int64_t& out, std::int64_t lo, std::int64_t hi = INT64_MAX) const {
+    if (!has(k)) return;
+    const json& v = j_.at(k);
+    TFM_CHECK(v.is_number_integer(), key(k), "must be an integer, got ", v.dump());
+    out = v.get<std::int64_t>();
+    TFM_CHECK(out >= lo && out <= hi, key(k), "must be in [", lo, ", ", hi, "], got ", out);
+  }
+  void get_double(const char* k, double& out, double lo, double hi) const {
+    if (!has(k)) return;
+    const json& v = j_.at(k);
+    TFM_CHECK(v.is_number(), key(k), "must be a number, got ", v.dump());
+    out = v.get<double>();
+    TFM_CHECK(out >= lo && out <= hi, key(k), "must be in [", lo, ", ", hi, "], got ", out);
+  }
+  void get_bool(const char* k, bool& out) const {
+    if (!has(k)) return;
+    TFM_CHECK(j_.at(k).is_boolean(), key(k), "must be true or false, got ", j_.at(k).dump());
+    out = j_.at(k).get<bool>();
+  }
+  void get_string(const char* k, std::string& out, const std::vector<std::string>& choices = {}) const {
+    if (!has(k)) return;
+    TFM_CHECK(j_.at(k).is_string(), key(k), "must be a string, got ", j_.at(k).dump());
+    out = j_.at(k).get<std::string>();
+    if (choices.empty()) return;
+    std::string list;
+    for (const auto& c : choices) {
+      if (c == out) return;
+      list += (list.empty() ? "" : ", ") + c;
+    }
+    fail(key(k), "unknown value '", out, "' (allowed: ", list, ")");
+  }
+
+ private:
+  const json& j_;
+  std::string where_;
+  std::vector<std::string> allowed_;
+};
+
+const json& section(const json& root, const char* name) {
+  static const json empty = json::object();
+  return root.contains(name) ? root.at(name) : empty;
+}
+
+}  // namespace
+
+TrainConfig parse_train_config(const std::string& json_text, const std::string& where) {
+  json root;
+  try {
+    root = json::parse(json_text);
+  } catch (const json::exception& e) {
+    fail(where, "not valid JSON: ", e.what());
+  }
+  TrainConfig c;
+  c.source = where;
+  c.json = root.dump();
+  const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
+                                  "training", "eval", "checkpoint", "sample"});
+  std::string task = "lm";
+  top.get_string("task", task, {"lm", "classifier", "seq2seq"});
+  c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
+  std::int64_t seed = static_cast<std::int64_t>(c.seed);
+  top.get_int("seed", seed, 0);
+  c.seed = static_cast<std::uint64_t>(seed);
+  TFM_CHECK(top.has("model") && root.at("model").is_object(), where, "needs a \"model\" object");
+  c.model_json = root.at("model").dump();
+
+  const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path"});
+  tok.get_string("kind", c.tokenizer_kind, {"char", "word", "bpe"});
+  tok.get_int("vocab_size", c.tokenizer_vocab_size, 0);
+  tok.get_string("path", c.tokenizer_path);
+  tok.get_int("min_freq", c.tokenizer_min_freq, 0);
+
+  const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
+                                                                    "max_length", "header", "positive_label", "test_size"});
+  data.get_string("train", c.train_file);
+  TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
+  data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
+  TFM_CHECK(c.val_fraction > 0, where + ".data.val_fraction", "must be > 0 (evaluation needs held-out text)");
+  data.get_int("block_size", c.block_size, 2, 1 << 20);
+  data.get_double("test_fraction", c.test_fraction, 0.01, 0.9);
+  data.get_int("max_length", c.max_length, 2, 1 << 20);
+  data.get_bool("header", c.header);
+  data.get_int("test_size", c.test_size, 0);
+  data.get_string("positive_label", c.positive_label);
+
+  const Section o(section(root, "optimizer"), where + ".optimizer",
+                  {"name", "lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "nesterov", "no_decay"});
+  std::string oname = "adamw";
+  o.get_string("name", oname, {"adamw", "sgd"});
+  c.optimizer.kind = oname == "sgd" ? OptimizerKind::sgd : OptimizerKind::adamw;
+  o.get_double("lr", c.optimizer.lr, 0.0, 10.0);
+  o.get_double("beta1", c.optimizer.beta1, 0.0, 0.999999);
+  o.get_double("beta2", c.optimizer.beta2, 0.0, 0.999999999);
+  o.get_double("eps", c.optimizer.eps, 0.0, 1.0);
+  o.get_double("weight_decay", c.optimizer.weight_decay, 0.0, 10.0);
+  o.get_double("momentum", c.optimizer.momentum, 0.0, 0.999999);
+  o.get_bool("nesterov", c.optimizer.nesterov);
+  if (o.has("no_decay")) {
+    const json& nd = o.at("no_decay");
+    TFM_CHECK(nd.is_array(), o.key("no_decay"), "must be a list of name substrings");
+    c.optimizer.no_decay.clear();
+    for (const auto& s : nd) {
+      TFM_CHECK(s.is_string(), o.key("no_decay"), "entries must be strings, got ", s.dump());
+      c.optimizer.no_decay.push_back(s.get<std::string>());
+    }
+  }
+
+  const Section s(section(root, "schedule"), where + ".schedule", {"name", "warmup_steps", "min_lr_ratio"});
+  std::string sname = "cosine";
+  s.get_string("name", sname, {"constant", "cosine", "inverse_sqrt"});
+  c.schedule.kind = sname == "constant" ? ScheduleKind::constant
+                    : sname == "cosine" ? ScheduleKind::cosine : ScheduleKind::inverse_sqrt;
+  s.get_int("warmup_steps", c.schedule.warmup_steps, 0);
+  s.get_double("min_lr_ratio", c.schedule.min_lr_ratio, 0.0, 1.0);
+
+  const Section t(section(root, "training"), where + ".training",
+                  {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing"});
+  t.get_int("batch_size", c.batch_size, 1);
+  t.get_int("grad_accum", c.grad_accum, 1);
+  t.get_int("max_steps", c.max_steps, 1);
+  t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
+  t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
+
+  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples"});
+  e.get_int("every", c.eval_every, 1);
+  e.get_int("batches", c.eval_batches, 1);
+  e.get_int("log_every", c.log_every, 1);
+  e.get_int("bleu_examples", c.bleu_examples, 0);
+  const Section k(section(root, "checkpoint"), where + ".checkpoint", {"every"});
+  k.get_int("every", c.checkpoint_every, 0);
+  const Section sm(section(root, "sample"), where + ".sample", {"prompt", "tokens", "temperature"});
+  sm.get_string("prompt", c.sample_prompt);
+  sm.get_int("tokens", c.sample_tokens, 0);
+  sm.get_double("temperature", c.sample_temperature, 0.0, 100.0);
+  return c;
+}
+
+TrainConfig load_train_config(const std::string& path) { return parse_train_config(read_file(path), path); }
+
+}  // namespace tfm

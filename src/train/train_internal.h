@@ -1,0 +1,138 @@
+// Pieces of the training loop shared between src/train/*.cpp (not public API).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "tfm/tensor.h"
+
+namespace tfm::train_detail {
+
+// Decoder-only LM data: the token stream is cut into sequences of block_size + 1 tokens
+// (packing: documents run on across sequence boundaries). Each epoch starts the cut at a
+// seeded offset in [0, block_size) and visits the sequences in a seeded order, so sequence
+// number `cursor` (counted over the whole run) is a pure function of (seed, cursor): that
+// cursor is all a checkpoint needs to resume the data stream exactly.
+class LmData {
+ public:
+  LmData(std::vector<std::int32_t> train, std::vector<std::int32_t> val, std::int64_t block_size,
+         std::uint64_t seed);
+  std::int64_t sequences_per_epoch() const { return per_epoch_; }
+  std::int64_t val_sequences() const;
+  std::int64_t train_tokens() const { return static_cast<std::int64_t>(train_.size()); }
+  // Training batch of `batch` sequences starting at `cursor`: x, y (batch, block) i64.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y);
+  // Held-out batch: consecutive non-overlapping val sequences starting at index first.
+  void val_batch(std::int64_t first, std::int64_t batch, Tensor& x, Tensor& y) const;
+
+ private:
+  const std::vector<std::int64_t>& order(std::int64_t epoch);
+  std::vector<std::int32_t> train_, val_;
+  std::int64_t block_, per_epoch_;
+  std::uint64_t seed_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+  std::int64_t shift_ = 0;
+};
+
+// Classifier data: `label<TAB>text` lines; a seeded test split (never trained on); training
+// examples visited in a seeded order per epoch, so example number `cursor` is a function of
+// (seed, cursor) as for LmData. Batches are padded to their longest sequence; valid_lens
+// marks the padding. Each sequence is <bos> + the text's tokens, truncated to max_length.
+struct ClsExample {
+  std::vector<std::int32_t> ids;
+  std::int64_t label;
+};
+class ClsData {
+ public:
+  ClsData(std::vector<ClsExample> train, std::vector<ClsExample> test, std::uint64_t seed, std::int32_t pad_id);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
+  std::int64_t test_size() const { return static_cast<std::int64_t>(test_.size()); }
+  // input_ids (B, T) i64, valid_lens (B) i64, labels (B) i64.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& ids, Tensor& lens, Tensor& labels);
+  void test_batch(std::int64_t first, std::int64_t batch, Tensor& ids, Tensor& lens, Tensor& labels) const;
+
+ private:
+  void pack(const std::vector<const ClsExample*>& ex, Tensor& ids, Tensor& lens, Tensor& labels) const;
+  std::vector<ClsExample> train_, test_;
+  std::uint64_t seed_;
+  std::int32_t pad_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Reads a `label<TAB>text` file (optionally skipping a header line). Labels are numbered in
+// sorted order of their names; returned in `label_names`.
+struct LabeledText {
+  std::vector<std::string> texts;
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> label_names;
+};
+LabeledText read_labeled_tsv(const std::string& path, bool header);
+// A seeded permutation of [0, n).
+std::vector<std::int64_t> seeded_permutation(std::int64_t n, std::uint64_t seed);
+
+// Binary/multiclass scores: accuracy, and precision/recall/F1 of class `positive`.
+struct ClassScores {
+  double accuracy = 0, precision = 0, recall = 0, f1 = 0;
+};
+ClassScores class_scores(const std::vector<std::int64_t>& predicted, const std::vector<std::int64_t>& truth,
+                         std::int64_t positive);
+
+// Sequence-to-sequence data: (source ids, target ids) pairs, each ending in <eos>. Each
+// epoch's order is a seeded permutation whose windows of 50 batches are sorted by source
+// length, so a batch holds sequences of similar length (little padding) and the order is
+// still a function of (seed, epoch) only.
+struct PairExample {
+  std::vector<std::int32_t> src, tgt;
+};
+class Seq2SeqData {
+ public:
+  Seq2SeqData(std::vector<PairExample> train, std::vector<PairExample> test, std::uint64_t seed, std::int32_t pad_id,
+              std::int32_t bos_id, std::int64_t batch);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
+  const std::vector<PairExample>& test() const { return test_; }
+  // input_ids (B, S), valid_lens (B), decoder_input_ids (B, T) = <bos> + target[:-1],
+  // labels (B, T) with -100 at padding.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& src, Tensor& src_lens, Tensor& dec_in, Tensor& labels);
+  void pack(const std::vector<const PairExample*>& ex, Tensor& src, Tensor& src_lens, Tensor& dec_in,
+            Tensor& labels) const;
+
+ private:
+  std::vector<PairExample> train_, test_;
+  std::uint64_t seed_;
+  std::int32_t pad_, bos_;
+  std::int64_t batch_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Corpus BLEU as sacreBLEU computes it (4-gram, brevity penalty, 'exp' smoothing of zero
+// n-gram matches), on token lists; returns 0..100.
+double corpus_bleu(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::vector<std::string>>& refs);
+// sacreBLEU's zh tokenisation, simplified: every non-ASCII code point is a token of its own,
+// ASCII runs split at spaces with punctuation as separate tokens.
+std::vector<std::string> bleu_tokens(const std::string& text);
+
+// splitmix64: a tiny, well-mixed hash for deriving per-epoch and per-use seeds.
+std::uint64_t mix64(std::uint64_t x);
+
+// metrics.jsonl: one JSON object per line, appended and flushed per record.
+struct MetricPoint {
+  std::int64_t step;
+  double value;
+};
+struct Curves {
+  std::vector<MetricPoint> train_loss, val_loss;
+};
+void append_metrics_line(const std::string& path, const std::string& json_line);
+// Reads metrics.jsonl back (resume), keeping records with step <= up_to_step, rewrites the
+// file with only those, and returns the loss curves they hold.
+Curves reload_metrics(const std::string& path, std::int64_t up_to_step);
+
+// curves.svg: train and eval loss against step, with axes and ticks (hand-written SVG).
+std::string loss_curves_svg(const Curves& c, const std::string& title);
+
+}  // namespace tfm::train_detail

@@ -1,0 +1,175 @@
+// The training loop of a decoder-only LM: setup (every check before any work), steps with
+// gradient accumulation and clipping, evaluation, metrics, curves, checkpoints, the final
+// sample. Each step's batch and dropout masks depend only on (seed, step, data cursor).
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+#include "tfm/runtime.h"
+#include "tfm/safetensors.h"
+#include "tfm/train.h"
+#include "train/progress.h"
+#include "train/task.h"
+#include "train/train_internal.h"
+
+namespace tfm {
+namespace {
+
+using json = nlohmann::json;
+using namespace train_detail;
+namespace fs = std::filesystem;
+
+struct Run {
+  std::optional<Model> model;
+  std::optional<Tokenizer> tok;
+  TaskData data;
+  std::optional<Optimizer> opt;
+  TrainState state;
+  std::int64_t max_steps = 0;
+};
+
+// Everything that can fail on bad input happens here, before the first step.
+Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
+  Run r;
+  r.max_steps = opt.max_steps > 0 ? opt.max_steps : cfg.max_steps;
+  std::optional<LoadedCheckpoint> ck;
+  if (!opt.resume_dir.empty()) {
+    ck.emplace(load_checkpoint(opt.resume_dir));
+    TFM_CHECK(ck->state.seed == cfg.seed, "resume", opt.resume_dir, " was trained with seed ", ck->state.seed,
+              ", the config says ", cfg.seed);
+    r.tok = ck->model.tokenizer;
+  } else if (!cfg.tokenizer_path.empty()) {
+    r.tok = Tokenizer::load(cfg.tokenizer_path);
+  }
+  r.data = make_task_data(cfg, r.tok);  // trains the tokenizer when none was given
+  const ModelConfig mc = task_model_config(cfg, r.data, r.tok->vocab_size());
+  r.opt.emplace(cfg.optimizer);
+  if (ck) {
+    TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,
+              "/config.json differs from the config's model");
+    r.model.emplace(std::move(ck->model.model));
+    r.opt->load_state(ck->optimizer_state, ck->optimizer_steps, r.model->parameters());
+    r.state = ck->state;
+    TFM_CHECK(r.state.step <= r.max_steps, "resume", "checkpoint is at step ", r.state.step,
+              ", beyond max_steps ", r.max_steps);
+  } else {
+    r.model.emplace(Model::create(mc, cfg.seed));
+    r.state.seed = cfg.seed;
+  }
+  r.model.emplace(trainable(std::move(*r.model)));
+  r.state.threads = num_threads();
+  r.state.train_config_json = cfg.json.empty() ? "{}" : cfg.json;
+  fs::create_directories(opt.out_dir);
+  return r;
+}
+
+std::string fmt(double v) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", v);
+  return buf;
+}
+
+}  // namespace
+
+Model trainable(Model&& model) {
+  std::map<std::string, Tensor> params = model.parameters();
+  for (auto& [name, p] : params) p.requires_grad_();
+  return Model::from_parameters(model.config(), std::move(params));
+}
+
+TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
+  Run r = setup(cfg, opt);
+  r.data.tok = &*r.tok;
+  Model& model = *r.model;
+  auto& params = model.parameters();
+  const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
+  const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
+  Curves curves = r.state.step > 0 ? reload_metrics(metrics_path, r.state.step) : Curves{};
+  if (r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
+  Progress progress(opt.quiet, r.max_steps, cfg.log_every);
+  progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
+                   std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
+                   ", " + std::to_string(num_threads()) + " threads");
+  std::int64_t saved_step = -1;
+  auto checkpoint = [&] {
+    if (saved_step == r.state.step) return;
+    save_checkpoint(opt.out_dir, model, *r.tok, *r.opt, r.state);
+    saved_step = r.state.step;
+  };
+
+  TrainResult result;
+  model.set_training(true);
+  double tokens_seen = 0;
+  const auto t0 = std::chrono::steady_clock::now();
+  std::int64_t done = 0;
+  while (r.state.step < r.max_steps) {
+    const std::int64_t step = r.state.step;  // 0-based index of the step being taken
+    const double lr = learning_rate(cfg.schedule, cfg.optimizer.lr, step, r.max_steps);
+    for (auto& [name, p] : params) p.zero_grad();
+    double loss_sum = 0;
+    for (std::int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
+      model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + micro));
+      std::int64_t tokens = 0;
+      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor, tokens);
+      r.state.data_cursor += cfg.batch_size;
+      tokens_seen += static_cast<double>(tokens);
+      loss_sum += loss.item();
+      backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
+    }
+    const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
+    const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm);
+    if (!std::isfinite(loss) || !std::isfinite(gnorm))
+      fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",
+           !std::isfinite(loss) ? loss : gnorm, "; stopped (the last checkpoint in ", opt.out_dir,
+           " is kept; lower optimizer.lr or set training.clip_grad_norm)");
+    r.opt->step(params, lr);
+    r.state.step = step + 1;
+    ++done;
+    result.losses.push_back(loss);
+    const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    progress.step(r.state.step, loss, tokens_seen / std::max(secs, 1e-9), lr, done);
+    if (r.state.step % cfg.log_every == 0 || r.state.step == r.max_steps) {
+      append_metrics_line(metrics_path, R"({"step":)" + std::to_string(r.state.step) + R"(,"split":"train","loss":)" +
+                                            fmt(loss) + R"(,"lr":)" + fmt(lr) + R"(,"grad_norm":)" + fmt(gnorm) + "}");
+      curves.train_loss.push_back({r.state.step, loss});
+    }
+    const bool last = r.state.step == r.max_steps;
+    const bool stop = (opt.on_step && !opt.on_step(r.state.step, loss));
+    if (r.state.step % cfg.eval_every == 0 || last) {
+      result.val_metrics = evaluate(r.data, model, cfg);
+      result.val_loss = result.val_metrics.at("loss");
+      std::string line = R"({"step":)" + std::to_string(r.state.step) + R"(,"split":"val")", text;
+      for (const auto& [k, v] : result.val_metrics) {
+        line += ",\"" + k + "\":" + fmt(v);
+        text += (text.empty() ? "" : ", ") + k + " " + fmt(v);
+      }
+      append_metrics_line(metrics_path, line + "}");
+      curves.val_loss.push_back({r.state.step, result.val_loss});
+      write_file_atomic(svg_path, loss_curves_svg(curves, "loss — " + cfg.source));
+      progress.message("step " + std::to_string(r.state.step) + ": eval " + text);
+      if (cfg.checkpoint_every == 0) checkpoint();
+    }
+    if (cfg.checkpoint_every > 0 && (r.state.step % cfg.checkpoint_every == 0 || last)) checkpoint();
+    if (stop) {
+      checkpoint();
+      progress.message("interrupted at step " + std::to_string(r.state.step) + "; checkpoint saved in " +
+                       opt.out_dir + " (continue with --resume " + opt.out_dir + ")");
+      result.interrupted = true;
+      break;
+    }
+  }
+  result.final_step = r.state.step;
+  if (!result.interrupted && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
+    std::vector<std::int32_t> prompt = r.tok->encode(cfg.sample_prompt);
+    const auto out = sample_tokens(model, prompt, cfg.sample_tokens, cfg.sample_temperature, cfg.seed);
+    result.sample = r.tok->decode(out, /*skip_special=*/true);
+  }
+  return result;
+}
+
+}  // namespace tfm

@@ -1,0 +1,52 @@
+// Helpers of the training tests (tests/unit/test_train*.cpp).
+#pragma once
+
+#include <gtest/gtest.h>
+
+#include <cstdlib>
+#include <filesystem>
+#include <functional>
+#include <string>
+#include <unistd.h>
+
+#include "tfm/error.h"
+#include "tfm/safetensors.h"
+#include "tfm/train.h"
+
+namespace tfm::train_test {
+
+inline std::string tmp_dir(const std::string& name) {
+  const std::filesystem::path p = std::filesystem::temp_directory_path() / ("tfm_train_" + name + "_" + std::to_string(::getpid()));
+  std::filesystem::remove_all(p);
+  std::filesystem::create_directories(p);
+  return p.string();
+}
+
+inline std::string expect_error(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  ADD_FAILURE() << "expected tfm::Error";
+  return "";
+}
+
+// A tiny char-level LM config on the first 40k characters of tiny Shakespeare.
+inline TrainConfig tiny_lm(const std::string& dir) {
+  const char* src = std::getenv("TFM_SOURCE_DIR");
+  const std::string text = read_file(std::string(src ? src : ".") + "/data/tinyshakespeare.txt").substr(0, 40000);
+  write_file_atomic(dir + "/text.txt", text);
+  return parse_train_config(R"({"seed": 7,
+    "model": {"architecture": "decoder_only", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
+              "max_positions": 32, "dropout": 0.1, "attention_dropout": 0.1, "embedding_dropout": 0.1},
+    "data": {"train": ")" + dir + R"(/text.txt", "block_size": 32},
+    "optimizer": {"lr": 0.005, "weight_decay": 0.1},
+    "schedule": {"name": "cosine", "warmup_steps": 2},
+    "training": {"batch_size": 8, "grad_accum": 2, "max_steps": 8, "clip_grad_norm": 1.0, "label_smoothing": 0.05},
+    "eval": {"every": 4, "batches": 2, "log_every": 2},
+    "sample": {"prompt": "ROMEO:", "tokens": 20}})", "tiny.json");
+}
+
+
+}  // namespace tfm::train_test

@@ -1,0 +1,62 @@
+// tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S]
+// Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+
+#include "commands.h"
+#include "tfm/train.h"
+
+namespace tfm::cli {
+namespace {
+
+std::atomic<bool> g_interrupted{false};
+extern "C" void on_sigint(int) { g_interrupted.store(true); }
+
+}  // namespace
+
+void add_train_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("train", "Train a model from a JSON config (see configs/)");
+  struct Args {
+    std::string config, out = "runs/train", resume;
+    std::int64_t max_steps = -1;
+    std::int64_t seed = -1;
+    bool quiet = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("config", args->config, "Train config JSON")->required()->check(CLI::ExistingFile);
+  cmd->add_option("--out", args->out, "Model directory to write (checkpoints, metrics.jsonl, curves.svg)");
+  cmd->add_option("--max-steps", args->max_steps, "Override training.max_steps")->check(CLI::PositiveNumber);
+  cmd->add_option("--resume", args->resume, "Continue from the checkpoint in this directory");
+  cmd->add_option("--seed", args->seed, "Override the config's seed")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-q,--quiet", args->quiet, "No progress output");
+  cmd->callback([args] {
+    TrainConfig cfg = load_train_config(args->config);
+    if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
+    TrainOptions opt;
+    opt.out_dir = args->out;
+    opt.max_steps = args->max_steps;
+    opt.resume_dir = args->resume;
+    opt.quiet = args->quiet;
+    opt.on_step = [](std::int64_t, double) { return !g_interrupted.load(); };
+    auto previous = std::signal(SIGINT, on_sigint);
+    TrainResult r;
+    try {
+      r = run_training(cfg, opt);
+    } catch (...) {
+      std::signal(SIGINT, previous);
+      throw;
+    }
+    std::signal(SIGINT, previous);
+    if (r.interrupted) {
+      std::fprintf(stderr, "stopped at step %lld; model in %s\n", static_cast<long long>(r.final_step),
+                   opt.out_dir.c_str());
+      return;
+    }
+    std::fprintf(stderr, "done: step %lld, eval loss %.4f; model in %s\n", static_cast<long long>(r.final_step),
+                 r.val_loss, opt.out_dir.c_str());
+    if (!r.sample.empty()) std::printf("%s\n", r.sample.c_str());
+  });
+}
+
+}  // namespace tfm::cli
