@@ -162,10 +162,6 @@ struct LoadedCheckpoint {
 };
 LoadedCheckpoint load_checkpoint(const std::string& dir);
 
-// The same parameters, marked requires_grad. (A Model wires its layers to the tensor handles
-// it was built from, so the flag must be set before wiring: this rebuilds the Model.)
-Model trainable(Model&& model);
-
 // ---- sampling ----------------------------------------------------------------------------
 // Temperature sampling from a decoder-only LM by full recompute over the last
 // max_positions tokens (no cache). temperature <= 0: greedy. Deterministic from seed.

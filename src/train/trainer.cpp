@@ -61,7 +61,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     r.model.emplace(Model::create(mc, cfg.seed));
     r.state.seed = cfg.seed;
   }
-  r.model.emplace(trainable(std::move(*r.model)));
+  for (auto& [name, p] : r.model->parameters()) p.requires_grad_();  // the layers share these handles
   r.state.threads = num_threads();
   r.state.train_config_json = cfg.json.empty() ? "{}" : cfg.json;
   fs::create_directories(opt.out_dir);
@@ -75,12 +75,6 @@ std::string fmt(double v) {
 }
 
 }  // namespace
-
-Model trainable(Model&& model) {
-  std::map<std::string, Tensor> params = model.parameters();
-  for (auto& [name, p] : params) p.requires_grad_();
-  return Model::from_parameters(model.config(), std::move(params));
-}
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   Run r = setup(cfg, opt);

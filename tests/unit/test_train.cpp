@@ -139,7 +139,8 @@ TEST(Checkpoint, RoundTripIsBitExactAndDefectsAreRejected) {
   const std::string dir = tmp_dir("ckpt");
   ModelConfig mc;
   mc.vocab_size = 40, mc.d_model = 16, mc.n_heads = 2, mc.n_layers = 1, mc.d_ff = 32, mc.max_positions = 16;
-  Model m = trainable(Model::create(mc, 3));
+  Model m = Model::create(mc, 3);
+  for (auto& [name, p] : m.parameters()) p.requires_grad_();
   for (auto& [k, p] : m.parameters()) autograd::accumulate(p, Tensor::randn(p.shape(), 9));
   Optimizer opt(OptimizerConfig{});
   opt.step(m.parameters(), 0.01);
