@@ -20,7 +20,7 @@ void check_ten_steps(const std::string& name, const OptimizerConfig& oc) {
   const ModelConfig c = parse_model_config(R"({"model_type":"gpt2","vocab_size":31,"n_embd":16,"n_layer":2,
       "n_head":4,"n_positions":20,"resid_pdrop":0,"attn_pdrop":0,"embd_pdrop":0})", "tiny gpt2");
   Model m = Model::from_parameters(c, params);
-  for (auto& [name, p] : m.parameters()) p.requires_grad_();
+  for (auto& [pname, p] : m.parameters()) p.requires_grad_();
   m.set_training(true);
   Optimizer opt(oc);
   ScheduleConfig sc;
