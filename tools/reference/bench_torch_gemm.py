@@ -7,6 +7,9 @@ each figure the best of the repetitions (torch.mm into a preallocated output).
 """
 import argparse
 import json
+import os
+import subprocess
+import sys
 import time
 
 import torch
@@ -30,10 +33,25 @@ def main():
     p.add_argument("--threads", default="1")
     p.add_argument("--min-time", type=float, default=0.2)
     p.add_argument("--min-reps", type=int, default=3)
+    p.add_argument("--one-count", action="store_true", help="internal: measure one thread count only")
     args = p.parse_args()
+    counts = [int(v) for v in args.threads.split(",")]
+    if len(counts) > 1 and not args.one_count:
+        # Debian's torch runs torch.mm on OpenBLAS, whose own thread pool ignores
+        # torch.set_num_threads and is sized once at load: one process per thread count, with
+        # OPENBLAS_NUM_THREADS set before torch is imported.
+        results = []
+        for t in counts:
+            env = dict(os.environ, OPENBLAS_NUM_THREADS=str(t), OMP_NUM_THREADS=str(t))
+            out = subprocess.run([sys.executable, __file__, "--shapes", args.shapes, "--threads", str(t),
+                                  "--min-time", str(args.min_time), "--min-reps", str(args.min_reps), "--one-count"],
+                                 env=env, check=True, capture_output=True, text=True).stdout
+            results += json.loads(out)["results"]
+        print(json.dumps({"torch": torch.__version__, "results": results}))
+        return
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";") if s]
     results = []
-    for t in (int(v) for v in args.threads.split(",")):
+    for t in counts:
         torch.set_num_threads(t)
         for m, n, k in shapes:
             g = torch.Generator().manual_seed(0)
