@@ -21,9 +21,10 @@ import json
 import math
 import os
 import sys
-import time
 
 import torch
+
+from bench_timing import best_seconds
 
 
 def status_kib(key):
@@ -43,15 +44,6 @@ def peak_bytes(fn):
     return (status_kib("VmHWM") - before) * 1024
 
 
-def best_seconds(fn, min_time, min_reps):
-    fn()  # warm-up
-    best, reps, spent = float("inf"), 0, 0.0
-    while reps < min_reps or spent < min_time:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, reps, spent = min(best, dt), reps + 1, spent + dt
-    return best
 
 
 def attention(q, k, v):

@@ -10,10 +10,11 @@ used (x * rsqrt(mean(x^2) + eps) * w), several passes over memory.
 """
 import argparse
 import json
-import time
 
 import torch
 import torch.nn.functional as F
+
+from bench_timing import best_seconds
 
 
 def ops(cols):
@@ -27,15 +28,6 @@ def ops(cols):
     }
 
 
-def best_seconds(fn, x, min_time, min_reps):
-    fn(x)  # warm-up
-    best, reps, spent = float("inf"), 0, 0.0
-    while reps < min_reps or spent < min_time:
-        t0 = time.perf_counter()
-        fn(x)
-        dt = time.perf_counter() - t0
-        best, reps, spent = min(best, dt), reps + 1, spent + dt
-    return best
 
 
 def main():
@@ -54,7 +46,7 @@ def main():
                 x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(0))
                 nbytes = 2.0 * 4 * rows * cols
                 for name, fn in ops(cols).items():
-                    s = best_seconds(fn, x, args.min_time, args.min_reps)
+                    s = best_seconds(lambda: fn(x), args.min_time, args.min_reps)
                     results.append({"op": name, "rows": rows, "cols": cols, "threads": t, "gbs": nbytes / s * 1e-9})
     print(json.dumps({"torch": torch.__version__, "results": results}))
 

@@ -15,9 +15,10 @@ says whether every model's parameter count equals tfm's (sent as "params" when k
 import argparse
 import json
 import math
-import time
 
 import torch
+
+from bench_timing import best_seconds
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -168,15 +169,6 @@ class Model(nn.Module):
         return self.lm_head(h) if self.lm_head is not None else h @ self.tok.weight.T
 
 
-def best_seconds(fn, min_time, min_reps):
-    fn()  # warm-up
-    best, reps, spent = float("inf"), 0, 0.0
-    while reps < min_reps or spent < min_time:
-        t0 = time.perf_counter()
-        fn()
-        dt = time.perf_counter() - t0
-        best, reps, spent = min(best, dt), reps + 1, spent + dt
-    return best
 
 
 def main():
