@@ -9,6 +9,7 @@
 
 #include "kernels/activation.h"
 #include "kernels/elementwise.h"
+#include "bench_isa.h"
 #include "tfm/runtime.h"
 #include "tfm/tensor.h"
 
@@ -26,21 +27,9 @@ Arrays& arrays() {
   return a;
 }
 
-// state.range(0): threads; state.range(1): ISA (0 generic, 1 avx2, 2 avx512).
-bool setup(benchmark::State& state) {
-  const auto isa = static_cast<tfm::Isa>(state.range(1));
-  if (static_cast<int>(isa) > static_cast<int>(tfm::cpu_best_isa())) {
-    state.SkipWithError("ISA not supported by this CPU");
-    return false;
-  }
-  tfm::set_active_isa(isa);
-  tfm::set_num_threads(static_cast<int>(state.range(0)));
-  state.SetLabel(tfm::isa_name(isa));
-  return true;
-}
 
 void BM_ActivationForward(benchmark::State& state, Activation f) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Arrays& a = arrays();
   for (auto _ : state) {
     tfm::kernels::activation_forward(f, a.x.data(), a.z.data(), kN);
@@ -50,7 +39,7 @@ void BM_ActivationForward(benchmark::State& state, Activation f) {
 }
 
 void BM_ActivationBackward(benchmark::State& state, Activation f) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Arrays& a = arrays();
   for (auto _ : state) {
     tfm::kernels::activation_backward(f, a.x.data(), a.y.data(), a.z.data(), kN);
@@ -60,7 +49,7 @@ void BM_ActivationBackward(benchmark::State& state, Activation f) {
 }
 
 void BM_Add(benchmark::State& state) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Arrays& a = arrays();
   for (auto _ : state) {
     tfm::kernels::add(a.x.data(), a.y.data(), a.z.data(), kN);

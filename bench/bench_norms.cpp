@@ -8,24 +8,13 @@
 
 #include "kernels/norm.h"
 #include "kernels/softmax.h"
+#include "bench_isa.h"
 #include "tfm/tfm.h"
 
 namespace {
 
 constexpr std::int64_t kRows = 4096, kCols = 1024;
 
-// Sets threads and ISA from the benchmark's arguments; false (and a skip) when unsupported.
-bool setup(benchmark::State& state) {
-  const auto isa = static_cast<tfm::Isa>(state.range(1));
-  if (static_cast<int>(isa) > static_cast<int>(tfm::cpu_best_isa())) {
-    state.SkipWithError("ISA not supported by this CPU");
-    return false;
-  }
-  tfm::set_active_isa(isa);
-  tfm::set_num_threads(static_cast<int>(state.range(0)));
-  state.SetLabel(tfm::isa_name(isa));
-  return true;
-}
 
 void finish(benchmark::State& state) {
   state.SetBytesProcessed(state.iterations() * kRows * kCols * 2 * static_cast<std::int64_t>(sizeof(float)));
@@ -40,7 +29,7 @@ struct Data {
 
 // The floor to compare against: a plain copy of x into y (same bytes moved).
 void BM_Copy(benchmark::State& state) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Data d;
   for (auto _ : state) {
     d.y.copy_(d.x);
@@ -50,7 +39,7 @@ void BM_Copy(benchmark::State& state) {
 }
 
 void BM_Softmax(benchmark::State& state) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Data d;
   for (auto _ : state) {
     tfm::kernels::softmax_forward(d.x.data<float>(), d.y.data<float>(), kRows, kCols);
@@ -60,7 +49,7 @@ void BM_Softmax(benchmark::State& state) {
 }
 
 void BM_LayerNorm(benchmark::State& state) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Data d;
   for (auto _ : state) {
     tfm::kernels::layer_norm_forward(d.x.data<float>(), d.w.data<float>(), d.b.data<float>(), d.y.data<float>(),
@@ -71,7 +60,7 @@ void BM_LayerNorm(benchmark::State& state) {
 }
 
 void BM_RmsNorm(benchmark::State& state) {
-  if (!setup(state)) return;
+  if (!tfm::bench::setup_threads_and_isa(state)) return;
   Data d;
   for (auto _ : state) {
     tfm::kernels::rms_norm_forward(d.x.data<float>(), d.w.data<float>(), d.y.data<float>(), d.rstd.data(), kRows,

@@ -102,14 +102,29 @@ Tensor mean(const Tensor& x, std::int64_t dim, bool keepdim) {
   return out;
 }
 
-Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
-  ops_detail::check_f32(x, "max");
-  const Split s = split_at(x, dim, keepdim, "max");
-  TFM_CHECK(s.mid > 0, "max", "dim ", dim, " of ", shape_str(x.shape()), " is empty");
+namespace {
+// Values and first-max positions along `dim` (the shared forward of max and argmax).
+struct MaxAlong {
+  Split split;
+  Tensor values, index;  // out_shape; index i64
+};
+MaxAlong max_along(const Tensor& x, std::int64_t dim, bool keepdim, const char* op) {
+  ops_detail::check_f32(x, op);
+  MaxAlong m{split_at(x, dim, keepdim, op), Tensor(), Tensor()};
+  TFM_CHECK(m.split.mid > 0, op, "dim ", dim, " of ", shape_str(x.shape()), " is empty");
   const Tensor xc = contiguous_data(x);
-  Tensor out = Tensor::empty(s.out_shape);
-  Tensor idx = Tensor::empty(s.out_shape, DType::i64);  // (outer·inner) first-max positions
-  max_middle(xc.data<float>(), out.data<float>(), idx.data<std::int64_t>(), s);
+  m.values = Tensor::empty(m.split.out_shape);
+  m.index = Tensor::empty(m.split.out_shape, DType::i64);
+  max_middle(xc.data<float>(), m.values.data<float>(), m.index.data<std::int64_t>(), m.split);
+  return m;
+}
+}  // namespace
+
+Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
+  MaxAlong m = max_along(x, dim, keepdim, "max");
+  const Split& s = m.split;
+  Tensor out = m.values;
+  const Tensor idx = m.index;  // (outer·inner) first-max positions
   if (autograd::needs_grad({&x})) {
     autograd::record("max", out, [x, s, idx](const Tensor& g) {
       Tensor gx = Tensor::zeros(x.shape());
@@ -129,14 +144,7 @@ Tensor max(const Tensor& x, std::int64_t dim, bool keepdim) {
 }
 
 Tensor argmax(const Tensor& x, std::int64_t dim, bool keepdim) {
-  ops_detail::check_f32(x, "argmax");
-  const Split s = split_at(x, dim, keepdim, "argmax");
-  TFM_CHECK(s.mid > 0, "argmax", "dim ", dim, " of ", shape_str(x.shape()), " is empty");
-  const Tensor xc = contiguous_data(x);
-  Tensor values = Tensor::empty(s.out_shape);
-  Tensor idx = Tensor::empty(s.out_shape, DType::i64);
-  max_middle(xc.data<float>(), values.data<float>(), idx.data<std::int64_t>(), s);
-  return idx;
+  return max_along(x, dim, keepdim, "argmax").index;
 }
 
 Tensor sum(const Tensor& x) {
