@@ -18,6 +18,7 @@
 
 #include "tfm/model.h"
 #include "tfm/model_config.h"
+#include "tfm/model_dir.h"
 #include "tfm/tensor.h"
 #include "tfm/tokenizer.h"
 
@@ -144,16 +145,8 @@ struct TrainState {
   std::string train_config_json;  // the config the run started with
 };
 
-void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok);
 void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok,
                      const Optimizer& opt, const TrainState& state);
-struct LoadedModel {
-  ModelConfig config;
-  Model model;
-  Tokenizer tokenizer;
-};
-// Loads config.json + model.safetensors + tokenizer.json; throws naming the bad file.
-LoadedModel load_model_dir(const std::string& dir);
 struct LoadedCheckpoint {
   LoadedModel model;
   TrainState state;

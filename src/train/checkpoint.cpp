@@ -32,26 +32,7 @@ std::int64_t step_of(const SafetensorsFile& f, const std::string& path) {
   }
 }
 
-// Owned, writable copies (loaded tensors may view a read-only mapping of the file).
-std::map<std::string, Tensor> owned(const std::map<std::string, Tensor>& in) {
-  std::map<std::string, Tensor> out;
-  for (const auto& [k, t] : in) out[k] = t.clone();
-  return out;
-}
-
-void write_model_files(const std::string& dir, const Model& model, const Tokenizer& tok,
-                       const std::map<std::string, std::string>& meta) {
-  fs::create_directories(dir);
-  write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
-  write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
-  save_safetensors(join(dir, "model.safetensors"), model.parameters(), meta);
-}
-
 }  // namespace
-
-void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok) {
-  write_model_files(dir, model, tok, {{"format", "pt"}});
-}
 
 void save_checkpoint(const std::string& out_dir, const Model& model, const Tokenizer& tok, const Optimizer& opt,
                      const TrainState& state) {
@@ -63,7 +44,7 @@ void save_checkpoint(const std::string& out_dir, const Model& model, const Token
   const std::string step = std::to_string(state.step);
   save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
                    {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
-  write_model_files(dir, model, tok, {{"format", "pt"}, {"step", step}});
+  save_model_dir(dir, model, tok, {{"format", "pt"}, {"step", step}});
   json j;
   j["step"] = state.step;
   j["seed"] = state.seed;
@@ -77,25 +58,7 @@ void save_checkpoint(const std::string& out_dir, const Model& model, const Token
   }
   fs::rename(tmp, final_dir);
   fs::remove_all(old);
-  write_model_files(out_dir, model, tok, {{"format", "pt"}, {"step", step}});  // the inference copy
-}
-
-LoadedModel load_model_dir(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir), "load", "'", dir, "' is not a directory");
-  ModelConfig cfg = load_model_config(join(dir, "config.json"));
-  const std::string wpath = join(dir, "model.safetensors");
-  const SafetensorsFile w = load_safetensors(wpath);
-  Model model = [&] {
-    try {
-      return Model::from_parameters(cfg, owned(w.tensors));
-    } catch (const Error& e) {
-      fail(wpath, "does not match config.json: ", e.what());
-    }
-  }();
-  Tokenizer tok = Tokenizer::load(join(dir, "tokenizer.json"));
-  TFM_CHECK(tok.vocab_size() <= cfg.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
-            " tokens but the model's vocab_size is ", cfg.vocab_size);
-  return {std::move(cfg), std::move(model), std::move(tok)};
+  save_model_dir(out_dir, model, tok, {{"format", "pt"}, {"step", step}});  // the inference copy
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
@@ -124,7 +87,7 @@ LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
   TFM_CHECK(ostep == c.state.step && wstep == c.state.step, "load_checkpoint",
             dir, " mixes steps (train_state ", c.state.step, ", model ", wstep, ", optimizer ", ostep,
             "): files were replaced by hand?");
-  c.optimizer_state = owned(o.tensors);
+  for (const auto& [k, t] : o.tensors) c.optimizer_state[k] = t.clone();  // writable copies
   try {
     c.optimizer_steps = std::stoll(o.metadata.at("optimizer_steps"));
   } catch (const std::exception&) {
