@@ -16,6 +16,7 @@
 #include <string>
 
 #include "kernels/gemm_blas.h"
+#include "kernels/gemm_rows.h"
 #include "kernels/parallel.h"
 
 namespace tfm::kernels {
@@ -58,6 +59,9 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, floa
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  // Few rows (decoding): our row-independent kernel, so a row's result does not depend on
+  // the rows beside it (gemm_rows.h).
+  if (!ta && M <= kRowInvariantMaxRows) return gemm_rows(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const Plan p = plan(M, N, K);
   if (p.pieces == 1) return blas::sgemm_1t(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const std::int64_t extent = p.split_cols ? N : M;
