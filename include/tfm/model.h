@@ -22,6 +22,8 @@
 
 namespace tfm {
 
+class KVCache;
+
 struct ModelInputs {
   Tensor input_ids;           // (B, T) i64/i32: encoder input, or the decoder's for decoder-only
   Tensor valid_lens;          // (B) integer, optional: keys at t >= valid_lens[b] are padding
@@ -71,7 +73,18 @@ class Model {
   // Head on hidden states.
   Tensor head(const Tensor& hidden, const Tensor& valid_lens = Tensor());
 
-  struct Impl;  // defined in src/models/model.cpp
+  // ---- incremental decoding with a KV cache (kv_cache.h; inference only, no autograd) ----
+  // Encoder-decoder: run the encoder over one source src_ids (1, S) and store every decoder
+  // layer's cross-attention keys/values as cache source `source`.
+  void encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source);
+  // Append ids (R, T) to the sequences held in cache slots `slots` (R of them; each row's
+  // tokens take positions length(slot) .. length(slot)+T-1 and the slot grows by T). Returns
+  // the logits of the last new token of each row (R, V), or of every new token (R, T, V)
+  // when all_positions. Rows never mix: each row's result is what it would be alone.
+  Tensor decode_cached(const Tensor& ids, const std::vector<std::int64_t>& slots, KVCache& cache,
+                       bool all_positions = false);
+
+  struct Impl;  // defined in src/models/model_impl.h
 
  private:
   explicit Model(std::unique_ptr<Impl> impl);

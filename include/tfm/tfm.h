@@ -11,6 +11,7 @@
 #include "tfm/dtype.h"
 #include "tfm/error.h"
 #include "tfm/generate.h"
+#include "tfm/kv_cache.h"
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"

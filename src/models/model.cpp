@@ -5,28 +5,12 @@
 
 #include "models/init.h"
 #include "models/layout.h"
+#include "models/model_impl.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
 
 namespace tfm {
-
-struct Model::Impl {
-  ModelConfig cfg;
-  std::map<std::string, Tensor> params;
-  Layout layout;
-  Tensor alibi;  // (H) slopes when position == alibi
-  bool training = false;
-  bool fused_attention = true;
-  std::uint64_t dropout_seed = 0, dropout_step = 0;
-  std::uint64_t forward_calls = 0;
-
-  nn::DropoutStream stream() {
-    // A fresh stream per forward: (seed, step, call) fixes every mask of the step.
-    const std::uint64_t s = dropout_seed * 0x9E3779B97F4A7C15ull + dropout_step * 0xD1B54A32D192ED03ull + forward_calls++;
-    return nn::DropoutStream(training, s);
-  }
-};
 
 // ---- creation -----------------------------------------------------------------------------
 
@@ -88,7 +72,7 @@ void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
 }
 
 // ---- forward ------------------------------------------------------------------------------
-namespace {
+namespace model_detail {
 
 void check_ids(const Tensor& ids, const char* what) {
   TFM_CHECK(ids.defined() && ids.dim() == 2 && !dtype_is_float(ids.dtype()), "model", what,
@@ -175,7 +159,9 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   return x;
 }
 
-}  // namespace
+}  // namespace model_detail
+
+using namespace model_detail;
 
 Tensor Model::encode(const ModelInputs& in) {
   Impl& m = *impl_;

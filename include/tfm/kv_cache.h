@@ -1,0 +1,66 @@
+// KV cache: the keys and values of every decoder layer for the tokens a sequence has seen, so
+// a decode step projects only the new token and attends over the cache — O(T) per token
+// instead of recomputing O(T²).
+//
+// Layout (one f32 buffer, allocated once, never grown):
+//   self  [slots, layers, 2, kv_heads, max_T, head_dim]   2 = (keys, values)
+//   cross [sources, layers, 2, kv_heads, max_S, head_dim] encoder-decoder only
+// A slot holds one sequence (a prompt, a beam, a batch row), its layers contiguous so that
+// copying a slot (beam search reordering) is one memcpy per layer of the used prefix. kv_heads
+// is the model's KV head count, so GQA/MQA models store only what they need. The cross-attention
+// keys/values of a source sentence are computed once (Model::encode_to_cache) and shared by
+// every slot bound to that source (all beams of one sentence).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tfm/model_config.h"
+#include "tfm/tensor.h"
+
+namespace tfm {
+
+class KVCache {
+ public:
+  // slots sequences of at most max_T positions; encoder-decoder: sources of at most max_S tokens.
+  KVCache(const ModelConfig& cfg, std::int64_t slots, std::int64_t max_T, std::int64_t sources = 0,
+          std::int64_t max_S = 0);
+  // Bytes such a cache holds, without allocating it (the memory planner).
+  static std::int64_t bytes_needed(const ModelConfig& cfg, std::int64_t slots, std::int64_t max_T,
+                                   std::int64_t sources = 0, std::int64_t max_S = 0);
+  std::int64_t bytes() const;
+
+  std::int64_t slots() const { return slots_; }
+  std::int64_t capacity() const { return max_T_; }      // positions per slot (--ctx-size)
+  std::int64_t layers() const { return layers_; }
+  std::int64_t length(std::int64_t slot) const;         // positions filled
+  void set_length(std::int64_t slot, std::int64_t n);   // after appending n - length(slot) positions
+  void reset(std::int64_t slot);                        // empty; the source binding stays
+  // Beam reordering: slot r becomes a copy of old slot parents[r] for r < parents.size()
+  // (every copy reads the old contents, so parents may repeat and permute).
+  void reorder(const std::vector<std::int64_t>& parents);
+
+  // (1, kv_heads, max_T, head_dim) views of a slot's keys / values for one layer; positions
+  // >= length(slot) are scratch.
+  Tensor keys(std::int64_t slot, std::int64_t layer) const;
+  Tensor values(std::int64_t slot, std::int64_t layer) const;
+
+  // Encoder-decoder: which source a slot reads, and the source's cross keys/values.
+  std::int64_t sources() const { return sources_; }
+  std::int64_t source_capacity() const { return max_S_; }
+  void bind_source(std::int64_t slot, std::int64_t source);
+  std::int64_t source_of(std::int64_t slot) const;
+  std::int64_t source_length(std::int64_t source) const;
+  void set_source_length(std::int64_t source, std::int64_t n);
+  Tensor cross_keys(std::int64_t source, std::int64_t layer) const;    // (1, kv_heads, max_S, head_dim)
+  Tensor cross_values(std::int64_t source, std::int64_t layer) const;
+
+ private:
+  Tensor view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const;
+  void check_slot(std::int64_t slot, const char* what) const;
+  std::int64_t slots_, max_T_, sources_, max_S_, layers_, kv_heads_, head_dim_;
+  Tensor self_, cross_;
+  std::vector<std::int64_t> length_, source_of_, source_length_;
+};
+
+}  // namespace tfm

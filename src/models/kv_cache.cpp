@@ -1,0 +1,132 @@
+// KV cache storage: see include/tfm/kv_cache.h for the layout.
+#include "tfm/kv_cache.h"
+
+#include <cstring>
+
+#include "tfm/error.h"
+
+namespace tfm {
+namespace {
+std::int64_t decoder_layers(const ModelConfig& c) {
+  return c.architecture == Architecture::encoder_decoder ? c.decoder_layers() : c.n_layers;
+}
+}  // namespace
+
+std::int64_t KVCache::bytes_needed(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, std::int64_t sources,
+                                   std::int64_t max_S) {
+  const std::int64_t per_pos = decoder_layers(c) * 2 * c.kv_heads() * c.dim_head() * 4;
+  return per_pos * (slots * max_T + sources * max_S);
+}
+
+KVCache::KVCache(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, std::int64_t sources, std::int64_t max_S)
+    : slots_(slots), max_T_(max_T), sources_(sources), max_S_(max_S), layers_(decoder_layers(c)),
+      kv_heads_(c.kv_heads()), head_dim_(c.dim_head()) {
+  TFM_CHECK(c.architecture != Architecture::encoder_only, "kv_cache", "an encoder-only model does not decode");
+  TFM_CHECK(slots >= 1 && max_T >= 1, "kv_cache", "need at least one slot of one position, got ", slots, " x ", max_T);
+  TFM_CHECK(c.architecture != Architecture::encoder_decoder || (sources >= 1 && max_S >= 1), "kv_cache",
+            "an encoder-decoder model needs room for at least one source sentence");
+  self_ = Tensor::zeros({slots, layers_, 2, kv_heads_, max_T, head_dim_});
+  if (sources > 0) cross_ = Tensor::zeros({sources, layers_, 2, kv_heads_, max_S, head_dim_});
+  length_.assign(static_cast<std::size_t>(slots), 0);
+  source_of_.assign(static_cast<std::size_t>(slots), 0);
+  source_length_.assign(static_cast<std::size_t>(sources), 0);
+}
+
+std::int64_t KVCache::bytes() const {
+  return (self_.numel() + (cross_.defined() ? cross_.numel() : 0)) * 4;
+}
+
+void KVCache::check_slot(std::int64_t slot, const char* what) const {
+  TFM_CHECK(slot >= 0 && slot < slots_, "kv_cache", what, ": slot ", slot, " out of range [0, ", slots_, ")");
+}
+
+std::int64_t KVCache::length(std::int64_t slot) const {
+  check_slot(slot, "length");
+  return length_[static_cast<std::size_t>(slot)];
+}
+
+void KVCache::set_length(std::int64_t slot, std::int64_t n) {
+  check_slot(slot, "set_length");
+  TFM_CHECK(n >= 0 && n <= max_T_, "kv_cache", "length ", n, " exceeds the context size ", max_T_);
+  length_[static_cast<std::size_t>(slot)] = n;
+}
+
+void KVCache::reset(std::int64_t slot) { set_length(slot, 0); }
+
+void KVCache::reorder(const std::vector<std::int64_t>& parents) {
+  TFM_CHECK(static_cast<std::int64_t>(parents.size()) <= slots_, "kv_cache", parents.size(), " rows for ", slots_,
+            " slots");
+  bool identity = true;
+  for (std::size_t r = 0; r < parents.size(); ++r) {
+    check_slot(parents[r], "reorder");
+    identity = identity && parents[r] == static_cast<std::int64_t>(r);
+  }
+  if (identity) return;
+  // Copy the distinct parents' used prefixes out first, so every copy reads the old contents.
+  const std::int64_t slot_floats = layers_ * 2 * kv_heads_ * max_T_ * head_dim_;
+  const std::int64_t row_floats = max_T_ * head_dim_;  // one (layer, kv, head) block
+  std::vector<float> saved;
+  std::vector<std::int64_t> where(static_cast<std::size_t>(slots_), -1);
+  float* base = self_.data<float>();
+  for (std::int64_t p : parents) {
+    if (where[static_cast<std::size_t>(p)] >= 0) continue;
+    where[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(saved.size());
+    saved.insert(saved.end(), base + p * slot_floats, base + (p + 1) * slot_floats);
+  }
+  const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
+  for (std::size_t r = 0; r < parents.size(); ++r) {
+    const std::int64_t p = parents[r], n = old_len[static_cast<std::size_t>(p)];
+    const float* from = saved.data() + where[static_cast<std::size_t>(p)];
+    float* to = base + static_cast<std::int64_t>(r) * slot_floats;
+    for (std::int64_t blk = 0; blk < layers_ * 2 * kv_heads_; ++blk)  // only the used positions
+      std::memcpy(to + blk * row_floats, from + blk * row_floats, static_cast<std::size_t>(n * head_dim_) * 4);
+    length_[r] = n;
+    source_of_[r] = old_src[static_cast<std::size_t>(p)];
+  }
+}
+
+Tensor KVCache::view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const {
+  TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
+  // buf (outer, layers, 2, H, T, D), contiguous -> the (1, H, T, D) block at [outer, layer, kv]
+  const std::int64_t block = kv_heads_ * T * head_dim_;
+  return buf.as_strided({1, kv_heads_, T, head_dim_}, {block, T * head_dim_, head_dim_, 1},
+                        ((outer * layers_ + layer) * 2 + kv) * block);
+}
+
+Tensor KVCache::keys(std::int64_t slot, std::int64_t layer) const {
+  check_slot(slot, "keys");
+  return view(self_, slot, layer, 0, max_T_);
+}
+Tensor KVCache::values(std::int64_t slot, std::int64_t layer) const {
+  check_slot(slot, "values");
+  return view(self_, slot, layer, 1, max_T_);
+}
+
+void KVCache::bind_source(std::int64_t slot, std::int64_t source) {
+  check_slot(slot, "bind_source");
+  TFM_CHECK(source >= 0 && source < sources_, "kv_cache", "source ", source, " out of range [0, ", sources_, ")");
+  source_of_[static_cast<std::size_t>(slot)] = source;
+}
+std::int64_t KVCache::source_of(std::int64_t slot) const {
+  check_slot(slot, "source_of");
+  return source_of_[static_cast<std::size_t>(slot)];
+}
+std::int64_t KVCache::source_length(std::int64_t source) const {
+  TFM_CHECK(source >= 0 && source < sources_, "kv_cache", "source ", source, " out of range [0, ", sources_, ")");
+  return source_length_[static_cast<std::size_t>(source)];
+}
+void KVCache::set_source_length(std::int64_t source, std::int64_t n) {
+  TFM_CHECK(source >= 0 && source < sources_, "kv_cache", "source ", source, " out of range [0, ", sources_, ")");
+  TFM_CHECK(n >= 0 && n <= max_S_, "kv_cache", "source of ", n, " tokens exceeds the cache's ", max_S_);
+  source_length_[static_cast<std::size_t>(source)] = n;
+}
+Tensor KVCache::cross_keys(std::int64_t source, std::int64_t layer) const {
+  TFM_CHECK(source >= 0 && source < sources_, "kv_cache", "source ", source, " out of range [0, ", sources_, ")");
+  return view(cross_, source, layer, 0, max_S_);
+}
+Tensor KVCache::cross_values(std::int64_t source, std::int64_t layer) const {
+  TFM_CHECK(source >= 0 && source < sources_, "kv_cache", "source ", source, " out of range [0, ", sources_, ")");
+  return view(cross_, source, layer, 1, max_S_);
+}
+
+}  // namespace tfm

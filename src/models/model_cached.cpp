@@ -1,0 +1,144 @@
+// The decoder stack with a KV cache: each call projects only the new tokens, appends their
+// keys/values to the cache and attends over everything cached. Linear layers, norms and
+// FFNs run on all rows at once; positions and attention are per row (each sequence has its
+// own length). The per-row pieces and the few-row GEMM (kernels/gemm_rows.h) make a row's
+// result independent of the rows beside it.
+#include <cmath>
+
+#include "models/model_impl.h"
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/kv_cache.h"
+#include "tfm/ops.h"
+
+namespace tfm {
+namespace {
+
+using model_detail::embed;
+
+AttentionOptions base_options(const Model::Impl& m) {
+  AttentionOptions o;
+  o.scale = m.cfg.scale_attention_scores ? 1.0f / std::sqrt(static_cast<float>(m.cfg.dim_head())) : 1.0f;
+  o.use_flash = m.fused_attention;
+  return o;
+}
+
+// (1, H, T, Dh) attention output -> (1, T, H*Dh)
+Tensor merge_heads(const Tensor& out) {
+  return reshape(contiguous(transpose(out, 1, 2)), {1, out.size(2), out.size(1) * out.size(3)});
+}
+
+Tensor concat_rows(std::vector<Tensor>& rows) { return rows.size() == 1 ? rows[0] : concat(rows, 0); }
+
+// Self-attention of new tokens h (R, T, C) of layer `l`, writing their keys/values at each
+// row's cache position.
+Tensor self_attention_cached(const Model::Impl& m, const Stack& s, const Layer& L, std::int64_t l, const Tensor& h,
+                             const std::vector<std::int64_t>& slots, KVCache& cache) {
+  const ModelConfig& c = m.cfg;
+  const std::int64_t T = h.size(1);
+  const nn::Attention::Heads hd = L.self_attn.project_self(h, nn::AttentionSetup{});  // q (R,H,T,Dh), k/v (R,Hkv,T,Dh)
+  std::vector<Tensor> rows;
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    const std::int64_t slot = slots[r], pos = cache.length(slot), ri = static_cast<std::int64_t>(r);
+    Tensor q = slice(hd.q, 0, ri, ri + 1), k = slice(hd.k, 0, ri, ri + 1), v = slice(hd.v, 0, ri, ri + 1);
+    if (c.position == PositionKind::rope) {
+      const Tensor p = position_ids(T, pos);
+      q = rope(q, p, c.rope_base, c.rope_pairing);
+      k = rope(k, p, c.rope_base, c.rope_pairing);
+    }
+    const Tensor K = cache.keys(slot, l), V = cache.values(slot, l);
+    slice(K, 2, pos, pos + T).copy_(k);
+    slice(V, 2, pos, pos + T).copy_(v);
+    AttentionOptions o = base_options(m);
+    o.causal = true;  // queries are end-aligned: query i sees cached keys j <= pos + i
+    o.window = c.sliding_window;
+    if (c.position == PositionKind::alibi) o.alibi_slopes = m.alibi;
+    if (c.position == PositionKind::t5_relative) {
+      const Tensor buckets = t5_relative_buckets(T, pos + T, false, c.relative_buckets, c.relative_max_distance, pos);
+      o.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);  // (1, H, T, pos+T)
+    }
+    rows.push_back(merge_heads(scaled_dot_product_attention(q, slice(K, 2, 0, pos + T), slice(V, 2, 0, pos + T), o)));
+  }
+  return L.self_attn.o_proj(concat_rows(rows));
+}
+
+// Cross-attention of decoder states h (R, T, C) over each row's source keys/values.
+Tensor cross_attention_cached(const Model::Impl& m, const Layer& L, std::int64_t l, const Tensor& h,
+                              const std::vector<std::int64_t>& slots, const KVCache& cache) {
+  const Tensor q_all = L.cross_attn.project_q(h, nn::AttentionSetup{});  // (R, H, T, Dh)
+  std::vector<Tensor> rows;
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    const std::int64_t src = cache.source_of(slots[r]), S = cache.source_length(src), ri = static_cast<std::int64_t>(r);
+    TFM_CHECK(S > 0, "decode_cached", "slot ", slots[r], " reads source ", src, ", which was never encoded");
+    const Tensor K = slice(cache.cross_keys(src, l), 2, 0, S), V = slice(cache.cross_values(src, l), 2, 0, S);
+    rows.push_back(merge_heads(scaled_dot_product_attention(slice(q_all, 0, ri, ri + 1), K, V, base_options(m))));
+  }
+  return L.cross_attn.o_proj(concat_rows(rows));
+}
+
+}  // namespace
+
+void Model::encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source) {
+  NoGradGuard no_grad;
+  TFM_CHECK(impl_->cfg.architecture == Architecture::encoder_decoder, "encode_to_cache",
+            "only encoder-decoder models have cross-attention");
+  TFM_CHECK(src_ids.dim() == 2 && src_ids.size(0) == 1, "encode_to_cache", "source must be (1, S), got ",
+            shape_str(src_ids.shape()));
+  const std::int64_t S = src_ids.size(1);
+  TFM_CHECK(S >= 1 && S <= cache.source_capacity(), "encode_to_cache", "source of ", S,
+            " tokens; the cache holds sources of 1..", cache.source_capacity());
+  ModelInputs in;
+  in.input_ids = src_ids;
+  const Tensor enc = encode(in);  // (1, S, C)
+  const Stack& s = impl_->layout.decoder;
+  for (std::size_t l = 0; l < s.layers.size(); ++l) {
+    const auto [k, v] = s.layers[l].cross_attn.project_kv(enc, nn::AttentionSetup{});  // (1, Hkv, S, Dh)
+    const auto li = static_cast<std::int64_t>(l);
+    slice(cache.cross_keys(source, li), 2, 0, S).copy_(k);
+    slice(cache.cross_values(source, li), 2, 0, S).copy_(v);
+  }
+  cache.set_source_length(source, S);
+}
+
+Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& slots, KVCache& cache,
+                            bool all_positions) {
+  NoGradGuard no_grad;
+  const Impl& m = *impl_;
+  const ModelConfig& c = m.cfg;
+  TFM_CHECK(c.architecture != Architecture::encoder_only, "decode_cached", "an encoder-only model does not decode");
+  model_detail::check_ids(ids, "ids");
+  const std::int64_t R = ids.size(0), T = ids.size(1);
+  TFM_CHECK(static_cast<std::int64_t>(slots.size()) == R, "decode_cached", R, " rows of ids for ", slots.size(), " slots");
+  TFM_CHECK(cache.layers() == static_cast<std::int64_t>(m.layout.decoder.layers.size()), "decode_cached",
+            "the cache has ", cache.layers(), " layers, the model's decoder ", m.layout.decoder.layers.size());
+  for (std::int64_t slot : slots) {
+    const std::int64_t len = cache.length(slot);
+    TFM_CHECK(len + T <= cache.capacity(), "decode_cached", "sequence in slot ", slot, " would reach ", len + T,
+              " tokens, past the context size ", cache.capacity());
+  }
+  nn::DropoutStream rng(false, 0);
+  std::vector<Tensor> rows;
+  for (std::int64_t r = 0; r < R; ++r)
+    rows.push_back(embed(m, slice(ids, 0, r, r + 1), Tensor(), cache.length(slots[static_cast<std::size_t>(r)]), rng));
+  Tensor x = concat_rows(rows);  // (R, T, C)
+
+  const bool pre = c.norm_placement == NormPlacement::pre;
+  auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, auto&& f) {
+    return pre ? add(x_in, f(norm(x_in))) : norm(add(x_in, f(x_in)));
+  };
+  const Stack& s = m.layout.decoder;
+  for (std::size_t l = 0; l < s.layers.size(); ++l) {
+    const Layer& L = s.layers[l];
+    const auto li = static_cast<std::int64_t>(l);
+    x = sublayer(x, L.self_norm, [&](const Tensor& h) { return self_attention_cached(m, s, L, li, h, slots, cache); });
+    if (c.architecture == Architecture::encoder_decoder)
+      x = sublayer(x, L.cross_norm, [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
+    x = sublayer(x, L.ffn_norm, [&](const Tensor& h) { return L.ffn(h, rng); });
+  }
+  if (s.has_final_norm) x = s.final_norm(x);
+  for (std::int64_t slot : slots) cache.set_length(slot, cache.length(slot) + T);
+  if (all_positions) return head(x);                       // (R, T, V)
+  return squeeze(head(slice(x, 1, T - 1, T)), 1);          // (R, V)
+}
+
+}  // namespace tfm

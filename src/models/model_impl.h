@@ -1,0 +1,43 @@
+// Model::Impl and the pieces of the forward pass that the KV-cache path (model_cached.cpp)
+// shares with the full forward (model.cpp). Private to src/models.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "models/layout.h"
+#include "nn/modules.h"
+#include "tfm/model.h"
+
+namespace tfm {
+
+struct Model::Impl {
+  ModelConfig cfg;
+  std::map<std::string, Tensor> params;
+  Layout layout;
+  Tensor alibi;  // (H) slopes when position == alibi
+  bool training = false;
+  bool fused_attention = true;
+  std::uint64_t dropout_seed = 0, dropout_step = 0;
+  std::uint64_t forward_calls = 0;
+
+  nn::DropoutStream stream() {
+    // A fresh stream per forward: (seed, step, call) fixes every mask of the step.
+    const std::uint64_t s = dropout_seed * 0x9E3779B97F4A7C15ull + dropout_step * 0xD1B54A32D192ED03ull + forward_calls++;
+    return nn::DropoutStream(training, s);
+  }
+};
+
+namespace model_detail {
+
+void check_ids(const Tensor& ids, const char* what);
+// Token (+ position, type) embeddings of ids (B, T) whose first position is `offset`.
+Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::int64_t offset, nn::DropoutStream& rng);
+// Self-attention setup for one stack over T positions starting at `offset`.
+nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
+                              const Tensor& valid_lens);
+nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_lens);
+
+}  // namespace model_detail
+}  // namespace tfm
