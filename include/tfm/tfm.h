@@ -18,4 +18,5 @@
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
+#include "tfm/session.h"
 #include "tfm/tensor.h"

@@ -95,4 +95,8 @@ class Tokenizer {
   std::shared_ptr<const Impl> impl_;
 };
 
+// Throws "[where] invalid UTF-8 at byte N" unless text is well-formed UTF-8 (inputs from
+// users are checked with it before they reach a tokenizer).
+void check_utf8(std::string_view text, const std::string& where);
+
 }  // namespace tfm

@@ -2,6 +2,9 @@
 // from the generated ranges (unicode_tables.cpp), binary search above it.
 #include "tokenize/unicode.h"
 
+#include "tfm/error.h"
+#include "tfm/tokenizer.h"
+
 #include <algorithm>
 #include <vector>
 
@@ -85,3 +88,16 @@ bool is_valid_utf8(const std::string& s) {
 }
 
 }  // namespace tfm::tok::unicode
+
+namespace tfm {
+void check_utf8(std::string_view text, const std::string& where) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  std::size_t i = 0;
+  while (i < text.size()) {
+    std::uint32_t cp;
+    const std::size_t n = tok::unicode::decode_utf8(p + i, text.size() - i, cp);
+    TFM_CHECK(cp != tok::unicode::kInvalid, where, "invalid UTF-8 at byte ", i);
+    i += n;
+  }
+}
+}  // namespace tfm

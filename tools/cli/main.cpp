@@ -19,6 +19,8 @@ int main(int argc, char** argv) {
   tfm::cli::add_tokenizer_commands(app);
   tfm::cli::add_bench_command(app);
   tfm::cli::add_train_command(app);
+  tfm::cli::add_generate_command(app);
+  tfm::cli::add_translate_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,124 @@
+// Running a trained model: text in, text out, with a KV cache.
+//
+//   LoadedModel lm = load_model_dir("runs/shakespeare");
+//   Generator gen(lm.model, lm.tokenizer, {.ctx_size = 256});
+//   GenerateOptions o;  o.max_new_tokens = 200;  o.sampling.temperature = 0.8;
+//   GenerateResult r = gen.generate("ROMEO:", o, [](std::string_view piece) { std::cout << piece; });
+//
+//   Translator tr(lm.model, lm.tokenizer, {});
+//   auto best = tr.translate({"I like tea."}, beam_options)[0][0].text;
+//
+// Batching: generate_batch / translate feed many sequences together (one cache slot each).
+// A sequence's output is bit-identical whatever else is in the batch and whatever its size:
+// prompts are prefilled one at a time, decode steps use row-independent kernels, and each
+// sequence draws its own random numbers (seed, draw index) — see docs/inference.md.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfm/generate.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+#include "tfm/tokenizer.h"
+
+namespace tfm {
+
+struct SessionOptions {
+  std::int64_t ctx_size = 0;    // positions per sequence (prompt + generated); 0: the model's max_positions
+  std::int64_t max_batch = 1;   // sequences decoded together (cache slots)
+  std::int64_t max_source = 0;  // encoder-decoder: source tokens per sentence; 0: max_positions
+};
+
+struct GenerateOptions {
+  std::int64_t max_new_tokens = 128;
+  SamplingOptions sampling;           // temperature <= 0: greedy
+  std::vector<std::string> stop;      // stop strings: generation ends before the first one
+  bool stop_at_eos = true;            // the tokenizer's <eos> (when it has one) ends generation
+};
+
+struct GenerateResult {
+  std::vector<std::int32_t> prompt_tokens;
+  std::vector<std::int32_t> tokens;   // generated (a stop string's tokens included, EOS not)
+  std::string text;                   // generated text, cut before a stop string
+  std::string stop_reason;            // "eos" | "stop" | "length" | "context"
+};
+
+struct Timings {
+  std::int64_t prefill_tokens = 0, decode_tokens = 0;
+  double prefill_seconds = 0, decode_seconds = 0;
+  void add(const Timings& o);
+};
+
+// Decoder-only language models.
+class Generator {
+ public:
+  Generator(Model& model, const Tokenizer& tok, SessionOptions opt = {});
+  const KVCache& cache() const { return cache_; }
+  std::int64_t context_size() const { return cache_.capacity(); }
+  // Tokens of a prompt, checked: non-empty, fits the context (the error names both sizes).
+  std::vector<std::int32_t> encode_prompt(std::string_view prompt) const;
+  // One prompt; on_text receives the generated text piece by piece (whole UTF-8 characters).
+  GenerateResult generate(std::string_view prompt, const GenerateOptions& o,
+                          const std::function<void(std::string_view)>& on_text = {});
+  // Many prompts at once (any number: decoded max_batch at a time).
+  std::vector<GenerateResult> generate_batch(const std::vector<std::string>& prompts, const GenerateOptions& o);
+  // Beam search continuation of one prompt: n-best texts.
+  std::vector<Hypothesis> beam(std::string_view prompt, const BeamOptions& o);
+  std::string decode(const std::vector<std::int32_t>& tokens) const;
+  const Timings& timings() const { return timings_; }
+
+ private:
+  std::vector<GenerateResult> run(const std::vector<std::vector<std::int32_t>>& prompts, const GenerateOptions& o,
+                                  const std::function<void(std::string_view)>& on_text);
+  Model& model_;
+  const Tokenizer& tok_;
+  KVCache cache_;
+  Timings timings_;
+};
+
+struct TranslateResult {
+  std::vector<Hypothesis> hypotheses;  // n-best, best first
+  std::vector<std::string> texts;      // their decoded text (special tokens skipped)
+};
+
+// Encoder-decoder models (source sentence -> target sentence).
+class Translator {
+ public:
+  Translator(Model& model, const Tokenizer& tok, SessionOptions opt = {});
+  const KVCache& cache() const { return cache_; }
+  // Source tokens as training made them (text tokens then <eos>), checked against max_source.
+  std::vector<std::int32_t> encode_source(std::string_view text) const;
+  // beam_size 1: greedy, batched over the sources; otherwise beam search per sentence.
+  std::vector<TranslateResult> translate(const std::vector<std::string>& sources, const BeamOptions& o);
+  std::vector<TranslateResult> translate_ids(const std::vector<std::vector<std::int32_t>>& sources, const BeamOptions& o);
+  const Timings& timings() const { return timings_; }
+
+ private:
+  Model& model_;
+  const Tokenizer& tok_;
+  KVCache cache_;
+  std::int32_t start_id_;
+  Timings timings_;
+};
+
+// The cache-backed DecodeStepper beam search drives: rows are cache slots 0..R-1.
+class CacheStepper : public DecodeStepper {
+ public:
+  CacheStepper(Model& model, KVCache& cache) : model_(model), cache_(cache) {}
+  std::int64_t vocab_size() const override;
+  Tensor step(const std::vector<std::int64_t>& parents, const std::vector<std::int32_t>& tokens) override;
+
+ private:
+  Model& model_;
+  KVCache& cache_;
+};
+
+// Longest prefix of `text` that ends on a whole UTF-8 character (streaming byte-level BPE
+// output can stop inside one).
+std::size_t complete_utf8_prefix(std::string_view text);
+
+}  // namespace tfm

@@ -1,0 +1,48 @@
+#include "cli_common.h"
+
+#include <cstdio>
+#include <fstream>
+#include <iostream>
+
+#include "tfm/error.h"
+#include "tfm/tokenizer.h"
+
+namespace tfm::cli {
+
+std::vector<std::string> read_input_lines(const std::string& path) {
+  std::ifstream file;
+  if (path != "-") {
+    file.open(path);
+    TFM_CHECK(file.good(), path, "cannot open the file");
+  }
+  std::istream& in = path == "-" ? std::cin : file;
+  std::vector<std::string> lines;
+  std::string line;
+  for (std::size_t n = 1; std::getline(in, line); ++n) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    check_utf8(line, (path == "-" ? std::string("stdin") : path) + ":" + std::to_string(n));
+    lines.push_back(line);
+  }
+  return lines;
+}
+
+void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {
+  const double mib = 1.0 / (1024.0 * 1024.0);
+  std::fprintf(stderr, "tfm: %s: %s, %.2fM parameters; context %lld x %lld sequence(s), KV cache %.1f MiB\n", dir.c_str(),
+               to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6,
+               static_cast<long long>(cache.capacity()), static_cast<long long>(cache.slots()),
+               static_cast<double>(cache.bytes()) * mib);
+  if (verbose)
+    std::fprintf(stderr, "tfm: weights %.1f MiB (f32), %lld decoder layers, vocabulary %lld\n",
+                 static_cast<double>(lm.model.parameter_count()) * 4 * mib, static_cast<long long>(cache.layers()),
+                 static_cast<long long>(lm.config.vocab_size));
+}
+
+void report_timings(const Timings& t) {
+  auto rate = [](std::int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
+  std::fprintf(stderr, "tfm: prefill %lld tokens in %.3f s (%.1f tokens/s); decode %lld tokens in %.3f s (%.1f tokens/s)\n",
+               static_cast<long long>(t.prefill_tokens), t.prefill_seconds, rate(t.prefill_tokens, t.prefill_seconds),
+               static_cast<long long>(t.decode_tokens), t.decode_seconds, rate(t.decode_tokens, t.decode_seconds));
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,109 @@
+// tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
+//              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
+// Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
+// --file FILE generates for every line of FILE together (batched) and prints JSON lines.
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "tfm/error.h"
+#include "tfm/model_dir.h"
+#include "tfm/session.h"
+
+namespace tfm::cli {
+
+void add_generate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
+  struct Args {
+    std::string model, prompt, file;
+    std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
+    double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
+    std::int64_t seed = -1;
+    std::vector<std::string> stop;
+    bool ignore_eos = false, no_prompt = false, verbose = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("-m,--model", a->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
+  cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
+  cmd->add_option("--file", a->file, "Generate for each line of this file (batched); prints JSON lines");
+  cmd->add_option("-n,--n-predict", a->n, "Tokens to generate at most")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-c,--ctx-size", a->ctx, "Context size: prompt + generated tokens (0: the model's)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temp", a->temp, "Temperature (0: greedy)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-k", a->top_k, "Keep the k most likely tokens (0: off)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", a->top_p, "Nucleus: smallest set with this much probability (1: off)");
+  cmd->add_option("--min-p", a->min_p, "Drop tokens below min-p x the top probability (0: off)");
+  cmd->add_option("--repeat-penalty", a->repeat_penalty, "Penalise recent tokens (1: off)");
+  cmd->add_option("--repeat-last-n", a->repeat_last_n, "Recent tokens the penalty sees");
+  cmd->add_option("-s,--seed", a->seed, "Random seed (-1: from the clock; printed with --verbose)");
+  cmd->add_option("--stop", a->stop, "Stop before this string (repeatable)");
+  cmd->add_option("--beam", a->beam, "Beam search with this many beams instead of sampling")->check(CLI::PositiveNumber);
+  cmd->add_option("--n-best", a->n_best, "Beam search: print this many best continuations")->check(CLI::PositiveNumber);
+  cmd->add_option("-b,--batch", a->batch, "--file: sequences decoded together")->check(CLI::PositiveNumber);
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past <eos>");
+  cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
+  cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
+  cmd->callback([a] {
+    TFM_CHECK(a->prompt.empty() != a->file.empty(), "generate", "give either -p TEXT or --file FILE");
+    LoadedModel lm = load_model_dir(a->model);
+    SessionOptions so;
+    so.ctx_size = a->ctx;
+    so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
+    Generator gen(lm.model, lm.tokenizer, so);
+    report_model(a->model, lm, gen.cache(), a->verbose);
+    GenerateOptions o;
+    o.max_new_tokens = a->n;
+    o.stop = a->stop;
+    o.stop_at_eos = !a->ignore_eos;
+    o.sampling.temperature = a->temp;
+    o.sampling.top_k = a->top_k;
+    o.sampling.top_p = a->top_p;
+    o.sampling.min_p = a->min_p;
+    o.sampling.repeat_penalty = a->repeat_penalty;
+    o.sampling.repeat_last_n = a->repeat_last_n;
+    o.sampling.seed = a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
+                                   : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    if (a->verbose) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(o.sampling.seed));
+
+    if (!a->file.empty()) {
+      const auto lines = read_input_lines(a->file);
+      const auto results = gen.generate_batch(lines, o);
+      for (std::size_t i = 0; i < results.size(); ++i) {
+        nlohmann::json j;
+        j["prompt"] = lines[i];
+        j["text"] = results[i].text;
+        j["stop_reason"] = results[i].stop_reason;
+        std::printf("%s\n", j.dump().c_str());
+      }
+    } else if (a->beam > 1 || a->n_best > 1) {
+      check_utf8(a->prompt, "-p");
+      BeamOptions b;
+      b.beam_size = std::max(a->beam, a->n_best);
+      b.n_best = a->n_best;
+      b.max_new_tokens = a->n;
+      b.eos_id = a->ignore_eos ? -1 : lm.tokenizer.eos_id();
+      const auto hyps = gen.beam(a->prompt, b);
+      for (std::size_t i = 0; i < hyps.size(); ++i) {
+        const std::string text = gen.decode(hyps[i].tokens);
+        if (hyps.size() == 1) std::printf("%s%s\n", a->no_prompt ? "" : a->prompt.c_str(), text.c_str());
+        else std::printf("%zu\t%.4f\t%s%s\n", i + 1, hyps[i].score, a->no_prompt ? "" : a->prompt.c_str(), text.c_str());
+      }
+    } else {
+      check_utf8(a->prompt, "-p");
+      if (!a->no_prompt) std::fputs(a->prompt.c_str(), stdout);
+      std::fflush(stdout);
+      const auto r = gen.generate(a->prompt, o, [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      });
+      std::fputc('\n', stdout);
+      if (a->verbose) std::fprintf(stderr, "stopped: %s after %zu tokens\n", r.stop_reason.c_str(), r.tokens.size());
+    }
+    if (a->verbose) report_timings(gen.timings());
+  });
+}
+
+}  // namespace tfm::cli

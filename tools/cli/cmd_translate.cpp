@@ -1,0 +1,72 @@
+// tfm translate -m DIR [--beam K] [--n-best N] [TEXT]
+// Translates TEXT, or every line of stdin (one output line per input line, written as soon as
+// its batch is done). --n-best N > 1 prints N lines per input: rank<TAB>score<TAB>text.
+#include <algorithm>
+#include <cstdio>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "tfm/model_dir.h"
+#include "tfm/session.h"
+
+namespace tfm::cli {
+
+void add_translate_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("translate", "Translate text with an encoder-decoder model (stdin lines when no TEXT)");
+  struct Args {
+    std::string model, text;
+    std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
+    double length_penalty = 1.0;
+    std::string lp_form = "hf";
+    bool verbose = false;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("-m,--model", a->model, "Model directory")->required();
+  cmd->add_option("text", a->text, "Sentence to translate (default: each line of stdin)");
+  cmd->add_option("--beam", a->beam, "Beam size (1: greedy, batched)")->check(CLI::PositiveNumber);
+  cmd->add_option("--n-best", a->n_best, "Translations to print per input")->check(CLI::PositiveNumber);
+  cmd->add_option("--length-penalty", a->length_penalty, "Length penalty alpha (0: none)");
+  cmd->add_option("--lp", a->lp_form, "Length penalty form: hf (len^a) or gnmt (((5+len)/6)^a)")
+      ->check(CLI::IsMember({"hf", "gnmt"}));
+  cmd->add_option("-n,--max-tokens", a->max_tokens, "Target tokens at most (0: the context size)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("-b,--batch", a->batch, "Greedy: sentences decoded together")->check(CLI::PositiveNumber);
+  cmd->add_option("-c,--ctx-size", a->ctx, "Target context size (0: the model's)")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
+  cmd->callback([a] {
+    LoadedModel lm = load_model_dir(a->model);
+    BeamOptions b;
+    b.beam_size = std::max(a->beam, a->n_best);
+    b.n_best = a->n_best;
+    b.length_penalty = a->length_penalty;
+    b.penalty_form = a->lp_form == "gnmt" ? LengthPenalty::gnmt : LengthPenalty::hf;
+    b.max_new_tokens = a->max_tokens > 0 ? a->max_tokens : lm.config.max_positions;
+    SessionOptions so;
+    so.ctx_size = a->ctx;
+    so.max_batch = b.beam_size > 1 ? b.beam_size : a->batch;
+    Translator tr(lm.model, lm.tokenizer, so);
+    report_model(a->model, lm, tr.cache(), a->verbose);
+    auto print = [&](const TranslateResult& r) {
+      if (r.texts.size() == 1) std::printf("%s\n", r.texts[0].c_str());
+      else
+        for (std::size_t i = 0; i < r.texts.size(); ++i)
+          std::printf("%zu\t%.4f\t%s\n", i + 1, r.hypotheses[i].score, r.texts[i].c_str());
+      std::fflush(stdout);
+    };
+    if (!a->text.empty()) {
+      check_utf8(a->text, "TEXT");
+      print(tr.translate({a->text}, b)[0]);
+    } else {
+      const auto lines = read_input_lines("-");
+      const std::size_t chunk = static_cast<std::size_t>(b.beam_size > 1 ? 1 : a->batch);
+      for (std::size_t i = 0; i < lines.size(); i += chunk) {
+        const std::vector<std::string> part(lines.begin() + static_cast<std::ptrdiff_t>(i),
+                                            lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), i + chunk)));
+        for (const auto& r : tr.translate(part, b)) print(r);
+      }
+    }
+    if (a->verbose) report_timings(tr.timings());
+  });
+}
+
+}  // namespace tfm::cli
