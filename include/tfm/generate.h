@@ -16,6 +16,10 @@ namespace tfm {
 // ---- sampling ----------------------------------------------------------------------------
 // llama.cpp's order: repetition penalty, then top-k, top-p, min-p over the penalised logits,
 // then temperature; then one draw. temperature <= 0 is greedy (argmax after the penalty).
+// The filters see temperature-1 probabilities (temperature changes how likely the survivors
+// are, never which survive). Ties go to the smaller id (also at top-k's k-th place); top-p
+// keeps the shortest sorted prefix with cumulative p >= top_p; min-p keeps
+// exp(l - l_max) >= min_p. Draws: a 53-bit uniform from Philox(seed; stream, draw).
 struct SamplingOptions {
   double temperature = 0.8;     // <= 0: greedy
   std::int64_t top_k = 40;      // keep the k most likely tokens; 0: off
@@ -84,7 +88,10 @@ struct Hypothesis {
 
 // Beam search from a stepper holding ONE row whose next-token logits are `first_logits` (V).
 // The stepper is driven with up to beam_size rows. Returns the n_best hypotheses, best first,
-// distinct.
+// distinct (fewer only when nearly every proposal ended in EOS). Hugging Face's algorithm:
+// the 2*beam_size best (beam, token) pairs per step; len in the penalty counts the EOS;
+// early_stopping = false stops when the worst kept hypothesis scores at least the best live
+// beam's log_prob / lp(current length) (HF's heuristic). src/infer/beam_search.cpp has more.
 std::vector<Hypothesis> beam_search(DecodeStepper& stepper, std::span<const float> first_logits, const BeamOptions& o);
 
 }  // namespace tfm
