@@ -38,13 +38,17 @@ struct GenerateOptions {
   SamplingOptions sampling;           // temperature <= 0: greedy
   std::vector<std::string> stop;      // stop strings: generation ends before the first one
   bool stop_at_eos = true;            // the tokenizer's <eos> (when it has one) ends generation
+  // When a sequence fills the context: keep its last half and go on (llama.cpp's context
+  // shift; the kept tokens are re-read at positions 0..), or stop with reason "context".
+  bool context_shift = true;
 };
 
 struct GenerateResult {
   std::vector<std::int32_t> prompt_tokens;
   std::vector<std::int32_t> tokens;   // generated (a stop string's tokens included, EOS not)
   std::string text;                   // generated text, cut before a stop string
-  std::string stop_reason;            // "eos" | "stop" | "length" | "context"
+  std::string stop_reason;            // "eos" | "stop" | "length" | "context" (full, no shift)
+  std::int64_t context_shifts = 0;    // times the context was shifted
 };
 
 struct Timings {

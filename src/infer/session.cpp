@@ -149,9 +149,10 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
 
   std::vector<std::int64_t> live;
   for (std::int64_t r = 0; r < R; ++r) live.push_back(r);
+  double shift_seconds = 0;  // context re-reads inside the loop count as prefill, not decode
   t0 = Clock::now();
   for (std::int64_t step = 0; !live.empty(); ++step) {
-    std::vector<std::int64_t> next_live;
+    std::vector<std::int64_t> next_live, shifted;
     std::vector<std::int32_t> next_tokens;
     for (const std::int64_t r : live) {
       auto& out = res[static_cast<std::size_t>(r)];
@@ -188,21 +189,40 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
         continue;
       }
       if (cache_.length(r) >= cache_.capacity()) {
-        out.stop_reason = "context";
-        continue;
+        if (!o.context_shift || cache_.capacity() < 2) {
+          out.stop_reason = "context";
+          continue;
+        }
+        // Keep the last half (this token included) and re-read it from position 0, alone,
+        // so the row's numbers still do not depend on its neighbours.
+        const auto keep = static_cast<std::ptrdiff_t>(cache_.capacity() / 2);
+        const std::vector<std::int32_t> tail(hist.end() - keep, hist.end());
+        cache_.reset(r);
+        const auto t1 = Clock::now();
+        const auto shifted_row = model_.decode_cached(ids_tensor(tail), {r}, cache_).to_floats();
+        std::copy(shifted_row.begin(), shifted_row.end(), logits.begin() + r * V);
+        timings_.prefill_tokens += static_cast<std::int64_t>(keep);
+        timings_.prefill_seconds += since(t1);
+        shift_seconds += since(t1);
+        ++out.context_shifts;
+        shifted.push_back(r);
+        continue;  // this row's next logits are ready; it rejoins the batch next step
       }
       next_live.push_back(r);
       next_tokens.push_back(tok);
     }
+    if (!next_live.empty()) {
+      const auto rows = decode_rows(model_, cache_, next_live, next_tokens).to_floats();
+      for (std::size_t i = 0; i < next_live.size(); ++i)
+        std::copy(rows.begin() + static_cast<std::ptrdiff_t>(i) * V, rows.begin() + static_cast<std::ptrdiff_t>(i + 1) * V,
+                  logits.begin() + next_live[i] * V);
+      timings_.decode_tokens += static_cast<std::int64_t>(next_live.size());
+    }
     live = next_live;
-    if (live.empty()) break;
-    const auto rows = decode_rows(model_, cache_, live, next_tokens).to_floats();
-    for (std::size_t i = 0; i < live.size(); ++i)
-      std::copy(rows.begin() + static_cast<std::ptrdiff_t>(i) * V, rows.begin() + static_cast<std::ptrdiff_t>(i + 1) * V,
-                logits.begin() + live[i] * V);
-    timings_.decode_tokens += static_cast<std::int64_t>(live.size());
+    live.insert(live.end(), shifted.begin(), shifted.end());
+    std::sort(live.begin(), live.end());
   }
-  timings_.decode_seconds += since(t0);
+  timings_.decode_seconds += since(t0) - shift_seconds;
   for (std::int64_t r = 0; r < R; ++r) {  // flush what streaming held back (a cut character)
     auto& out = res[static_cast<std::size_t>(r)];
     if (on_text && out.text.size() > emitted[static_cast<std::size_t>(r)])

@@ -23,7 +23,7 @@ void add_generate_command(CLI::App& app) {
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
     std::int64_t seed = -1;
     std::vector<std::string> stop;
-    bool ignore_eos = false, no_prompt = false, verbose = false;
+    bool ignore_eos = false, no_prompt = false, verbose = false, no_shift = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
@@ -44,10 +44,12 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--n-best", a->n_best, "Beam search: print this many best continuations")->check(CLI::PositiveNumber);
   cmd->add_option("-b,--batch", a->batch, "--file: sequences decoded together")->check(CLI::PositiveNumber);
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past <eos>");
+  cmd->add_flag("--no-context-shift", a->no_shift, "Stop when the context is full (default: keep its last half)");
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
-  cmd->callback([a] {
-    TFM_CHECK(a->prompt.empty() != a->file.empty(), "generate", "give either -p TEXT or --file FILE");
+  cmd->callback([a, cmd] {
+    const bool has_prompt = cmd->count("--prompt") > 0;
+    TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     LoadedModel lm = load_model_dir(a->model);
     SessionOptions so;
     so.ctx_size = a->ctx;
@@ -58,6 +60,7 @@ void add_generate_command(CLI::App& app) {
     o.max_new_tokens = a->n;
     o.stop = a->stop;
     o.stop_at_eos = !a->ignore_eos;
+    o.context_shift = !a->no_shift;
     o.sampling.temperature = a->temp;
     o.sampling.top_k = a->top_k;
     o.sampling.top_p = a->top_p;
