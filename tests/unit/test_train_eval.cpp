@@ -107,19 +107,20 @@ TEST(EvalModelDir, ClassifierScoresEqualTheTrainingEvalAndBadLinesNameFileAndLin
 TEST(EvalModelDir, Seq2SeqLossAndBleuEqualTheTrainingEval) {
   const std::string dir = tmp_dir("eval_s2s");
   TrainConfig cfg = load_train_config(root() + "/configs/cmn-eng-transformer.json");
-  cfg.train_file = head_lines(root() + "/data/cmn-eng.tsv", dir + "/pairs.tsv", 400);
-  cfg.test_size = 20;
-  cfg.bleu_examples = 20;
+  cfg.train_file = head_lines(root() + "/data/cmn-eng.tsv", dir + "/pairs.tsv", 120);
+  cfg.test_size = 8;
+  cfg.bleu_examples = 8;
   cfg.batch_size = 8;
-  cfg.max_steps = 3;
-  cfg.eval_every = 3;
+  cfg.max_length = 24;
+  cfg.max_steps = 1;
+  cfg.eval_every = 1;
   TrainOptions o;
   o.quiet = true;
   o.out_dir = dir + "/out";
   const TrainResult r = run_training(cfg, o);
   const EvalReport e = evaluate_model_dir(o.out_dir, {});
   EXPECT_EQ(e.task, TaskKind::seq2seq);
-  EXPECT_EQ(e.examples, 20);
+  EXPECT_EQ(e.examples, 8);
   EXPECT_EQ(e.metrics.at("loss"), r.val_metrics.at("loss"));
   EXPECT_EQ(e.metrics.at("bleu"), r.val_metrics.at("bleu"));
   write_file_atomic(dir + "/bad.tsv", "Hi.\t你好。\nNo tab\n");
