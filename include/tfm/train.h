@@ -108,6 +108,9 @@ struct TrainConfig {
   std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
   bool header = false;              // skip the first line
   std::string positive_label;       // precision/recall/F1 of this label (default: the last)
+  std::vector<std::string> labels;  // classifier: the label names in class order (default: the
+                                    // sorted names found in the data; a model dir's
+                                    // train_config.json records them)
   // optimisation
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
@@ -183,5 +186,25 @@ struct TrainResult {
 };
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt);
+
+// ---- evaluation of a model directory (tfm eval) ------------------------------------------
+// The task comes from the model (decoder-only LM, encoder-only classifier, encoder-decoder
+// seq2seq); DIR/train_config.json (written with every checkpoint) supplies the data, the
+// seeded split and the batch/context sizes. Scoring is the trainer's evaluate().
+struct EvalOptions {
+  std::string data_file;            // empty: the held-out split of DIR/train_config.json
+  bool header = false;              // data_file's first line is a header (label/pair files)
+  std::int64_t batch_size = 0;      // 0: the training config's
+  std::int64_t context = 0;         // LM: window length in tokens (0: the training block_size)
+  std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded greedily for BLEU (-1: all)
+};
+struct EvalReport {
+  TaskKind task = TaskKind::lm;
+  std::string data;                 // what was scored, in words
+  std::int64_t examples = 0;        // LM: tokens scored; else examples (pairs)
+  std::map<std::string, double> metrics;  // loss (+ perplexity | accuracy, precision, recall, f1 | bleu)
+  std::string positive_label;       // classifier: the class precision/recall/F1 are of
+};
+EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt);
 
 }  // namespace tfm

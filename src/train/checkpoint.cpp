@@ -59,6 +59,8 @@ void save_checkpoint(const std::string& out_dir, const Model& model, const Token
   fs::rename(tmp, final_dir);
   fs::remove_all(old);
   save_model_dir(out_dir, model, tok, {{"format", "pt"}, {"step", step}});  // the inference copy
+  // The training config beside it: tfm eval reproduces the held-out split from it.
+  write_file_atomic(join(out_dir, "train_config.json"), json::parse(state.train_config_json).dump(2) + "\n");
 }
 
 LoadedCheckpoint load_checkpoint(const std::string& out_dir) {

@@ -3,10 +3,9 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <sstream>
 
 #include "tfm/error.h"
-#include "tfm/safetensors.h"
+#include "train/text_reader.h"
 #include "train/train_internal.h"
 
 namespace tfm::train_detail {
@@ -22,31 +21,67 @@ std::vector<std::int64_t> seeded_permutation(std::int64_t n, std::uint64_t seed)
   return p;
 }
 
-LabeledText read_labeled_tsv(const std::string& path, bool header) {
-  std::istringstream in(read_file(path));
+LabeledText read_labeled_tsv(const std::string& path, bool header, const std::vector<std::string>& known_labels) {
+  TextReader in(path);
   std::string line;
-  std::vector<std::pair<std::string, std::string>> rows;
-  std::int64_t lineno = 0;
-  while (std::getline(in, line)) {
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
+  struct Row {
+    std::string label, text;
+    std::int64_t line;
+  };
+  std::vector<Row> rows;
+  while (in.next_line(line)) {
+    const std::int64_t lineno = in.line_number();
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte-order mark
     if ((header && lineno == 1) || line.empty()) continue;
     const auto tab = line.find('\t');
-    TFM_CHECK(tab != std::string::npos && tab > 0, path, "line ", lineno, ": expected label<TAB>text");
-    rows.emplace_back(line.substr(0, tab), line.substr(tab + 1));
+    TFM_CHECK(tab != std::string::npos && tab > 0, path + ":" + std::to_string(lineno), "expected label<TAB>text, got '",
+              line.substr(0, 60), "'");
+    rows.push_back({line.substr(0, tab), line.substr(tab + 1), lineno});
   }
   LabeledText out;
   std::map<std::string, std::int64_t> ids;
-  for (const auto& r : rows) ids.emplace(r.first, 0);
-  for (auto& [name, id] : ids) {
-    id = static_cast<std::int64_t>(out.label_names.size());
-    out.label_names.push_back(name);
+  if (known_labels.empty()) {
+    for (const auto& r : rows) ids.emplace(r.label, 0);
+  } else {
+    for (const auto& l : known_labels) ids.emplace(l, 0);
+  }
+  if (known_labels.empty()) {
+    for (auto& [name, id] : ids) {
+      id = static_cast<std::int64_t>(out.label_names.size());
+      out.label_names.push_back(name);
+    }
+  } else {
+    out.label_names = known_labels;
+    for (std::size_t i = 0; i < known_labels.size(); ++i) ids[known_labels[i]] = static_cast<std::int64_t>(i);
   }
   for (auto& r : rows) {
-    out.labels.push_back(ids.at(r.first));
-    out.texts.push_back(std::move(r.second));
+    const auto it = ids.find(r.label);
+    if (it == ids.end()) {
+      std::string list;
+      for (const auto& l : known_labels) list += (list.empty() ? "" : ", ") + l;
+      fail(path + ":" + std::to_string(r.line), "label '", r.label, "' is not one of the model's labels (", list, ")");
+    }
+    out.labels.push_back(it->second);
+    out.texts.push_back(std::move(r.text));
   }
   return out;
+}
+
+std::vector<std::pair<std::string, std::string>> read_pairs_tsv(const std::string& path, bool header) {
+  TextReader in(path);
+  std::string line;
+  std::vector<std::pair<std::string, std::string>> pairs;
+  while (in.next_line(line)) {
+    const std::int64_t lineno = in.line_number();
+    if (lineno == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // UTF-8 byte-order mark
+    if ((header && lineno == 1) || line.empty()) continue;
+    const auto t1 = line.find('\t');
+    TFM_CHECK(t1 != std::string::npos, path + ":" + std::to_string(lineno), "expected source<TAB>target, got '",
+              line.substr(0, 60), "'");
+    const auto t2 = line.find('\t', t1 + 1);
+    pairs.emplace_back(line.substr(0, t1), line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
+  }
+  return pairs;
 }
 
 ClsData::ClsData(std::vector<ClsExample> train, std::vector<ClsExample> test, std::uint64_t seed, std::int32_t pad_id)

@@ -14,18 +14,40 @@ std::uint64_t mix64(std::uint64_t x) {
   return x ^ (x >> 31);
 }
 
-LmData::LmData(std::vector<std::int32_t> train, std::vector<std::int32_t> val, std::int64_t block_size,
-               std::uint64_t seed)
+void TokenStore::append(const std::vector<std::int32_t>& ids) {
+  if (wide_) {
+    i32_.insert(i32_.end(), ids.begin(), ids.end());
+    return;
+  }
+  for (std::int32_t id : ids) {
+    TFM_CHECK(id >= 0 && id < (1 << 16), "data", "token id ", id, " does not fit the 16-bit store");
+    u16_.push_back(static_cast<std::uint16_t>(id));
+  }
+}
+
+TokenStore TokenStore::slice(std::int64_t from, std::int64_t to) const {
+  TokenStore out(wide_ ? (std::int64_t{1} << 31) - 1 : 1 << 16);
+  if (wide_) out.i32_.assign(i32_.begin() + from, i32_.begin() + to);
+  else out.u16_.assign(u16_.begin() + from, u16_.begin() + to);
+  return out;
+}
+
+void TokenStore::truncate(std::int64_t n) {
+  if (wide_) i32_.resize(static_cast<std::size_t>(n)), i32_.shrink_to_fit();
+  else u16_.resize(static_cast<std::size_t>(n)), u16_.shrink_to_fit();
+}
+
+LmData::LmData(TokenStore train, TokenStore val, std::int64_t block_size, std::uint64_t seed)
     : train_(std::move(train)), val_(std::move(val)), block_(block_size), seed_(seed) {
-  const auto n = static_cast<std::int64_t>(train_.size());
+  const std::int64_t n = train_.size();
   // Any shift in [0, block) still leaves per_epoch_ whole sequences of block + 1 tokens.
   per_epoch_ = n >= 2 * block_ + 1 ? (n - block_) / (block_ + 1) : 0;
-  TFM_CHECK(per_epoch_ > 0, "data", "the training split has ", n, " tokens: too few for one sequence of ",
+  TFM_CHECK(per_epoch_ > 0 || n == 0, "data", "the training split has ", n, " tokens: too few for one sequence of ",
             block_ + 1, " (block_size + 1) tokens");
 }
 
 std::int64_t LmData::val_sequences() const {
-  return static_cast<std::int64_t>(val_.size()) / (block_ + 1);
+  return val_.size() / (block_ + 1);
 }
 
 const std::vector<std::int64_t>& LmData::order(std::int64_t epoch) {
@@ -43,6 +65,7 @@ const std::vector<std::int64_t>& LmData::order(std::int64_t epoch) {
 }
 
 void LmData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y) {
+  TFM_CHECK(per_epoch_ > 0, "data", "held-out-only LM data has no training batches");
   x = Tensor::empty({batch, block_}, DType::i64);
   y = Tensor::empty({batch, block_}, DType::i64);
   auto* xd = x.data<std::int64_t>();
@@ -52,8 +75,8 @@ void LmData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Ten
     const auto& ord = order(c / per_epoch_);
     const std::int64_t start = shift_ + ord[static_cast<std::size_t>(c % per_epoch_)] * (block_ + 1);
     for (std::int64_t t = 0; t < block_; ++t) {
-      xd[b * block_ + t] = train_[static_cast<std::size_t>(start + t)];
-      yd[b * block_ + t] = train_[static_cast<std::size_t>(start + t + 1)];
+      xd[b * block_ + t] = train_[start + t];
+      yd[b * block_ + t] = train_[start + t + 1];
     }
   }
 }
@@ -68,8 +91,8 @@ void LmData::val_batch(std::int64_t first, std::int64_t batch, Tensor& x, Tensor
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int64_t start = (first + b) * (block_ + 1);
     for (std::int64_t t = 0; t < block_; ++t) {
-      xd[b * block_ + t] = val_[static_cast<std::size_t>(start + t)];
-      yd[b * block_ + t] = val_[static_cast<std::size_t>(start + t + 1)];
+      xd[b * block_ + t] = val_[start + t];
+      yd[b * block_ + t] = val_[start + t + 1];
     }
   }
 }

@@ -9,7 +9,7 @@
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
-#include "tfm/safetensors.h"
+#include "train/text_reader.h"
 
 namespace tfm::train_detail {
 namespace {
@@ -24,14 +24,29 @@ Tokenizer train_tokenizer(const TrainConfig& cfg, const std::vector<std::string>
   return Tokenizer::train(corpus, to);
 }
 
-TaskData lm_data(const TrainConfig& cfg, const std::string& text, std::optional<Tokenizer>& tok) {
-  // The tokenizer sees the training part only (the held-out tail is cut by characters here).
-  if (!tok) tok = train_tokenizer(cfg, {text.substr(0, static_cast<std::size_t>(static_cast<double>(text.size()) *
-                                                                               (1.0 - cfg.val_fraction)))});
-  std::vector<std::int32_t> ids = tok->encode(text);
-  const auto n_val = static_cast<std::size_t>(static_cast<double>(ids.size()) * cfg.val_fraction);
-  std::vector<std::int32_t> val(ids.end() - static_cast<std::ptrdiff_t>(n_val), ids.end());
-  ids.resize(ids.size() - n_val);
+// The LM stream is never held as text: the tokenizer (when trained) sees the first
+// kTokenizerSampleBytes of the training part, then the file is encoded piece by piece (pieces
+// end after a newline or at a UTF-8 boundary) into a compact TokenStore, and the last
+// val_fraction of the tokens is held out.
+constexpr std::uint64_t kTokenizerSampleBytes = std::uint64_t{64} << 20;
+
+TaskData lm_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  std::string piece;
+  if (!tok) {  // the tokenizer sees the training part only (the held-out tail is cut by bytes here)
+    TextReader in(cfg.train_file);
+    const auto cut = std::min<std::uint64_t>(
+        static_cast<std::uint64_t>(static_cast<double>(in.file_bytes()) * (1.0 - cfg.val_fraction)), kTokenizerSampleBytes);
+    std::string sample;
+    while (sample.size() < cut && in.next_piece(piece)) sample += piece;
+    sample.resize(std::min<std::size_t>(sample.size(), cut));
+    tok = train_tokenizer(cfg, {sample});
+  }
+  TokenStore ids(tok->vocab_size());
+  TextReader in(cfg.train_file);
+  while (in.next_piece(piece)) ids.append(tok->encode(piece));
+  const auto n_val = static_cast<std::int64_t>(static_cast<double>(ids.size()) * cfg.val_fraction);
+  TokenStore val = ids.slice(ids.size() - n_val, ids.size());
+  ids.truncate(ids.size() - n_val);
   TaskData d;
   d.lm.emplace(std::move(ids), std::move(val), cfg.block_size, cfg.seed);
   TFM_CHECK(d.lm->sequences_per_epoch() >= cfg.batch_size, cfg.source, "the training split holds ",
@@ -41,8 +56,35 @@ TaskData lm_data(const TrainConfig& cfg, const std::string& text, std::optional<
   return d;
 }
 
+// <bos> + the text's tokens, truncated to max_length.
+ClsExample cls_example(const TrainConfig& cfg, const Tokenizer& tok, const std::string& text, std::int64_t label) {
+  std::vector<std::int32_t> ids{tok.bos_id()};
+  for (std::int32_t id : tok.encode(text)) {
+    if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) break;
+    ids.push_back(id);
+  }
+  return ClsExample{std::move(ids), label};
+}
+
+// The text's tokens truncated to max_length - 1, then <eos>.
+std::vector<std::int32_t> pair_side(const TrainConfig& cfg, const Tokenizer& tok, const std::string& s) {
+  std::vector<std::int32_t> ids = tok.encode(s);
+  if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) ids.resize(static_cast<std::size_t>(cfg.max_length - 1));
+  ids.push_back(tok.eos_id());
+  return ids;
+}
+
+// The class whose precision/recall/F1 are reported: data.positive_label, else the last.
+std::int64_t positive_class(const TrainConfig& cfg, const std::vector<std::string>& names) {
+  if (cfg.positive_label.empty()) return static_cast<std::int64_t>(names.size()) - 1;
+  const auto it = std::find(names.begin(), names.end(), cfg.positive_label);
+  TFM_CHECK(it != names.end(), cfg.source, "data.positive_label '", cfg.positive_label, "' is not a label of ",
+            cfg.train_file);
+  return it - names.begin();
+}
+
 TaskData cls_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
-  LabeledText lt = read_labeled_tsv(cfg.train_file, cfg.header);
+  LabeledText lt = read_labeled_tsv(cfg.train_file, cfg.header, cfg.labels);
   const auto n = static_cast<std::int64_t>(lt.texts.size());
   TFM_CHECK(lt.label_names.size() >= 2, cfg.train_file, "needs at least two labels, found ", lt.label_names.size());
   const auto n_test = static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
@@ -52,25 +94,14 @@ TaskData cls_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   if (!tok) tok = train_tokenizer(cfg, train_texts);
   TFM_CHECK(tok->bos_id() >= 0 && tok->pad_id() >= 0, "classifier", "the tokenizer needs <bos> and <pad> tokens");
   auto example = [&](std::int64_t i) {
-    std::vector<std::int32_t> ids{tok->bos_id()};
-    for (std::int32_t id : tok->encode(lt.texts[static_cast<std::size_t>(i)])) {
-      if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) break;
-      ids.push_back(id);
-    }
-    return ClsExample{std::move(ids), lt.labels[static_cast<std::size_t>(i)]};
+    return cls_example(cfg, *tok, lt.texts[static_cast<std::size_t>(i)], lt.labels[static_cast<std::size_t>(i)]);
   };
   std::vector<ClsExample> train, test;
   for (std::int64_t i = 0; i < n; ++i) (i < n_test ? test : train).push_back(example(perm[static_cast<std::size_t>(i)]));
   TaskData d;
   d.kind = TaskKind::classifier;
   d.label_names = lt.label_names;
-  d.positive = static_cast<std::int64_t>(lt.label_names.size()) - 1;
-  if (!cfg.positive_label.empty()) {
-    const auto it = std::find(lt.label_names.begin(), lt.label_names.end(), cfg.positive_label);
-    TFM_CHECK(it != lt.label_names.end(), cfg.source, "data.positive_label '", cfg.positive_label, "' is not a label of ",
-              cfg.train_file);
-    d.positive = it - lt.label_names.begin();
-  }
+  d.positive = positive_class(cfg, lt.label_names);
   TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size && !test.empty(), cfg.source, "the training split holds ",
             train.size(), " examples: too few for one batch of ", cfg.batch_size);
   d.cls.emplace(std::move(train), std::move(test), cfg.seed, tok->pad_id());
@@ -78,24 +109,7 @@ TaskData cls_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
 }
 
 TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
-  std::string text = read_file(cfg.train_file);
-  if (text.rfind("\xEF\xBB\xBF", 0) == 0) text.erase(0, 3);  // UTF-8 byte-order mark
-  std::vector<std::pair<std::string, std::string>> pairs;
-  std::size_t pos = 0;
-  std::int64_t lineno = 0;
-  while (pos < text.size()) {
-    std::size_t end = text.find('\n', pos);
-    if (end == std::string::npos) end = text.size();
-    std::string line = text.substr(pos, end - pos);
-    pos = end + 1;
-    ++lineno;
-    if (!line.empty() && line.back() == '\r') line.pop_back();
-    if ((cfg.header && lineno == 1) || line.empty()) continue;
-    const auto t1 = line.find('\t');
-    TFM_CHECK(t1 != std::string::npos, cfg.train_file, "line ", lineno, ": expected source<TAB>target");
-    const auto t2 = line.find('\t', t1 + 1);
-    pairs.emplace_back(line.substr(0, t1), line.substr(t1 + 1, t2 == std::string::npos ? std::string::npos : t2 - t1 - 1));
-  }
+  const auto pairs = read_pairs_tsv(cfg.train_file, cfg.header);
   const auto n = static_cast<std::int64_t>(pairs.size());
   const std::int64_t n_test = cfg.test_size > 0 ? cfg.test_size : static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
   TFM_CHECK(n_test >= 1 && n_test < n, cfg.source, "data.test_size ", n_test, " leaves no training pairs of ", n);
@@ -111,12 +125,7 @@ TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   }
   TFM_CHECK(tok->bos_id() >= 0 && tok->eos_id() >= 0 && tok->pad_id() >= 0, "seq2seq",
             "the tokenizer needs <bos>, <eos> and <pad> tokens");
-  auto encode = [&](const std::string& s) {
-    std::vector<std::int32_t> ids = tok->encode(s);
-    if (static_cast<std::int64_t>(ids.size()) >= cfg.max_length) ids.resize(static_cast<std::size_t>(cfg.max_length - 1));
-    ids.push_back(tok->eos_id());
-    return ids;
-  };
+  auto encode = [&](const std::string& s) { return pair_side(cfg, *tok, s); };
   TaskData d;
   d.kind = TaskKind::seq2seq;
   std::vector<PairExample> train, test;
@@ -170,7 +179,44 @@ TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   TFM_CHECK(std::filesystem::exists(cfg.train_file), cfg.source, "data.train: file '", cfg.train_file, "' not found");
   if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
   if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
-  return lm_data(cfg, read_file(cfg.train_file), tok);
+  return lm_data(cfg, tok);
+}
+
+TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std::string& path, bool header) {
+  TFM_CHECK(std::filesystem::is_regular_file(path), "eval", "data file '", path, "' not found");
+  TaskData d;
+  d.kind = cfg.task;
+  if (cfg.task == TaskKind::lm) {
+    TokenStore ids(tok.vocab_size());
+    TextReader in(path);
+    std::string piece;
+    while (in.next_piece(piece)) ids.append(tok.encode(piece));
+    const std::int64_t n = ids.size();
+    d.lm.emplace(TokenStore(tok.vocab_size()), std::move(ids), cfg.block_size, cfg.seed);
+    TFM_CHECK(d.lm->val_sequences() >= 1, path, "holds ", n, " tokens: fewer than one window of ", cfg.block_size + 1,
+              " (context + 1); lower --ctx");
+  } else if (cfg.task == TaskKind::classifier) {
+    const LabeledText lt = read_labeled_tsv(path, header, cfg.labels);
+    TFM_CHECK(!lt.texts.empty(), path, "holds no label<TAB>text lines");
+    TFM_CHECK(tok.bos_id() >= 0 && tok.pad_id() >= 0, "classifier", "the tokenizer needs <bos> and <pad> tokens");
+    std::vector<ClsExample> test;
+    for (std::size_t i = 0; i < lt.texts.size(); ++i) test.push_back(cls_example(cfg, tok, lt.texts[i], lt.labels[i]));
+    d.label_names = lt.label_names;
+    d.positive = positive_class(cfg, lt.label_names);
+    d.cls.emplace(std::vector<ClsExample>{}, std::move(test), cfg.seed, tok.pad_id());
+  } else {
+    const auto pairs = read_pairs_tsv(path, header);
+    TFM_CHECK(!pairs.empty(), path, "holds no source<TAB>target lines");
+    TFM_CHECK(tok.bos_id() >= 0 && tok.eos_id() >= 0 && tok.pad_id() >= 0, "seq2seq",
+              "the tokenizer needs <bos>, <eos> and <pad> tokens");
+    std::vector<PairExample> test;
+    for (const auto& p : pairs) {
+      test.push_back({pair_side(cfg, tok, p.first), pair_side(cfg, tok, p.second)});
+      d.test_refs.push_back(p.second);
+    }
+    d.s2s.emplace(std::vector<PairExample>{}, std::move(test), cfg.seed, tok.pad_id(), tok.bos_id(), cfg.batch_size);
+  }
+  return d;
 }
 
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab) {

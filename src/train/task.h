@@ -25,6 +25,10 @@ struct TaskData {
 // Reads the data (checking it holds at least one batch) and, when `tok` is empty, trains the
 // tokenizer on the training split only.
 TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok);
+// Held-out-only data from an evaluation file (tfm eval --data): LM text scored in
+// non-overlapping windows of cfg.block_size tokens; label<TAB>text lines (labels mapped by
+// cfg.labels when set); source<TAB>target lines. `header` skips the first line.
+TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std::string& path, bool header);
 // The model config for the task (vocab_size and num_labels filled in when the config omits them).
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab);
 // Mean loss of the micro-batch of cfg.batch_size examples at `cursor`; `tokens` gets the

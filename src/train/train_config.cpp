@@ -104,7 +104,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   tok.get_int("min_freq", c.tokenizer_min_freq, 0);
 
   const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
-                                                                    "max_length", "header", "positive_label", "test_size"});
+                                                                    "max_length", "header", "positive_label", "test_size", "labels"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -115,6 +115,14 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   data.get_bool("header", c.header);
   data.get_int("test_size", c.test_size, 0);
   data.get_string("positive_label", c.positive_label);
+  if (data.has("labels")) {
+    const json& l = data.at("labels");
+    TFM_CHECK(l.is_array() && l.size() >= 2, data.key("labels"), "must be a list of at least two label names");
+    for (const auto& s : l) {
+      TFM_CHECK(s.is_string(), data.key("labels"), "entries must be strings, got ", s.dump());
+      c.labels.push_back(s.get<std::string>());
+    }
+  }
 
   const Section o(section(root, "optimizer"), where + ".optimizer",
                   {"name", "lr", "beta1", "beta2", "eps", "weight_decay", "momentum", "nesterov", "no_decay"});

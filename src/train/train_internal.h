@@ -10,6 +10,27 @@
 
 namespace tfm::train_detail {
 
+// Token ids of an LM stream, 2 bytes each when the vocabulary fits in 16 bits (every char
+// and word vocabulary we train, GPT-2's 50257), else 4: a 1 GB text of char tokens is 2 GB
+// of ids here rather than 4 (int32) or 8 (int64).
+class TokenStore {
+ public:
+  explicit TokenStore(std::int64_t vocab_size = 1 << 16) : wide_(vocab_size > (1 << 16)) {}
+  void append(const std::vector<std::int32_t>& ids);
+  std::int64_t size() const { return static_cast<std::int64_t>(wide_ ? i32_.size() : u16_.size()); }
+  std::int32_t operator[](std::int64_t i) const {
+    return wide_ ? i32_[static_cast<std::size_t>(i)] : static_cast<std::int32_t>(u16_[static_cast<std::size_t>(i)]);
+  }
+  TokenStore slice(std::int64_t from, std::int64_t to) const;  // a copy of [from, to)
+  void truncate(std::int64_t n);                               // keep [0, n), release the rest
+  std::size_t bytes_per_token() const { return wide_ ? 4 : 2; }
+
+ private:
+  bool wide_;
+  std::vector<std::uint16_t> u16_;
+  std::vector<std::int32_t> i32_;
+};
+
 // Decoder-only LM data: the token stream is cut into sequences of block_size + 1 tokens
 // (packing: documents run on across sequence boundaries). Each epoch starts the cut at a
 // seeded offset in [0, block_size) and visits the sequences in a seeded order, so sequence
@@ -17,11 +38,11 @@ namespace tfm::train_detail {
 // cursor is all a checkpoint needs to resume the data stream exactly.
 class LmData {
  public:
-  LmData(std::vector<std::int32_t> train, std::vector<std::int32_t> val, std::int64_t block_size,
-         std::uint64_t seed);
+  // An empty `train` makes held-out-only data (tfm eval); else it must hold one sequence.
+  LmData(TokenStore train, TokenStore val, std::int64_t block_size, std::uint64_t seed);
   std::int64_t sequences_per_epoch() const { return per_epoch_; }
   std::int64_t val_sequences() const;
-  std::int64_t train_tokens() const { return static_cast<std::int64_t>(train_.size()); }
+  std::int64_t train_tokens() const { return train_.size(); }
   // Training batch of `batch` sequences starting at `cursor`: x, y (batch, block) i64.
   void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y);
   // Held-out batch: consecutive non-overlapping val sequences starting at index first.
@@ -29,7 +50,7 @@ class LmData {
 
  private:
   const std::vector<std::int64_t>& order(std::int64_t epoch);
-  std::vector<std::int32_t> train_, val_;
+  TokenStore train_, val_;
   std::int64_t block_, per_epoch_;
   std::uint64_t seed_;
   std::int64_t cached_epoch_ = -1;
@@ -63,14 +84,18 @@ class ClsData {
   std::vector<std::int64_t> order_;
 };
 
-// Reads a `label<TAB>text` file (optionally skipping a header line). Labels are numbered in
-// sorted order of their names; returned in `label_names`.
+// Reads a `label<TAB>text` file line by line (optionally skipping a header line). Labels are
+// numbered in sorted order of their names, or, when `known_labels` is given (a trained
+// model's), by their place in it (a label outside it is an error naming file:line).
 struct LabeledText {
   std::vector<std::string> texts;
   std::vector<std::int64_t> labels;
   std::vector<std::string> label_names;
 };
-LabeledText read_labeled_tsv(const std::string& path, bool header);
+LabeledText read_labeled_tsv(const std::string& path, bool header, const std::vector<std::string>& known_labels = {});
+// Reads `source<TAB>target[<TAB>...]` lines (a UTF-8 byte-order mark and a header line
+// skipped); a line without a tab is an error naming file:line.
+std::vector<std::pair<std::string, std::string>> read_pairs_tsv(const std::string& path, bool header);
 // A seeded permutation of [0, n).
 std::vector<std::int64_t> seeded_permutation(std::int64_t n, std::uint64_t seed);
 

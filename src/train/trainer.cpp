@@ -3,6 +3,7 @@
 // sample. Each step's batch and dropout masks depend only on (seed, step, data cursor).
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <optional>
@@ -33,6 +34,31 @@ struct Run {
   std::int64_t max_steps = 0;
 };
 
+// The config as DIR/train_config.json records it: the data path made absolute (tfm eval
+// runs from anywhere) and a classifier's label names in class order.
+std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
+  if (cfg.json.empty()) return "{}";
+  json j = json::parse(cfg.json);
+  std::error_code ec;
+  const fs::path abs = fs::absolute(cfg.train_file, ec);
+  j["data"]["train"] = ec ? cfg.train_file : abs.lexically_normal().string();
+  // The fields that fix the held-out split and the evaluation, as this run used them (a
+  // caller may have changed them after parsing, e.g. --seed).
+  j["seed"] = cfg.seed;
+  json& data = j["data"];
+  data["val_fraction"] = cfg.val_fraction;
+  data["block_size"] = cfg.block_size;
+  data["test_fraction"] = cfg.test_fraction;
+  data["test_size"] = cfg.test_size;
+  data["max_length"] = cfg.max_length;
+  data["header"] = cfg.header;
+  if (!cfg.positive_label.empty()) data["positive_label"] = cfg.positive_label;
+  if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
+  j["training"]["batch_size"] = cfg.batch_size;
+  j["eval"]["bleu_examples"] = cfg.bleu_examples;
+  return j.dump();
+}
+
 // Everything that can fail on bad input happens here, before the first step.
 Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   Run r;
@@ -43,6 +69,12 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     TFM_CHECK(ck->state.seed == cfg.seed, "resume", opt.resume_dir, " was trained with seed ", ck->state.seed,
               ", the config says ", cfg.seed);
     r.tok = ck->model.tokenizer;
+    if (ck->state.threads != num_threads())
+      std::fprintf(stderr,
+                   "warning: resuming %s with %d threads; it was trained with %lld, so the losses are not guaranteed to be "
+                   "bit-identical to an uninterrupted run (use -t %lld for that)\n",
+                   opt.resume_dir.c_str(), num_threads(), static_cast<long long>(ck->state.threads),
+                   static_cast<long long>(ck->state.threads));
   } else if (!cfg.tokenizer_path.empty()) {
     r.tok = Tokenizer::load(cfg.tokenizer_path);
   }
@@ -63,7 +95,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_();  // the layers share these handles
   r.state.threads = num_threads();
-  r.state.train_config_json = cfg.json.empty() ? "{}" : cfg.json;
+  r.state.train_config_json = model_dir_train_config(cfg, r.data);
   fs::create_directories(opt.out_dir);
   return r;
 }

@@ -61,5 +61,18 @@ namespace tfm::cli {
 void run_bench_kernels(const BenchOptions& o, int threads);
 void run_bench_attention(const BenchOptions& o, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
+// tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch.
+void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,
+                            int threads);
+
+}  // namespace tfm::cli
+
+#include "tfm/model_config.h"
+
+namespace tfm::cli {
+
+// Parameter count of a config, and the model as bench_torch_*.py builds it (sizes, switches).
+std::int64_t param_count(const ModelConfig& c);
+nlohmann::json config_json(const std::string& name, const ModelConfig& c);
 
 }  // namespace tfm::cli

@@ -22,25 +22,6 @@
 #include "tfm/tensor.h"
 
 namespace tfm::cli {
-namespace {
-
-constexpr std::int64_t kB = 8, kT = 128;
-
-ModelConfig small_config(const std::string& preset) {
-  ModelConfig c = model_preset(preset);
-  c.vocab_size = 4096;
-  c.d_model = 256;
-  c.n_heads = 4;
-  c.n_kv_heads = 0;
-  c.head_dim = 0;
-  c.n_layers = 4;
-  c.n_decoder_layers = c.architecture == Architecture::encoder_decoder ? 4 : 0;
-  c.d_ff = 1024;
-  c.max_positions = std::max<std::int64_t>(c.max_positions, kT);
-  c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
-  validate_model_config(c, "bench train-step");
-  return c;
-}
 
 std::int64_t param_count(const ModelConfig& c) {
   std::int64_t n = 0;
@@ -84,6 +65,26 @@ nlohmann::json config_json(const std::string& preset, const ModelConfig& c) {
           {"head", to_string(c.head)},
           {"num_labels", c.num_labels},
           {"params", param_count(c)}};
+}
+
+namespace {
+
+constexpr std::int64_t kB = 8, kT = 128;
+
+ModelConfig small_config(const std::string& preset) {
+  ModelConfig c = model_preset(preset);
+  c.vocab_size = 4096;
+  c.d_model = 256;
+  c.n_heads = 4;
+  c.n_kv_heads = 0;
+  c.head_dim = 0;
+  c.n_layers = 4;
+  c.n_decoder_layers = c.architecture == Architecture::encoder_decoder ? 4 : 0;
+  c.d_ff = 1024;
+  c.max_positions = std::max<std::int64_t>(c.max_positions, kT);
+  c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
+  validate_model_config(c, "bench train-step");
+  return c;
 }
 
 // (shape) i64 ids in [0, hi), reproducible from seed.

@@ -12,5 +12,6 @@ void add_bench_command(CLI::App& app);
 void add_train_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
+void add_eval_command(CLI::App& app);
 
 }  // namespace tfm::cli

@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_train_command(app);
   tfm::cli::add_generate_command(app);
   tfm::cli::add_translate_command(app);
+  tfm::cli::add_eval_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

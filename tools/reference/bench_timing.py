@@ -12,3 +12,23 @@ def best_seconds(fn, min_time, min_reps):
         dt = time.perf_counter() - t0
         best, reps, spent = min(best, dt), reps + 1, spent + dt
     return best
+
+
+def timed_steps(fn, warmup, steps):
+    """Wall seconds of fn() called `steps` times after `warmup` untimed calls (a training run's
+    throughput: every step counts, not only the best)."""
+    for _ in range(warmup):
+        fn()
+    t0 = time.perf_counter()
+    for _ in range(steps):
+        fn()
+    return time.perf_counter() - t0
+
+
+def peak_rss_bytes():
+    """This process's peak resident set size (VmHWM in /proc/self/status), as tfm reads its own."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("VmHWM:"):
+                return int(line.split()[1]) * 1024
+    return 0

@@ -1,0 +1,73 @@
+// tfm eval's library side: load a model directory and its train_config.json, build the
+// held-out data (the training run's seeded split, or a given file) and score it with the
+// trainer's evaluate(), so training-time and CLI figures are computed by the same code.
+#include <filesystem>
+
+#include "tfm/error.h"
+#include "tfm/train.h"
+#include "train/task.h"
+
+namespace tfm {
+namespace {
+
+namespace fs = std::filesystem;
+using namespace train_detail;
+
+TaskKind task_of(const ModelConfig& c) {
+  if (c.head == HeadKind::classifier) return TaskKind::classifier;
+  return c.architecture == Architecture::encoder_decoder ? TaskKind::seq2seq : TaskKind::lm;
+}
+
+const char* task_name(TaskKind k) {
+  return k == TaskKind::lm ? "lm" : k == TaskKind::classifier ? "classifier" : "seq2seq";
+}
+
+}  // namespace
+
+EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
+  TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
+  LoadedModel lm = load_model_dir(dir);
+  const TaskKind task = task_of(lm.config);
+  TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
+            to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");
+  const std::string cfg_path = (fs::path(dir) / "train_config.json").string();
+  TrainConfig cfg;
+  if (fs::exists(cfg_path)) {
+    cfg = load_train_config(cfg_path);
+    TFM_CHECK(cfg.task == task, "eval", cfg_path, " says task '", task_name(cfg.task), "' but the model is a ",
+              task_name(task), " model");
+  } else {
+    TFM_CHECK(!opt.data_file.empty(), "eval", dir, " has no train_config.json (so no held-out split): pass --data FILE");
+    cfg.task = task;
+    cfg.block_size = std::min<std::int64_t>(lm.config.max_positions, 128);
+    cfg.max_length = std::min<std::int64_t>(lm.config.max_positions, 128);
+    cfg.source = dir;
+  }
+  if (opt.batch_size > 0) cfg.batch_size = opt.batch_size;
+  if (opt.context > 0) {
+    TFM_CHECK(task == TaskKind::lm, "eval", "--ctx applies to language models only");
+    TFM_CHECK(opt.context <= lm.config.max_positions || lm.config.position != PositionKind::learned, "eval",
+              "--ctx ", opt.context, " exceeds the model's max_positions ", lm.config.max_positions);
+    cfg.block_size = opt.context;
+  }
+  std::optional<Tokenizer> tok = lm.tokenizer;
+  EvalReport rep;
+  rep.task = task;
+  TaskData d = opt.data_file.empty() ? make_task_data(cfg, tok) : make_eval_data(cfg, *tok, opt.data_file, opt.header);
+  d.tok = &*tok;
+  rep.data = opt.data_file.empty() ? "held-out split of " + cfg.train_file : opt.data_file;
+  if (task == TaskKind::lm) {
+    rep.examples = d.lm->val_sequences() * cfg.block_size;
+    cfg.eval_batches = d.lm->val_sequences() / cfg.batch_size + 1;  // every window
+  } else if (task == TaskKind::classifier) {
+    rep.examples = d.cls->test_size();
+    rep.positive_label = d.label_names.at(static_cast<std::size_t>(d.positive));
+  } else {
+    rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
+    cfg.bleu_examples = opt.bleu_examples < 0 ? rep.examples : opt.bleu_examples;
+  }
+  rep.metrics = evaluate(d, lm.model, cfg);
+  return rep;
+}
+
+}  // namespace tfm

@@ -1,0 +1,55 @@
+// tfm eval -m DIR [--data FILE] [--header] [--batch B] [--ctx N] [--bleu-examples N] [--json]
+// Scores a trained model directory: LM loss/perplexity, classifier accuracy/precision/recall/
+// F1, seq2seq loss + corpus BLEU (greedy). Without --data: the held-out split that
+// DIR/train_config.json names (the same seeded split the training run evaluated on).
+#include <cmath>
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "tfm/runtime.h"
+#include "tfm/train.h"
+
+namespace tfm::cli {
+
+void add_eval_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("eval", "Evaluate a trained model directory on its held-out split or a file");
+  struct Args {
+    std::string dir;
+    EvalOptions opt;
+    bool json = false;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
+  cmd->add_option("--data", args->opt.data_file,
+                  "Text file (LM), label<TAB>text lines (classifier) or source<TAB>target lines (seq2seq)");
+  cmd->add_flag("--header", args->opt.header, "--data's first line is a header");
+  cmd->add_option("--batch", args->opt.batch_size, "Batch size (default: the training config's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--ctx", args->opt.context, "LM: window length in tokens (default: the training block_size)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--bleu-examples", args->opt.bleu_examples, "seq2seq: pairs decoded for BLEU (default: all)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->callback([args] {
+    const EvalReport r = evaluate_model_dir(args->dir, args->opt);
+    const char* task = r.task == TaskKind::lm ? "lm" : r.task == TaskKind::classifier ? "classifier" : "seq2seq";
+    if (args->json) {
+      nlohmann::json j{{"model", args->dir}, {"task", task}, {"data", r.data}, {"examples", r.examples},
+                       {"threads", num_threads()}};
+      for (const auto& [k, v] : r.metrics) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      if (!r.positive_label.empty()) j["positive_label"] = r.positive_label;
+      std::printf("%s\n", j.dump().c_str());
+      return;
+    }
+    std::printf("model    %s (%s)\ndata     %s\n%-8s %lld\n", args->dir.c_str(), task, r.data.c_str(),
+                r.task == TaskKind::lm ? "tokens" : r.task == TaskKind::classifier ? "examples" : "pairs",
+                static_cast<long long>(r.examples));
+    if (!r.positive_label.empty()) std::printf("positive %s (precision, recall, f1)\n", r.positive_label.c_str());
+    std::printf("\n%-12s %10s\n", "metric", "value");
+    for (const auto& [k, v] : r.metrics) std::printf("%-12s %10.4f\n", k.c_str(), v);
+  });
+}
+
+}  // namespace tfm::cli
