@@ -10,5 +10,8 @@ void add_info_command(CLI::App& app);
 void add_tokenizer_commands(CLI::App& app);
 void add_bench_command(CLI::App& app);
 void add_train_command(CLI::App& app);
+void add_attention_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
 
 }  // namespace tfm::cli

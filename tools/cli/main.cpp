@@ -19,6 +19,9 @@ int main(int argc, char** argv) {
   tfm::cli::add_tokenizer_commands(app);
   tfm::cli::add_bench_command(app);
   tfm::cli::add_train_command(app);
+  tfm::cli::add_attention_command(app);
+  tfm::cli::add_classify_command(app);
+  tfm::cli::add_embed_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
