@@ -119,12 +119,15 @@ std::string heat_maps_svg(const std::vector<HeatMap>& maps, const HeatMapStyle& 
     const std::size_t r = m.row_labels.size(), c = m.col_labels.size();
     out += "<g class=\"panel\">\n";
     out += svg::text(gx + static_cast<double>(c) * cell / 2, y0 + 13, m.title, "text-anchor=\"middle\" font-size=\"13\"");
-    out += "<g class=\"cells\" shape-rendering=\"crispEdges\">\n";
+    // Cells in grid units (one cell = 1 x 1, scaled by the group) keep the file small, and
+    // exact zeros (masked keys: half of a causal map) are the white background, not drawn.
+    out += "<g class=\"cells\" shape-rendering=\"crispEdges\" transform=\"translate(" + num(gx) + "," + num(gy) +
+           ") scale(" + num(cell) + ")\">\n";
     for (std::size_t i = 0; i < r; ++i)
       for (std::size_t j = 0; j < c; ++j) {
         const float v = m.values[i * c + j];
-        out += "<rect x=\"" + num(gx + static_cast<double>(j) * cell) + "\" y=\"" + num(gy + static_cast<double>(i) * cell) +
-               "\" width=\"" + num(cell) + "\" height=\"" + num(cell) + "\" fill=\"" +
+        if (v == 0.0f) continue;
+        out += "<rect x=\"" + std::to_string(j) + "\" y=\"" + std::to_string(i) + "\" width=\"1\" height=\"1\" fill=\"" +
                colour(std::isfinite(v) ? v / vmax : 0.0) + "\"/>\n";
       }
     out += "</g>\n<rect x=\"" + num(gx) + "\" y=\"" + num(gy) + "\" width=\"" + num(static_cast<double>(c) * cell) +

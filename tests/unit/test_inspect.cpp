@@ -82,17 +82,20 @@ TEST(HeatMapSvg, CellsLabelsAndEscaping) {
   EXPECT_NE(svg.find("</svg>"), std::string::npos);
   EXPECT_TRUE(well_formed(svg));
   EXPECT_EQ(count(svg, "<g class=\"panel\">"), 2u);
-  EXPECT_EQ(count(cells_of(svg, 0), "<rect "), 12u);
-  EXPECT_EQ(count(cells_of(svg, 1), "<rect "), 12u);
+  b.values[5] = 0.0f;  // exact zeros (masked) are the background: no cell drawn
+  const std::string svg2 = heat_maps_svg({a, b}, st);
+  EXPECT_EQ(count(cells_of(svg, 0), "<rect "), 11u);  // values 1/11 .. 11/11
+  EXPECT_EQ(count(cells_of(svg2, 1), "<rect "), 10u);
+  EXPECT_NE(cells_of(svg, 0).find("x=\"3\" y=\"2\""), std::string::npos);  // the last cell (row 2, column 3)
   EXPECT_NE(svg.find("&lt;b&gt;"), std::string::npos);
   EXPECT_NE(svg.find("a&amp;b"), std::string::npos);
   EXPECT_NE(svg.find("&quot;q&quot;"), std::string::npos);
   EXPECT_NE(svg.find("head &lt;0&gt;"), std::string::npos);
   EXPECT_NE(svg.find("self-attention &amp; more"), std::string::npos);
   EXPECT_EQ(svg.find("<b>"), std::string::npos);
-  // The largest value is the darkest blue, zero is white.
+  // The largest value is the darkest blue; the scale runs from white.
   EXPECT_NE(cells_of(svg, 0).find("fill=\"#08306b\""), std::string::npos);
-  EXPECT_NE(cells_of(svg, 0).find("fill=\"#ffffff\""), std::string::npos);
+  EXPECT_NE(svg.find("stop-color=\"#ffffff\""), std::string::npos);
 }
 
 TEST(HeatMapSvg, RejectsMismatchedValues) {
