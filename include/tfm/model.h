@@ -33,6 +33,14 @@ struct ModelInputs {
   std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
 };
 
+// One attention call's weights, recorded when capture is on (Model::set_attention_capture).
+struct AttentionMap {
+  std::string stack;    // "encoder" | "decoder"
+  std::string kind;     // "self" | "cross"
+  std::int64_t layer = 0;
+  Tensor weights;       // (B, H, Tq, Tk) softmax weights, zeros where masked (before dropout)
+};
+
 struct ModelOutputs {
   Tensor logits;          // lm: (B, T, V); classifier: (B, num_labels); masked_lm: (B, T, V)
   Tensor hidden;          // last hidden states (B, T, C) of the stack that feeds the head
@@ -64,6 +72,10 @@ class Model {
   // Attention runs the fused kernel (default); false selects the plain path that materialises
   // the weights (the two agree to rounding; the tests compare them).
   void set_fused_attention(bool on);
+  // Inspection: while `sink` is set, every attention call runs the plain path and appends its
+  // weights to *sink, in call order (encoder layers, then per decoder layer self and cross).
+  // nullptr turns capture off. The outputs equal those with capture off (to rounding).
+  void set_attention_capture(std::vector<AttentionMap>* sink);
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

@@ -73,6 +73,7 @@ struct ModelConfig {
   bool tie_embeddings = true;           // output projection shares the token embedding
   HeadKind head = HeadKind::lm;
   std::int64_t num_labels = 2;          // classifier head
+  std::vector<std::string> id2label;    // classifier label names (config.json "id2label"); may be empty
   Pooling pooling = Pooling::first;
 
   // ---- special tokens and init --------------------------------------------------------

@@ -83,6 +83,8 @@ void validate_model_config(const ModelConfig& c, const std::string& where) {
             "type_vocab_size (token types) is for encoder_only models");
   TFM_CHECK(c.head != HeadKind::classifier || c.num_labels >= 1, where, "num_labels must be >= 1");
   TFM_CHECK(c.d_ff > 0, where, "d_ff must be > 0");
+  TFM_CHECK(c.id2label.empty() || static_cast<std::int64_t>(c.id2label.size()) == c.num_labels, where, "id2label has ",
+            c.id2label.size(), " names but num_labels is ", c.num_labels);
 }
 
 ModelConfig parse_model_config(const std::string& text, const std::string& where) {
@@ -144,7 +146,10 @@ std::string model_config_to_json(const ModelConfig& cfg) {
   json j = json::object();
   j["model_type"] = cfg.model_type;
   for (const auto& k : schema.keys)
-    if (k.write) j[k.name] = k.write(cfg);
+    if (k.write) {
+      json v = k.write(cfg);
+      if (!v.is_null() || k.name != "id2label") j[k.name] = std::move(v);  // no empty id2label
+    }
   return j.dump(2) + "\n";
 }
 

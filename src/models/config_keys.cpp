@@ -74,10 +74,40 @@ ConfigKey mapped_key(std::string name, E ModelConfig::*f, std::vector<std::pair<
           }};
 }
 
+// Hugging Face's {"0": "neg", "1": "pos"}: label names by index. As in transformers, it sets
+// num_labels too (a num_labels key is read after it, and validation checks they agree).
+ConfigKey id2label_key() {
+  return {"id2label",
+          [](ModelConfig& c, const json& v, const std::string& w) {
+            TFM_CHECK(v.is_object(), w, "key 'id2label' must be an object {\"0\": name, ...}, got ", v.dump());
+            std::vector<std::string> names(v.size());
+            for (auto it = v.begin(); it != v.end(); ++it) {
+              std::size_t used = 0;
+              long long i = -1;
+              try {
+                i = std::stoll(it.key(), &used);
+              } catch (const std::exception&) {
+              }
+              TFM_CHECK(used == it.key().size() && i >= 0 && i < static_cast<long long>(names.size()), w,
+                        "key 'id2label': keys must be the indices 0..", names.size() - 1, ", got '", it.key(), "'");
+              names[static_cast<std::size_t>(i)] = read_string(it.value(), "id2label", w);
+            }
+            c.id2label = std::move(names);
+            if (!c.id2label.empty()) c.num_labels = static_cast<std::int64_t>(c.id2label.size());
+          },
+          [](const ModelConfig& c) {
+            if (c.id2label.empty()) return json(nullptr);  // not written
+            json o = json::object();
+            for (std::size_t i = 0; i < c.id2label.size(); ++i) o[std::to_string(i)] = c.id2label[i];
+            return o;
+          }};
+}
+
 // Keys every family accepts: the engine's extensions for heads and context.
 std::vector<ConfigKey> common_keys() {
   return {enum_key("head", &ModelConfig::head), int_key("num_labels", &ModelConfig::num_labels, 1),
-          enum_key("pooling", &ModelConfig::pooling), int_key("sliding_window", &ModelConfig::sliding_window, 0)};
+          enum_key("pooling", &ModelConfig::pooling), int_key("sliding_window", &ModelConfig::sliding_window, 0),
+          id2label_key()};
 }
 
 // One dropout rate for residual branches and embeddings (BERT's hidden_dropout_prob, T5's

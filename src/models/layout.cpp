@@ -222,6 +222,9 @@ Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& pa
   else if (c.model_type == "bert") wire_bert(l, c, P);
   else if (c.model_type == "t5") wire_t5(l, c, P);
   else wire_engine(l, c, P);
+  for (Stack* s : {&l.encoder, &l.decoder})
+    for (std::size_t i = 0; i < s->layers.size(); ++i)
+      s->layers[i].self_attn.layer = s->layers[i].cross_attn.layer = static_cast<std::int64_t>(i);
   return l;
 }
 

@@ -65,6 +65,7 @@ std::int64_t Model::parameter_count() const {
 void Model::set_training(bool on) { impl_->training = on; }
 bool Model::training() const { return impl_->training; }
 void Model::set_fused_attention(bool on) { impl_->fused_attention = on; }
+void Model::set_attention_capture(std::vector<AttentionMap>* sink) { impl_->attention_sink = sink; }
 void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_seed = seed;
   impl_->dropout_step = step;
@@ -111,6 +112,9 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   a.scale_scores = c.scale_attention_scores;
   a.dropout = c.attention_dropout;
   a.fused = m.fused_attention;
+  a.capture = m.attention_sink;
+  a.capture_stack = &s == &m.layout.encoder ? "encoder" : "decoder";
+  a.capture_kind = "self";
   if (c.position == PositionKind::rope) {
     a.rope = true;
     a.rope_pairing = c.rope_pairing;
@@ -131,6 +135,9 @@ nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_len
   const ModelConfig& c = m.cfg;
   nn::AttentionSetup a;
   a.fused = m.fused_attention;
+  a.capture = m.attention_sink;
+  a.capture_stack = "decoder";
+  a.capture_kind = "cross";
   a.valid_lens = src_valid_lens;
   a.scale_scores = c.scale_attention_scores;
   a.dropout = c.attention_dropout;

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <string>
+#include <vector>
 
 #include "models/layout.h"
 #include "nn/modules.h"
@@ -21,6 +22,7 @@ struct Model::Impl {
   bool fused_attention = true;
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
+  std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
 
   nn::DropoutStream stream() {
     // A fresh stream per forward: (seed, step, call) fixes every mask of the step.

@@ -57,7 +57,14 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
     o.dropout_p = static_cast<float>(s.dropout);
     o.dropout_seed = rng.next_seed();
   }
-  const Tensor out = scaled_dot_product_attention(contiguous(q), contiguous(k), contiguous(v), o);  // (B,H,Tq,Dh)
+  Tensor out;  // (B, H, Tq, Dh)
+  if (s.capture != nullptr) {
+    auto r = scaled_dot_product_attention_with_weights(contiguous(q), contiguous(k), contiguous(v), o);
+    s.capture->push_back({s.capture_stack, s.capture_kind, layer, r.weights});
+    out = r.out;
+  } else {
+    out = scaled_dot_product_attention(contiguous(q), contiguous(k), contiguous(v), o);
+  }
   const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
   return o_proj(merged);
 }

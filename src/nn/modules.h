@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 
+#include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/ops/position.h"
 #include "tfm/tensor.h"
@@ -66,12 +67,18 @@ struct AttentionSetup {
   bool scale_scores = true;     // divide by sqrt(head_dim)
   double dropout = 0.0;         // on the attention weights
   bool fused = true;            // the fused (FlashAttention-2) kernel; false: the plain path
+  // Inspection: non-null makes attend() take the plain path and append its weights here,
+  // labelled with these names and the module's layer.
+  std::vector<AttentionMap>* capture = nullptr;
+  const char* capture_stack = "";
+  const char* capture_kind = "";
 };
 
 struct Attention {
   Linear q_proj, k_proj, v_proj, o_proj;
   Linear qkv_proj;              // fused (GPT-2's c_attn): used when its weight is defined
   std::int64_t n_heads = 1, n_kv_heads = 1, head_dim = 1;
+  std::int64_t layer = 0;       // index in its stack (labels captured attention maps)
   // x_q (B, Tq, C) attends to x_kv (B, Tk, C) -> (B, Tq, C). Self-attention: x_kv = x_q.
   Tensor operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const;
   // The projections, split into heads: q (B, H, T, Dh), k and v (B, Hkv, T, Dh), RoPE applied

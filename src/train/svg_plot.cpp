@@ -4,18 +4,15 @@
 #include <cstdio>
 #include <string>
 
+#include "io/svg.h"
 #include "train/train_internal.h"
 
 namespace tfm::train_detail {
 namespace {
 
-constexpr double kW = 720, kH = 420, kLeft = 64, kRight = 20, kTop = 36, kBottom = 48;
+using svg::num;
 
-std::string num(double v) {
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.4g", v);
-  return buf;
-}
+constexpr double kW = 720, kH = 420, kLeft = 64, kRight = 20, kTop = 36, kBottom = 48;
 
 // Round tick step (1, 2 or 5 times a power of ten) giving about `want` ticks over span.
 double tick_step(double span, int want) {
@@ -24,18 +21,6 @@ double tick_step(double span, int want) {
   for (double m : {1.0, 2.0, 5.0, 10.0})
     if (m * p >= raw) return m * p;
   return 10 * p;
-}
-
-std::string xml_escape(const std::string& s) {
-  std::string out;
-  for (char ch : s) {
-    if (ch == '&') out += "&amp;";
-    else if (ch == '<') out += "&lt;";
-    else if (ch == '>') out += "&gt;";
-    else if (ch == '"') out += "&quot;";
-    else out += ch;
-  }
-  return out;
 }
 
 }  // namespace
@@ -58,24 +43,23 @@ std::string loss_curves_svg(const Curves& c, const std::string& title) {
   auto X = [&](double s) { return kLeft + (s - x0) / (x1 - x0) * pw; };
   auto Y = [&](double v) { return kTop + (1.0 - (v - y0) / (y1 - y0)) * ph; };
 
-  std::string svg = "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"" + num(kW) + "\" height=\"" + num(kH) +
-                    "\" font-family=\"sans-serif\" font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n";
-  svg += "<text x=\"" + num(kW / 2) + "\" y=\"22\" text-anchor=\"middle\" font-size=\"14\">" + xml_escape(title) + "</text>\n";
+  std::string out = svg::open(kW, kH);
+  out += svg::text(kW / 2, 22, title, "text-anchor=\"middle\" font-size=\"14\"");
   // Axes, grid and ticks.
-  svg += "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
+  out += "<g stroke=\"#ccc\" stroke-width=\"1\">\n";
   for (double v = y0; v <= y1 + ys * 1e-6; v += ys)
-    svg += "<line x1=\"" + num(kLeft) + "\" x2=\"" + num(kW - kRight) + "\" y1=\"" + num(Y(v)) + "\" y2=\"" + num(Y(v)) + "\"/>\n";
+    out += "<line x1=\"" + num(kLeft) + "\" x2=\"" + num(kW - kRight) + "\" y1=\"" + num(Y(v)) + "\" y2=\"" + num(Y(v)) + "\"/>\n";
   const double xs = tick_step(x1 - x0, 8);
   for (double s = 0; s <= x1 + xs * 1e-6; s += xs)
-    svg += "<line y1=\"" + num(kTop) + "\" y2=\"" + num(kH - kBottom) + "\" x1=\"" + num(X(s)) + "\" x2=\"" + num(X(s)) + "\"/>\n";
-  svg += "</g>\n<g fill=\"#333\">\n";
+    out += "<line y1=\"" + num(kTop) + "\" y2=\"" + num(kH - kBottom) + "\" x1=\"" + num(X(s)) + "\" x2=\"" + num(X(s)) + "\"/>\n";
+  out += "</g>\n<g fill=\"#333\">\n";
   for (double v = y0; v <= y1 + ys * 1e-6; v += ys)
-    svg += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\">" + num(v) + "</text>\n";
+    out += "<text x=\"" + num(kLeft - 6) + "\" y=\"" + num(Y(v) + 4) + "\" text-anchor=\"end\">" + num(v) + "</text>\n";
   for (double s = 0; s <= x1 + xs * 1e-6; s += xs)
-    svg += "<text x=\"" + num(X(s)) + "\" y=\"" + num(kH - kBottom + 16) + "\" text-anchor=\"middle\">" + num(s) + "</text>\n";
-  svg += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"" + num(kH - 10) + "\" text-anchor=\"middle\">step</text>\n";
-  svg += "<text transform=\"translate(16," + num(kTop + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">loss</text>\n</g>\n";
-  svg += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
+    out += "<text x=\"" + num(X(s)) + "\" y=\"" + num(kH - kBottom + 16) + "\" text-anchor=\"middle\">" + num(s) + "</text>\n";
+  out += "<text x=\"" + num(kLeft + pw / 2) + "\" y=\"" + num(kH - 10) + "\" text-anchor=\"middle\">step</text>\n";
+  out += "<text transform=\"translate(16," + num(kTop + ph / 2) + ") rotate(-90)\" text-anchor=\"middle\">loss</text>\n</g>\n";
+  out += "<rect x=\"" + num(kLeft) + "\" y=\"" + num(kTop) + "\" width=\"" + num(pw) + "\" height=\"" + num(ph) +
          "\" fill=\"none\" stroke=\"#333\"/>\n";
   auto line = [&](const std::vector<MetricPoint>& pts, const char* colour, const char* label, int row) {
     std::string d;
@@ -87,16 +71,16 @@ std::string loss_curves_svg(const Curves& c, const std::string& title) {
         d += num(Y(p.value));
       }
     if (!d.empty())
-      svg += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"1.5\" points=\"" + d + "\"/>\n";
+      out += "<polyline fill=\"none\" stroke=\"" + std::string(colour) + "\" stroke-width=\"1.5\" points=\"" + d + "\"/>\n";
     const double ly = kTop + 14 + 16 * row;
-    svg += "<line x1=\"" + num(kW - kRight - 110) + "\" x2=\"" + num(kW - kRight - 90) + "\" y1=\"" + num(ly - 4) +
+    out += "<line x1=\"" + num(kW - kRight - 110) + "\" x2=\"" + num(kW - kRight - 90) + "\" y1=\"" + num(ly - 4) +
            "\" y2=\"" + num(ly - 4) + "\" stroke=\"" + colour + "\" stroke-width=\"2\"/>\n<text x=\"" +
            num(kW - kRight - 84) + "\" y=\"" + num(ly) + "\">" + label + "</text>\n";
   };
   line(c.train_loss, "#1f77b4", "train loss", 0);
   line(c.val_loss, "#d62728", "eval loss", 1);
-  svg += "</svg>\n";
-  return svg;
+  out += svg::close();
+  return out;
 }
 
 }  // namespace tfm::train_detail

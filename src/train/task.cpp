@@ -225,6 +225,7 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
   if (d.kind == TaskKind::classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
   const std::string where = cfg.source + ".model";
   ModelConfig mc = parse_model_config(m.dump(), where);
+  if (d.kind == TaskKind::classifier && mc.id2label.empty()) mc.id2label = d.label_names;  // saved in config.json
   TFM_CHECK(mc.vocab_size >= vocab, where, "vocab_size ", mc.vocab_size, " < the tokenizer's ", vocab);
   if (d.kind == TaskKind::lm) {
     TFM_CHECK(mc.architecture == Architecture::decoder_only && mc.head == HeadKind::lm, where,

@@ -82,6 +82,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   const ModelConfig mc = task_model_config(cfg, r.data, r.tok->vocab_size());
   r.opt.emplace(cfg.optimizer);
   if (ck) {
+    if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed
     TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,
               "/config.json differs from the config's model");
     r.model.emplace(std::move(ck->model.model));

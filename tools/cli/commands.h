@@ -13,5 +13,8 @@ void add_train_command(CLI::App& app);
 void add_generate_command(CLI::App& app);
 void add_translate_command(CLI::App& app);
 void add_eval_command(CLI::App& app);
+void add_attention_command(CLI::App& app);
+void add_classify_command(CLI::App& app);
+void add_embed_command(CLI::App& app);
 
 }  // namespace tfm::cli

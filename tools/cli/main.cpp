@@ -22,6 +22,9 @@ int main(int argc, char** argv) {
   tfm::cli::add_generate_command(app);
   tfm::cli::add_translate_command(app);
   tfm::cli::add_eval_command(app);
+  tfm::cli::add_attention_command(app);
+  tfm::cli::add_classify_command(app);
+  tfm::cli::add_embed_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

@@ -1,0 +1,62 @@
+// Read-outs of one forward pass over texts, for `tfm classify`, `tfm embed` and
+// `tfm attention`. Texts become ids the way training fed them (src/train/task.cpp):
+//   encoder_only     <bos> + tokens            (the classifier data)
+//   decoder_only     tokens                    (the LM stream)
+//   encoder_decoder  tokens + <eos> for the encoder; <bos> + target tokens for the decoder
+// Each call runs its texts as ONE padded batch with valid_lens masks, so a batch gives the
+// same results as its texts one by one (to rounding; the tests check 1e-5).
+//
+//   LoadedModel m = load_model_dir("runs/sms");
+//   for (const auto& c : classify(m, {"win a prize now", "see you at 5"})) ... c.name, c.probability
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfm/model_dir.h"
+#include "tfm/plot.h"
+
+namespace tfm {
+
+// The ids of `text` as the model's input (encoder, or the decoder of a decoder-only model),
+// truncated to max_positions.
+std::vector<std::int32_t> input_ids_for(const LoadedModel& m, std::string_view text);
+// Encoder-decoder: the decoder's input for target text (<bos> + tokens, as training's teacher forcing).
+std::vector<std::int32_t> decoder_ids_for(const LoadedModel& m, std::string_view text);
+
+// Classifier heads: the most probable label of each text.
+struct Classification {
+  std::int64_t label = 0;
+  std::string name;                 // config.json id2label, or the index when it has none
+  float probability = 0;
+  std::vector<float> probabilities;  // (num_labels)
+};
+std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts);
+
+// Pooled last hidden states (the encoder's for encoder-decoder models).
+enum class EmbedPooling { automatic, mean, first, last };  // automatic: config pooling (encoders), else mean
+EmbedPooling embed_pooling_from_name(const std::string& name);  // "auto" | "mean" | "first" | "last"
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts,
+                                      EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
+
+// Attention heat maps of one layer: one map per head (or the one head asked for).
+struct AttentionQuery {
+  std::string prompt;            // the encoder's text, or the decoder-only model's
+  std::string target;            // encoder-decoder: the decoder's text
+  std::string stack, kind;       // "encoder"|"decoder", "self"|"cross"; "": the model's default
+  std::int64_t layer = -1;       // -1: the last
+  std::int64_t head = -1;        // -1: every head
+};
+struct AttentionFigure {
+  std::string stack, kind;
+  std::int64_t layer = 0, head = -1;
+  std::vector<HeatMap> maps;     // rows: query tokens, columns: key tokens (visible_token labels)
+  HeatMapStyle style;            // its title names stack, kind, layer (and head)
+};
+// Defaults: decoder-only -> decoder self; encoder-only -> encoder self; encoder-decoder ->
+// cross (needs target). Errors name the valid layer/head range.
+AttentionFigure attention_figure(LoadedModel& m, const AttentionQuery& q);
+
+}  // namespace tfm

@@ -1,0 +1,145 @@
+// Texts -> model inputs as training fed them; classify and embed over one padded batch.
+#include <algorithm>
+#include <cmath>
+
+#include "infer/inspect_util.h"
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/inspect.h"
+#include "tfm/ops.h"
+
+namespace tfm {
+
+std::vector<std::int32_t> input_ids_for(const LoadedModel& m, std::string_view text) {
+  const ModelConfig& c = m.config;
+  const Tokenizer& tok = m.tokenizer;
+  std::vector<std::int32_t> ids;
+  if (c.architecture == Architecture::encoder_only && tok.bos_id() >= 0) ids.push_back(tok.bos_id());
+  for (std::int32_t id : tok.encode(text)) ids.push_back(id);
+  if (c.architecture == Architecture::encoder_decoder && tok.eos_id() >= 0) ids.push_back(tok.eos_id());
+  if (static_cast<std::int64_t>(ids.size()) > c.max_positions) {
+    ids.resize(static_cast<std::size_t>(c.max_positions));  // as training truncates (to max_length)
+    if (c.architecture == Architecture::encoder_decoder && tok.eos_id() >= 0) ids.back() = tok.eos_id();
+  }
+  return ids;
+}
+
+std::vector<std::int32_t> decoder_ids_for(const LoadedModel& m, std::string_view text) {
+  TFM_CHECK(m.config.architecture == Architecture::encoder_decoder, "decoder input", "only encoder-decoder models take a target text");
+  const std::int32_t start = m.tokenizer.bos_id() >= 0 ? m.tokenizer.bos_id() : static_cast<std::int32_t>(m.config.decoder_start_token_id);
+  std::vector<std::int32_t> ids{start};
+  for (std::int32_t id : m.tokenizer.encode(text)) ids.push_back(id);
+  if (static_cast<std::int64_t>(ids.size()) > m.config.max_positions) ids.resize(static_cast<std::size_t>(m.config.max_positions));
+  return ids;
+}
+
+namespace inspect_detail {
+
+PaddedIds pad_batch(const LoadedModel& m, const std::vector<std::vector<std::int32_t>>& seqs) {
+  const std::int32_t pad = m.tokenizer.pad_id() >= 0 ? m.tokenizer.pad_id() : std::max<std::int32_t>(0, static_cast<std::int32_t>(m.config.pad_token_id));
+  const auto B = static_cast<std::int64_t>(seqs.size());
+  std::int64_t T = 1;
+  for (const auto& s : seqs) T = std::max<std::int64_t>(T, static_cast<std::int64_t>(s.size()));
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(B * T), pad), lens(static_cast<std::size_t>(B));
+  for (std::int64_t b = 0; b < B; ++b) {
+    const auto& s = seqs[static_cast<std::size_t>(b)];
+    std::copy(s.begin(), s.end(), ids.begin() + b * T);
+    lens[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(s.size());
+  }
+  return {Tensor::from_ints(ids, {B, T}), Tensor::from_ints(lens, {B}), lens};
+}
+
+std::vector<std::vector<std::int32_t>> inputs_of(const LoadedModel& m, const std::vector<std::string>& texts) {
+  std::vector<std::vector<std::int32_t>> seqs;
+  for (std::size_t i = 0; i < texts.size(); ++i) {
+    seqs.push_back(input_ids_for(m, texts[i]));
+    TFM_CHECK(!seqs.back().empty(), "input", "an empty text gives no tokens: a decoder-only model needs at least one");
+  }
+  return seqs;
+}
+
+}  // namespace inspect_detail
+
+using namespace inspect_detail;
+
+std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts) {
+  const ModelConfig& c = m.config;
+  TFM_CHECK(c.head == HeadKind::classifier, "classify", "the model's head is '", to_string(c.head),
+            "'; classify needs a classifier head");
+  TFM_CHECK(c.architecture != Architecture::encoder_decoder, "classify", "encoder-decoder classifiers are not supported");
+  if (texts.empty()) return {};
+  NoGradGuard no_grad;
+  m.model.set_training(false);
+  const PaddedIds p = pad_batch(m, inputs_of(m, texts));
+  ModelInputs in;
+  in.input_ids = p.ids;
+  in.valid_lens = p.lens;
+  const std::vector<float> logits = contiguous(m.model.forward(in).logits).to_floats();  // (B, L)
+  const std::size_t L = static_cast<std::size_t>(c.num_labels);
+  std::vector<Classification> out;
+  for (std::size_t b = 0; b < texts.size(); ++b) {
+    const float* row = logits.data() + b * L;
+    const double mx = *std::max_element(row, row + L);
+    double z = 0;
+    for (std::size_t j = 0; j < L; ++j) z += std::exp(static_cast<double>(row[j]) - mx);
+    Classification r;
+    for (std::size_t j = 0; j < L; ++j) r.probabilities.push_back(static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / z));
+    r.label = std::max_element(r.probabilities.begin(), r.probabilities.end()) - r.probabilities.begin();
+    r.probability = r.probabilities[static_cast<std::size_t>(r.label)];
+    r.name = static_cast<std::size_t>(r.label) < c.id2label.size() ? c.id2label[static_cast<std::size_t>(r.label)]
+                                                                   : std::to_string(r.label);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+EmbedPooling embed_pooling_from_name(const std::string& name) {
+  if (name == "auto") return EmbedPooling::automatic;
+  if (name == "mean") return EmbedPooling::mean;
+  if (name == "first") return EmbedPooling::first;
+  if (name == "last") return EmbedPooling::last;
+  fail("embed", "unknown pooling '", name, "' (allowed: auto, mean, first, last)");
+}
+
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, EmbedPooling pooling,
+                                      bool normalize) {
+  const ModelConfig& c = m.config;
+  if (texts.empty()) return {};
+  if (pooling == EmbedPooling::automatic)
+    pooling = c.architecture == Architecture::encoder_only && c.pooling == Pooling::first ? EmbedPooling::first
+                                                                                           : EmbedPooling::mean;
+  NoGradGuard no_grad;
+  m.model.set_training(false);
+  const PaddedIds p = pad_batch(m, inputs_of(m, texts));
+  ModelInputs in;
+  in.input_ids = p.ids;
+  in.valid_lens = p.lens;
+  const Tensor hidden = contiguous(c.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor())
+                                                                                 : m.model.encode(in));  // (B, T, C)
+  const std::int64_t T = hidden.size(1), C = hidden.size(2);
+  const std::vector<float> h = hidden.to_floats();
+  std::vector<std::vector<float>> out;
+  for (std::size_t b = 0; b < texts.size(); ++b) {
+    const std::int64_t n = p.lens_vec[b];
+    std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
+    auto add_row = [&](std::int64_t t) {
+      const float* r = h.data() + (static_cast<std::int64_t>(b) * T + t) * C;
+      for (std::int64_t k = 0; k < C; ++k) acc[static_cast<std::size_t>(k)] += r[k];
+    };
+    if (pooling == EmbedPooling::first) add_row(0);
+    else if (pooling == EmbedPooling::last) add_row(n - 1);
+    else {
+      for (std::int64_t t = 0; t < n; ++t) add_row(t);
+      for (double& v : acc) v /= static_cast<double>(n);
+    }
+    double norm = 0;
+    for (double v : acc) norm += v * v;
+    norm = std::sqrt(norm);
+    std::vector<float> e;
+    for (double v : acc) e.push_back(static_cast<float>(normalize && norm > 0 ? v / norm : v));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+}  // namespace tfm

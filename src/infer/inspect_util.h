@@ -1,0 +1,20 @@
+// Shared by src/infer/inspect.cpp and attention_maps.cpp (not public API).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "tfm/model_dir.h"
+
+namespace tfm::inspect_detail {
+
+struct PaddedIds {
+  Tensor ids;   // (B, T) i64, padded with the pad token
+  Tensor lens;  // (B) i64
+  std::vector<std::int64_t> lens_vec;
+};
+PaddedIds pad_batch(const LoadedModel& m, const std::vector<std::vector<std::int32_t>>& seqs);
+// input_ids_for of each text; throws naming a text that gives no tokens.
+std::vector<std::vector<std::int32_t>> inputs_of(const LoadedModel& m, const std::vector<std::string>& texts);
+
+}  // namespace tfm::inspect_detail

@@ -1,0 +1,45 @@
+// tfm attention -m DIR -p TEXT [--target TEXT] [--layer L] [--head H] [--kind self|cross]
+//               [--stack encoder|decoder] -o FILE.svg — attention heat maps of one forward pass.
+#include <cstdio>
+#include <fstream>
+
+#include "commands.h"
+#include "tfm/error.h"
+#include "tfm/inspect.h"
+#include "tfm/model_dir.h"
+
+namespace tfm::cli {
+
+void add_attention_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("attention", "Draw attention weights of a forward pass as SVG heat maps");
+  struct Args {
+    std::string model, output;
+    AttentionQuery q;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("-m,--model", args->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
+  cmd->add_option("-p,--prompt", args->q.prompt, "Text (the encoder's, or the decoder-only model's)")->required();
+  cmd->add_option("--target", args->q.target, "Encoder-decoder: the decoder's text (starts with <bos>, as in training)");
+  cmd->add_option("--layer", args->q.layer, "Layer (default: the last)");
+  cmd->add_option("--head", args->q.head, "Head (default: a grid of every head)");
+  cmd->add_option("--kind", args->q.kind, "self | cross (default: cross for encoder-decoder, else self)")
+      ->check(CLI::IsMember({"self", "cross"}));
+  cmd->add_option("--stack", args->q.stack, "encoder | decoder (default: the model's main stack)")
+      ->check(CLI::IsMember({"encoder", "decoder"}));
+  cmd->add_option("-o,--output", args->output, "SVG file to write")->required();
+  cmd->callback([args] {
+    LoadedModel m = load_model_dir(args->model);
+    const AttentionFigure f = attention_figure(m, args->q);
+    const std::string svg = heat_maps_svg(f.maps, f.style);
+    std::ofstream out(args->output, std::ios::binary);
+    TFM_CHECK(out.good(), "attention", "cannot write ", args->output);
+    out << svg;
+    out.close();
+    TFM_CHECK(out.good(), "attention", "writing ", args->output, " failed");
+    const HeatMap& h = f.maps.front();
+    std::fprintf(stderr, "wrote %s: %s (%zu queries x %zu keys)\n", args->output.c_str(), f.style.title.c_str(),
+                 h.row_labels.size(), h.col_labels.size());
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,34 @@
+// tfm classify -m DIR [TEXT] — label<TAB>probability for TEXT or for each line of stdin
+// (batched 32 lines at a time with padding masks; one flushed output line per input line).
+#include <cstdio>
+
+#include "commands.h"
+#include "line_batches.h"
+#include "tfm/inspect.h"
+#include "tfm/model_dir.h"
+
+namespace tfm::cli {
+
+void add_classify_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("classify", "Classify TEXT, or each line of stdin, with a classifier model");
+  struct Args {
+    std::string model, text;
+    std::size_t batch = 32;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("-m,--model", args->model, "Model directory")->required();
+  cmd->add_option("text", args->text, "Text to classify (default: each line of stdin)");
+  cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  cmd->callback([cmd, args] {
+    LoadedModel m = load_model_dir(args->model);
+    auto print = [](const std::vector<Classification>& rs) {
+      for (const auto& r : rs) std::printf("%s\t%.4f\n", r.name.c_str(), static_cast<double>(r.probability));
+      std::fflush(stdout);
+    };
+    if (cmd->count("text") > 0) return print(classify(m, {args->text}));
+    LineBatches lines(args->batch);
+    for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) print(classify(m, batch));
+  });
+}
+
+}  // namespace tfm::cli

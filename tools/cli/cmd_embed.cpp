@@ -1,0 +1,51 @@
+// tfm embed -m DIR [TEXT] [--pooling auto|mean|first|last] [--normalize] — pooled hidden states
+// as JSON lines {"text": ..., "embedding": [...]} for TEXT or each line of stdin.
+#include <cstdio>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "line_batches.h"
+#include "tfm/inspect.h"
+#include "tfm/model_dir.h"
+
+namespace tfm::cli {
+
+void add_embed_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("embed", "Pooled embeddings of TEXT, or each line of stdin, as JSON lines");
+  struct Args {
+    std::string model, text, pooling = "auto";
+    bool normalize = false;
+    std::size_t batch = 32;
+  };
+  auto args = std::make_shared<Args>();
+  cmd->add_option("-m,--model", args->model, "Model directory")->required();
+  cmd->add_option("text", args->text, "Text to embed (default: each line of stdin)");
+  cmd->add_option("--pooling", args->pooling,
+                  "auto (encoders: the config's pooling; else mean) | mean (valid tokens) | first | last")
+      ->check(CLI::IsMember({"auto", "mean", "first", "last"}));
+  cmd->add_flag("--normalize", args->normalize, "Scale each vector to unit L2 norm");
+  cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  cmd->callback([cmd, args] {
+    LoadedModel m = load_model_dir(args->model);
+    const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
+    auto run = [&](const std::vector<std::string>& texts) {
+      const auto vecs = embed(m, texts, pooling, args->normalize);
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::string line = "{\"text\": " + nlohmann::json(texts[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                           ", \"embedding\": [";
+        char buf[32];
+        for (std::size_t k = 0; k < vecs[i].size(); ++k) {
+          std::snprintf(buf, sizeof buf, k ? ", %.6g" : "%.6g", static_cast<double>(vecs[i][k]));
+          line += buf;
+        }
+        std::printf("%s]}\n", line.c_str());
+      }
+      std::fflush(stdout);
+    };
+    if (cmd->count("text") > 0) return run({args->text});
+    LineBatches lines(args->batch);
+    for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
+  });
+}
+
+}  // namespace tfm::cli

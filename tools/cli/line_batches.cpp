@@ -1,0 +1,62 @@
+#include "line_batches.h"
+
+#include <poll.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+
+#include "tfm/error.h"
+
+namespace tfm::cli {
+
+bool LineBatches::fill(bool block) {
+  if (eof_) return false;
+  if (!block) {
+    pollfd p{STDIN_FILENO, POLLIN, 0};
+    if (::poll(&p, 1, 0) <= 0) return true;  // nothing waiting
+  }
+  char chunk[65536];
+  ssize_t n;
+  do n = ::read(STDIN_FILENO, chunk, sizeof chunk);
+  while (n < 0 && errno == EINTR);
+  TFM_CHECK(n >= 0, "stdin", "read failed (errno ", errno, ")");
+  if (n == 0) eof_ = true;
+  buf_.append(chunk, static_cast<std::size_t>(n));
+  return n > 0;
+}
+
+std::vector<std::string> LineBatches::next() {
+  std::vector<std::string> out;
+  std::size_t pos = 0;
+  auto take_lines = [&] {
+    std::size_t nl;
+    while (out.size() < max_ && (nl = buf_.find('\n', pos)) != std::string::npos) {
+      std::string line = buf_.substr(pos, nl - pos);
+      if (!line.empty() && line.back() == '\r') line.pop_back();
+      out.push_back(std::move(line));
+      pos = nl + 1;
+    }
+  };
+  for (;;) {
+    take_lines();
+    if (out.size() >= max_) break;
+    if (eof_) {
+      if (pos < buf_.size() && out.size() < max_) {  // a last line without '\n'
+        std::string line = buf_.substr(pos);
+        if (!line.empty() && line.back() == '\r') line.pop_back();
+        out.push_back(std::move(line));
+        pos = buf_.size();
+      }
+      break;
+    }
+    // Have lines: take more only if already waiting. Have none: wait for input.
+    const std::size_t before = buf_.size();
+    fill(/*block=*/out.empty());
+    if (!out.empty() && buf_.size() == before && !eof_) break;
+  }
+  buf_.erase(0, pos);
+  return out;
+}
+
+}  // namespace tfm::cli

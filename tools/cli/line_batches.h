@@ -1,0 +1,24 @@
+// Lines of stdin in batches for classify/embed: up to `max` lines at once, but never waiting
+// for more input while complete lines are at hand, so an interactive user gets each answer
+// as soon as the line is typed while a piped file runs in full batches.
+#pragma once
+
+#include <string>
+#include <vector>
+
+namespace tfm::cli {
+
+class LineBatches {
+ public:
+  explicit LineBatches(std::size_t max) : max_(max) {}
+  // The next batch (empty at the end of input). A trailing '\r' is dropped from each line.
+  std::vector<std::string> next();
+
+ private:
+  bool fill(bool block);  // reads what is available (blocking when asked); false at EOF
+  std::size_t max_;
+  std::string buf_;
+  bool eof_ = false;
+};
+
+}  // namespace tfm::cli
