@@ -44,6 +44,19 @@ Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>
   return parts.size() == 1 ? parts[0] : concat(parts, 0);
 }
 
+// Length of the longest end of `text` that begins some stop string: streaming holds it back
+// until it is known whether the stop string completes (then it is cut, never shown).
+std::size_t partial_stop_suffix(const std::string& text, const std::vector<std::string>& stops) {
+  std::size_t held = 0;
+  for (const auto& s : stops)
+    for (std::size_t n = std::min(s.size() - 1, text.size()); n > held; --n)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        held = n;
+        break;
+      }
+  return held;
+}
+
 void check_options(const GenerateOptions& o) {
   TFM_CHECK(o.max_new_tokens >= 0, "generate", "max_new_tokens must be >= 0, got ", o.max_new_tokens);
   for (const auto& s : o.stop) TFM_CHECK(!s.empty(), "generate", "stop strings must not be empty");
@@ -83,13 +96,20 @@ Tensor CacheStepper::step(const std::vector<std::int64_t>& parents, const std::v
 
 // ---- Generator ----------------------------------------------------------------------------
 
-Generator::Generator(Model& model, const Tokenizer& tok, SessionOptions opt)
-    : model_(model), tok_(tok),
-      cache_(model.config(), std::max<std::int64_t>(opt.max_batch, 1), context_for(model.config(), opt.ctx_size)) {
+namespace {
+// Checked before the cache is built, so a wrong model gets this error rather than the cache's.
+const ModelConfig& lm_config(const Model& model) {
   const ModelConfig& c = model.config();
   TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, "generate",
             "needs a decoder-only language model; this one is ", to_string(c.architecture),
             c.architecture == Architecture::encoder_decoder ? " (use tfm translate)" : "");
+  return c;
+}
+}  // namespace
+
+Generator::Generator(Model& model, const Tokenizer& tok, SessionOptions opt)
+    : model_(model), tok_(tok),
+      cache_(lm_config(model), std::max<std::int64_t>(opt.max_batch, 1), context_for(model.config(), opt.ctx_size)) {
   model_.set_training(false);
 }
 
@@ -179,7 +199,8 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
           stopped = true;
         }
       }
-      const std::size_t ready = stopped ? text.size() : complete_utf8_prefix(text);
+      std::size_t ready = stopped ? text.size() : complete_utf8_prefix(text);
+      if (!stopped) ready = std::min(ready, text.size() - partial_stop_suffix(text, o.stop));
       auto& done = emitted[static_cast<std::size_t>(r)];
       if (on_text && ready > done) on_text(std::string_view(text).substr(done, ready - done));
       done = std::max(done, ready);
