@@ -96,6 +96,7 @@ void add_generate_command(CLI::App& app) {
       }
     } else {
       check_utf8(a->prompt, "-p");
+      gen.encode_prompt(a->prompt);  // a bad prompt fails before anything is printed
       if (!a->no_prompt) std::fputs(a->prompt.c_str(), stdout);
       std::fflush(stdout);
       const auto r = gen.generate(a->prompt, o, [](std::string_view piece) {
@@ -103,6 +104,7 @@ void add_generate_command(CLI::App& app) {
         std::fflush(stdout);
       });
       std::fputc('\n', stdout);
+      std::fflush(stdout);
       if (a->verbose) std::fprintf(stderr, "stopped: %s after %zu tokens\n", r.stop_reason.c_str(), r.tokens.size());
     }
     if (a->verbose) report_timings(gen.timings());
