@@ -104,7 +104,8 @@ struct TrainConfig {
   // data (classifier): label<TAB>text lines; (seq2seq): source<TAB>target[<TAB>...] lines
   double test_fraction = 0.2;       // a seeded split, never trained on
   std::int64_t test_size = 0;       // > 0: this many examples in the test split instead
-  std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded greedily for BLEU at each eval
+  std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded for BLEU at each eval
+  std::int64_t bleu_beam = 1;       // seq2seq: beam size of that decoding (1: greedy)
   std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
   bool header = false;              // skip the first line
   std::string positive_label;       // precision/recall/F1 of this label (default: the last)
@@ -196,7 +197,8 @@ struct EvalOptions {
   bool header = false;              // data_file's first line is a header (label/pair files)
   std::int64_t batch_size = 0;      // 0: the training config's
   std::int64_t context = 0;         // LM: window length in tokens (0: the training block_size)
-  std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded greedily for BLEU (-1: all)
+  std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
+  std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;

@@ -65,6 +65,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   } else {
     rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
     cfg.bleu_examples = opt.bleu_examples < 0 ? rep.examples : opt.bleu_examples;
+    if (opt.beam > 0) cfg.bleu_beam = opt.beam;
   }
   rep.metrics = evaluate(d, lm.model, cfg);
   return rep;

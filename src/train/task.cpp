@@ -9,6 +9,7 @@
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
+#include "tfm/session.h"
 #include "train/text_reader.h"
 
 namespace tfm::train_detail {
@@ -140,35 +141,26 @@ TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   return d;
 }
 
-// Greedy decoding by full recompute of the decoder (the encoder runs once per batch).
-std::vector<std::vector<std::int32_t>> greedy(Model& m, const Tensor& src, const Tensor& lens, std::int32_t bos,
-                                              std::int32_t eos, std::int64_t max_len) {
-  ModelInputs in;
-  in.input_ids = src;
-  in.valid_lens = lens;
-  const Tensor enc = m.encode(in);
-  const std::int64_t B = src.size(0);
-  std::vector<std::vector<std::int32_t>> out(static_cast<std::size_t>(B));
-  std::vector<std::int64_t> dec(static_cast<std::size_t>(B), bos);  // (B, t) row-major, grown per step
-  std::vector<bool> done(static_cast<std::size_t>(B), false);
-  for (std::int64_t t = 1; t <= max_len; ++t) {
-    in.decoder_input_ids = Tensor::from_ints(dec, {B, t});
-    const Tensor logits = m.head(m.decode(in, enc));  // (B, t, V)
-    const auto next = argmax(slice(logits, 1, t - 1, t), -1).to_ints();
-    std::vector<std::int64_t> grown;
-    bool all = true;
-    for (std::int64_t b = 0; b < B; ++b) {
-      const auto bb = static_cast<std::size_t>(b);
-      grown.insert(grown.end(), dec.begin() + b * t, dec.begin() + (b + 1) * t);
-      grown.push_back(next[bb]);
-      if (!done[bb]) {
-        if (next[bb] == eos) done[bb] = true;
-        else out[bb].push_back(static_cast<std::int32_t>(next[bb]));
-      }
-      all = all && done[bb];
-    }
-    dec = std::move(grown);
-    if (all) break;
+// Decoding for BLEU with the KV-cache Translator: greedy (batched) or beam search. Sources
+// are the rows of the padded batch src (B, S), each cut to its valid length.
+std::vector<std::vector<std::int32_t>> decode_for_bleu(Model& m, const Tokenizer& tok, const Tensor& src, const Tensor& lens,
+                                                       std::int64_t max_len, std::int64_t beam) {
+  const std::int64_t B = src.size(0), S = src.size(1);
+  const auto ids = src.to_ints(), n = lens.to_ints();
+  std::vector<std::vector<std::int32_t>> sources;
+  for (std::int64_t b = 0; b < B; ++b)
+    sources.emplace_back(ids.begin() + b * S, ids.begin() + b * S + n[static_cast<std::size_t>(b)]);
+  BeamOptions o;
+  o.beam_size = beam;
+  o.max_new_tokens = max_len;
+  o.eos_id = tok.eos_id();
+  const std::int64_t ctx = std::min(max_len + 1, m.config().max_positions);
+  Translator tr(m, tok, {.ctx_size = ctx, .max_batch = std::max(B, beam), .max_source = S});
+  std::vector<std::vector<std::int32_t>> out;
+  for (const auto& r : tr.translate_ids(sources, o)) {
+    std::vector<std::int32_t> t = r.hypotheses.empty() ? std::vector<std::int32_t>{} : r.hypotheses[0].tokens;
+    if (!t.empty() && t.back() == o.eos_id) t.pop_back();
+    out.push_back(std::move(t));
   }
   return out;
 }
@@ -303,7 +295,7 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
       sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
       for (std::int64_t l : labels.to_ints()) count += l != -100;
       if (static_cast<std::int64_t>(first) >= cfg.bleu_examples) continue;
-      for (const auto& ids : greedy(m, in.input_ids, in.valid_lens, d.tok->bos_id(), d.tok->eos_id(), cfg.max_length)) {
+      for (const auto& ids : decode_for_bleu(m, *d.tok, in.input_ids, in.valid_lens, cfg.max_length, cfg.bleu_beam)) {
         if (static_cast<std::int64_t>(hyps.size()) >= cfg.bleu_examples) break;
         hyps.push_back(bleu_tokens(d.tok->decode(ids, /*skip_special=*/true)));
         refs.push_back(bleu_tokens(d.test_refs[hyps.size() - 1]));

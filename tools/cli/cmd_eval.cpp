@@ -31,6 +31,8 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::PositiveNumber);
   cmd->add_option("--bleu-examples", args->opt.bleu_examples, "seq2seq: pairs decoded for BLEU (default: all)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--beam", args->opt.beam, "seq2seq: beam size for BLEU (default: the training config's, 1 = greedy)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->callback([args] {
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
