@@ -19,6 +19,7 @@ struct BenchOptions {
   bool torch = true;        // run the PyTorch helper scripts for the torch columns
   bool long_run = false;    // the long versions: larger shapes (kernels, attention), more steps
   std::int64_t plain_max_t = 1024;  // attention: the plain O(T^2) path is skipped above this T
+  std::string model_dir;    // decode: a trained model directory (-m DIR); empty: skipped
 };
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -61,6 +62,7 @@ namespace tfm::cli {
 void run_bench_kernels(const BenchOptions& o, int threads);
 void run_bench_attention(const BenchOptions& o, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
+void run_bench_decode(const BenchOptions& o, int threads);
 // tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch.
 void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,
                             int threads);

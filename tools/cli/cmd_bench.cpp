@@ -1,7 +1,7 @@
 // tfm bench — the machine's yardsticks and our GEMM beside the BLAS and PyTorch, in one run.
 //
-//   tfm bench [all|machine|gemm|kernels|attention|train-step] [--bt 1024] [--min-time 0.15]
-//             [--no-torch] [--long] [--plain-max-t 2048]
+//   tfm bench [all|machine|gemm|kernels|attention|train-step|decode] [--bt 1024] [--min-time 0.15]
+//             [--no-torch] [--long] [--plain-max-t 2048] [-m DIR]
 //   tfm -t 2 bench gemm
 //
 // machine: FMA peak (a long independent-FMA loop) and read bandwidth (summing a 256 MiB
@@ -11,7 +11,7 @@
 //          directly with its own threading, and PyTorch (tools/reference/bench_torch_gemm.py
 //          through /usr/bin/python3, skipped with a note when torch is missing), each at 1 and
 //          at the engine's thread count. Every figure is the best of several repetitions.
-// kernels, attention, train-step: cmd_bench_<section>.cpp (each beside its PyTorch twin,
+// kernels, attention, train-step, decode: cmd_bench_<section>.cpp (each beside its PyTorch twin,
 //          tools/reference/bench_torch_<section>.py).
 #include <nlohmann/json.hpp>
 
@@ -161,10 +161,11 @@ void run_gemm(const BenchOptions& o, int threads) {
 
 void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
-  auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention and a training step vs BLAS/PyTorch");
+  auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention, training and decoding vs BLAS/PyTorch");
   cmd->add_option("section", opts->section,
-                  "What to measure: all | machine | gemm | kernels | attention | train-step | train-config CONFIG")
-      ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "train-config"}));
+                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG")
+      ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config"}));
+  cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory to measure too");
   auto train_config = std::make_shared<std::string>();
   auto train_steps = std::make_shared<std::int64_t>(50);
   auto train_warmup = std::make_shared<std::int64_t>(10);
@@ -196,6 +197,7 @@ void add_bench_command(CLI::App& app) {
       if (train_config->empty()) throw CLI::ValidationError("config", "bench train-config needs a config JSON");
       run_bench_train_config(*train_config, *train_steps, *train_warmup, opts->torch, threads);
     }
+    if (opts->section == "all" || opts->section == "decode") run_bench_decode(*opts, threads);
     set_num_threads(threads);
   });
 }

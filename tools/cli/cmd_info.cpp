@@ -1,19 +1,80 @@
-// tfm info — what this build and this machine offer (CPU features, kernels, threads, BLAS).
+// tfm info — what this build and this machine offer (CPU features, kernels, threads, BLAS);
+// tfm info CONFIG|PRESET — a model's architecture; tfm info -m DIR [--ctx-size C] [--batch B]
+// — the memory planner: weights, KV cache and activations, from DIR/config.json alone.
 #include <cstdio>
+#include <filesystem>
 
 #include "commands.h"
 #include "model_summary.h"
+#include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/model_config.h"
 #include "kernels/gemm.h"
 #include "tfm/runtime.h"
 
 namespace tfm::cli {
+namespace {
+
+// The memory planner's lines (nothing is allocated: the figures come from the config).
+void print_memory_plan(const ModelConfig& c, std::int64_t ctx, std::int64_t batch) {
+  const MemoryPlan p = plan_memory(c, ctx, batch);
+  const auto line = [](const char* what, std::int64_t b, const std::string& how) {
+    std::printf("  %-22s %12lld bytes  %10s  %s\n", what, static_cast<long long>(b),
+                human_bytes(static_cast<double>(b)).c_str(), how.c_str());
+  };
+  std::printf("\nmemory plan: context %lld positions x %lld sequence(s) (--ctx-size, --batch)\n",
+              static_cast<long long>(p.ctx_size), static_cast<long long>(p.batch));
+  line("weights (f32)", p.weight_bytes, "");
+  for (const auto& [part, b] : p.weights) line(("  " + part).c_str(), b, "");
+  if (c.architecture != Architecture::encoder_only) {
+    line("KV cache", p.kv_bytes, "KVCache::bytes_needed");
+    line("  self-attention", p.kv_self_bytes,
+         std::to_string(c.architecture == Architecture::encoder_decoder ? c.decoder_layers() : c.n_layers) +
+             " layers x 2 x " + std::to_string(c.kv_heads()) + " kv heads x " + std::to_string(p.ctx_size) + " x " +
+             std::to_string(c.dim_head()) + " x " + std::to_string(p.batch) + " x 4 B");
+    if (p.kv_cross_bytes > 0)
+      line("  cross-attention", p.kv_cross_bytes,
+           std::to_string(p.batch) + " source(s) of " + std::to_string(p.source_len) + " tokens");
+    line("activations, prefill", p.prefill_bytes, "estimate: one prompt of " + std::to_string(p.ctx_size) + " tokens");
+    line("activations, decode", p.decode_bytes, "estimate: one step of " + std::to_string(p.batch) + " row(s)");
+  } else {
+    line("activations, forward", p.prefill_bytes, "estimate: " + std::to_string(p.batch) + " x " +
+                                                      std::to_string(p.ctx_size) + " tokens");
+  }
+  line("total", p.total_bytes, "weights + KV cache + the larger activation figure");
+  std::printf("(activations: the largest tensors live in one layer — hidden states, q/k/v, FFN hidden — plus\n"
+              " the logits; allocator slack and kernel scratch are not counted)\n");
+}
+
+}  // namespace
 
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the build and CPU, or a model's architecture and memory");
-  static std::string config;
+  static std::string config, dir;
+  static std::int64_t ctx = 0, batch = 1;
   cmd->add_option("config", config, "A model config.json, or a preset name (vaswani, gpt2, llama, bert, t5)");
+  cmd->add_option("-m,--model", dir, "A model directory: its architecture and the memory plan");
+  cmd->add_option("-c,--ctx-size", ctx, "Memory plan: positions per sequence (0: the model's max_positions)");
+  cmd->add_option("-b,--batch", batch, "Memory plan: sequences decoded together");
   cmd->callback([] {
+    if (!dir.empty()) {
+      TFM_CHECK(std::filesystem::is_directory(dir), "info", "no model directory '", dir, "'");
+      const std::string path = (std::filesystem::path(dir) / "config.json").string();
+      TFM_CHECK(std::filesystem::exists(path), "info", "'", dir, "' has no config.json (not a model directory)");
+      const ModelConfig c = load_model_config(path);
+      print_model_summary(c, dir);
+      print_memory_plan(c, ctx, batch);
+      return;
+    }
+    if (ctx != 0 || batch != 1) {
+      bool preset = false;
+      for (const auto& n : model_preset_names()) preset = preset || n == config;
+      TFM_CHECK(!config.empty(), "info", "--ctx-size/--batch plan a model's memory: give -m DIR or a config");
+      const ModelConfig c = preset ? model_preset(config) : load_model_config(config);
+      print_model_summary(c, config);
+      print_memory_plan(c, ctx, batch);
+      return;
+    }
     if (!config.empty()) {
       bool preset = false;
       for (const auto& n : model_preset_names()) preset = preset || n == config;

@@ -1,5 +1,6 @@
 // tfm — the transformer.cpp command-line tool. Subcommands register in commands.h.
 #include <cstdio>
+#include <cstdlib>
 #include <exception>
 
 #include "commands.h"
@@ -7,6 +8,12 @@
 #include "tfm/runtime.h"
 
 int main(int argc, char** argv) {
+  // Idle OpenMP threads sleep instead of spinning (unless the user chose): on a machine whose
+  // cores are shared, a spinning thread that gets descheduled stalls every small parallel
+  // region of a decode step — measured 30 vs 2589 tokens/s (docs/benchmarks.md, Inference).
+  // Must happen before the OpenMP runtime starts.
+  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr)
+    setenv("OMP_WAIT_POLICY", "passive", 0);
   CLI::App app{"tfm — build, train, evaluate and run Transformers on the CPU"};
   app.set_version_flag("--version", std::string("tfm ") + tfm::version_string());
   app.require_subcommand(1);

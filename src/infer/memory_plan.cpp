@@ -1,0 +1,71 @@
+// plan_memory: weights from the parameter specs, the KV cache from KVCache::bytes_needed, and
+// an activation estimate from the shapes.
+#include "tfm/memory_plan.h"
+
+#include <algorithm>
+#include <map>
+
+#include "tfm/error.h"
+#include "tfm/kv_cache.h"
+
+namespace tfm {
+namespace {
+
+const char* part_of(const std::string& name) {
+  const auto has = [&](const char* s) { return name.find(s) != std::string::npos; };
+  if (has("embed") || has("wte.") || has("wpe.") || name == "shared.weight") return "embeddings";
+  if (has(".layers.") || has(".h.") || has(".layer.") || has(".block.") || has("relative_attention")) return "layers";
+  return "heads and final norms";
+}
+
+// Activation estimate (f32 bytes) of one forward of `rows` new tokens through one layer, plus
+// the logits. It counts the largest tensors live at once inside a layer as the engine runs it
+// without autograd: the residual stream x and the normed input h (rows x C each), the q/k/v
+// projections (rows x (H + 2 KV) x Dh), the attention output before o_proj (rows x H x Dh), the
+// sublayer output added to x (rows x C), and the FFN hidden (rows x d_ff, twice for the
+// activation's output, three times for gated FFNs: gate, up and their product). The fused
+// attention kernel never materialises the T x T scores, so they are not counted. Layers run one
+// after another, so one layer's worth is live at a time. logits_rows x V for the head's output
+// (decode_cached returns the last position's logits per row only). An estimate: allocator
+// slack, kernel scratch and temporaries of a few elementwise ops are not modelled.
+std::int64_t activations(const ModelConfig& c, std::int64_t rows, std::int64_t logits_rows) {
+  const std::int64_t C = c.d_model, Dh = c.dim_head(), H = c.n_heads, KV = c.kv_heads();
+  const std::int64_t ffn = c.d_ff * (c.gated_ffn() ? 3 : 2);
+  const std::int64_t per_row = 3 * C + (H + 2 * KV) * Dh + H * Dh + ffn;
+  return 4 * (rows * per_row + logits_rows * c.vocab_size);
+}
+
+}  // namespace
+
+MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t batch) {
+  TFM_CHECK(ctx_size >= 0, "info", "--ctx-size must be >= 0 (0: the model's ", c.max_positions, "), got ", ctx_size);
+  TFM_CHECK(batch >= 1, "info", "--batch must be >= 1, got ", batch);
+  TFM_CHECK(c.position != PositionKind::learned || ctx_size <= c.max_positions, "info", "--ctx-size ", ctx_size,
+            " exceeds the model's learned position table of ", c.max_positions, " positions");
+  MemoryPlan p;
+  p.ctx_size = ctx_size > 0 ? ctx_size : c.max_positions;
+  p.batch = batch;
+  std::map<std::string, std::int64_t> parts;
+  for (const auto& s : parameter_specs(c)) parts[part_of(s.name)] += 4 * shape_numel(s.shape);
+  for (const auto& [name, b] : parts) {
+    p.weights.emplace_back(name, b);
+    p.weight_bytes += b;
+  }
+  if (c.architecture != Architecture::encoder_only) {
+    const bool cross = c.architecture == Architecture::encoder_decoder;
+    p.source_len = cross ? c.max_positions : 0;  // Translator: max_source defaults to max_positions
+    p.kv_self_bytes = KVCache::bytes_needed(c, batch, p.ctx_size);
+    p.kv_bytes = KVCache::bytes_needed(c, batch, p.ctx_size, cross ? batch : 0, p.source_len);
+    p.kv_cross_bytes = p.kv_bytes - p.kv_self_bytes;
+    // Prompts are prefilled one at a time (session.h); an encoder-decoder also encodes a source.
+    p.prefill_bytes = std::max(activations(c, p.ctx_size, 1), cross ? activations(c, p.source_len, 0) : 0);
+    p.decode_bytes = activations(c, batch, batch);
+  } else {
+    // Encoder-only: one forward of batch x ctx_size tokens, logits/classifier output negligible.
+    p.prefill_bytes = activations(c, batch * p.ctx_size, 0);
+  }
+  p.total_bytes = p.weight_bytes + p.kv_bytes + std::max(p.prefill_bytes, p.decode_bytes);
+  return p;
+}
+
+}  // namespace tfm

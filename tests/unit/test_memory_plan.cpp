@@ -1,0 +1,65 @@
+// The memory planner (tfm info -m DIR): its KV figure is exactly what the cache allocates,
+// the weights are the parameter count in f32, and the activation estimate grows with the
+// batch / context as its formula says.
+#include <gtest/gtest.h>
+
+#include "tfm/error.h"
+#include "tfm/kv_cache.h"
+#include "tfm/memory_plan.h"
+#include "tfm/model.h"
+
+using namespace tfm;
+
+namespace {
+
+ModelConfig tiny(const std::string& preset) {
+  ModelConfig c = model_preset(preset);
+  c.vocab_size = 31; c.d_model = 32; c.n_heads = 4; c.d_ff = 48; c.n_layers = 2; c.max_positions = 40;
+  if (c.architecture == Architecture::encoder_decoder) c.n_decoder_layers = 3;
+  if (c.n_kv_heads > c.n_heads) c.n_kv_heads = 0;
+  return c;
+}
+
+}  // namespace
+
+TEST(MemoryPlan, KvEqualsTheCacheItPlansFor) {
+  for (const char* preset : {"gpt2", "llama", "vaswani", "t5"}) {
+    ModelConfig c = tiny(preset);
+    if (std::string(preset) == "llama") c.n_kv_heads = 2;  // GQA stores fewer heads
+    for (std::int64_t B : {1, 3}) {
+      const MemoryPlan p = plan_memory(c, 24, B);
+      const bool ed = c.architecture == Architecture::encoder_decoder;
+      EXPECT_EQ(p.kv_bytes, KVCache::bytes_needed(c, B, 24, ed ? B : 0, ed ? c.max_positions : 0)) << preset;
+      EXPECT_EQ(p.kv_self_bytes, KVCache::bytes_needed(c, B, 24)) << preset;
+      // ... and what a cache of that size really holds.
+      const KVCache cache(c, B, 24, ed ? B : 0, ed ? c.max_positions : 0);
+      EXPECT_EQ(p.kv_bytes, cache.bytes()) << preset;
+      EXPECT_EQ(p.kv_cross_bytes > 0, ed) << preset;
+    }
+  }
+}
+
+TEST(MemoryPlan, WeightsAreTheParametersInF32) {
+  const ModelConfig c = tiny("gpt2");
+  const MemoryPlan p = plan_memory(c, 0, 1);
+  EXPECT_EQ(p.ctx_size, c.max_positions);  // 0: the model's context
+  EXPECT_EQ(p.weight_bytes, 4 * Model::create(c, 1).parameter_count());
+  std::int64_t sum = 0;
+  for (const auto& [part, b] : p.weights) sum += b;
+  EXPECT_EQ(sum, p.weight_bytes);
+  EXPECT_EQ(p.total_bytes, p.weight_bytes + p.kv_bytes + std::max(p.prefill_bytes, p.decode_bytes));
+}
+
+TEST(MemoryPlan, ActivationEstimateFollowsTheShapes) {
+  const ModelConfig c = tiny("gpt2");  // C 32, H 4, Dh 8, d_ff 48, V 31, gelu (not gated)
+  const std::int64_t per_row = 3 * 32 + (4 + 8) * 8 + 4 * 8 + 2 * 48;
+  EXPECT_EQ(plan_memory(c, 20, 1).prefill_bytes, 4 * (20 * per_row + 31));
+  EXPECT_EQ(plan_memory(c, 20, 5).decode_bytes, 4 * 5 * (per_row + 31));
+}
+
+TEST(MemoryPlan, BadInputIsAnError) {
+  const ModelConfig c = tiny("gpt2");  // learned positions: 40
+  EXPECT_THROW(plan_memory(c, 41, 1), Error);
+  EXPECT_THROW(plan_memory(c, 10, 0), Error);
+  EXPECT_THROW(plan_memory(c, -1, 1), Error);
+}
