@@ -46,7 +46,7 @@ PaddedIds pad_batch(const LoadedModel& m, const std::vector<std::vector<std::int
     std::copy(s.begin(), s.end(), ids.begin() + b * T);
     lens[static_cast<std::size_t>(b)] = static_cast<std::int64_t>(s.size());
   }
-  return {Tensor::from_ints(ids, {B, T}), Tensor::from_ints(lens, {B}), lens};
+  return {Tensor::from_ints(ids, {B, T}), Tensor::from_ints(lens, {B})};
 }
 
 std::vector<std::vector<std::int32_t>> inputs_of(const LoadedModel& m, const std::vector<std::string>& texts) {
@@ -62,6 +62,18 @@ std::vector<std::vector<std::int32_t>> inputs_of(const LoadedModel& m, const std
 
 using namespace inspect_detail;
 
+namespace {
+// The padded (B, L) batch of texts with valid lengths, the model switched to evaluation.
+ModelInputs eval_inputs(LoadedModel& m, const std::vector<std::string>& texts) {
+  m.model.set_training(false);
+  const PaddedIds p = pad_batch(m, inputs_of(m, texts));
+  ModelInputs in;
+  in.input_ids = p.ids;
+  in.valid_lens = p.lens;
+  return in;
+}
+}  // namespace
+
 std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts) {
   const ModelConfig& c = m.config;
   TFM_CHECK(c.head == HeadKind::classifier, "classify", "the model's head is '", to_string(c.head),
@@ -69,11 +81,7 @@ std::vector<Classification> classify(LoadedModel& m, const std::vector<std::stri
   TFM_CHECK(c.architecture != Architecture::encoder_decoder, "classify", "encoder-decoder classifiers are not supported");
   if (texts.empty()) return {};
   NoGradGuard no_grad;
-  m.model.set_training(false);
-  const PaddedIds p = pad_batch(m, inputs_of(m, texts));
-  ModelInputs in;
-  in.input_ids = p.ids;
-  in.valid_lens = p.lens;
+  const ModelInputs in = eval_inputs(m, texts);
   const std::vector<float> logits = contiguous(m.model.forward(in).logits).to_floats();  // (B, L)
   const std::size_t L = static_cast<std::size_t>(c.num_labels);
   std::vector<Classification> out;
@@ -109,18 +117,15 @@ std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::str
     pooling = c.architecture == Architecture::encoder_only && c.pooling == Pooling::first ? EmbedPooling::first
                                                                                            : EmbedPooling::mean;
   NoGradGuard no_grad;
-  m.model.set_training(false);
-  const PaddedIds p = pad_batch(m, inputs_of(m, texts));
-  ModelInputs in;
-  in.input_ids = p.ids;
-  in.valid_lens = p.lens;
+  const ModelInputs in = eval_inputs(m, texts);
   const Tensor hidden = contiguous(c.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor())
                                                                                  : m.model.encode(in));  // (B, T, C)
   const std::int64_t T = hidden.size(1), C = hidden.size(2);
   const std::vector<float> h = hidden.to_floats();
+  const std::vector<std::int64_t> lens = in.valid_lens.to_ints();
   std::vector<std::vector<float>> out;
   for (std::size_t b = 0; b < texts.size(); ++b) {
-    const std::int64_t n = p.lens_vec[b];
+    const std::int64_t n = lens[b];
     std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
     auto add_row = [&](std::int64_t t) {
       const float* r = h.data() + (static_cast<std::int64_t>(b) * T + t) * C;

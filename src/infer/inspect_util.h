@@ -11,7 +11,6 @@ namespace tfm::inspect_detail {
 struct PaddedIds {
   Tensor ids;   // (B, T) i64, padded with the pad token
   Tensor lens;  // (B) i64
-  std::vector<std::int64_t> lens_vec;
 };
 PaddedIds pad_batch(const LoadedModel& m, const std::vector<std::vector<std::int32_t>>& seqs);
 // input_ids_for of each text; throws naming a text that gives no tokens.
