@@ -40,9 +40,12 @@ void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& 
 
 void report_timings(const Timings& t) {
   auto rate = [](std::int64_t n, double s) { return s > 0 ? static_cast<double>(n) / s : 0.0; };
-  std::fprintf(stderr, "tfm: prefill %lld tokens in %.3f s (%.1f tokens/s); decode %lld tokens in %.3f s (%.1f tokens/s)\n",
-               static_cast<long long>(t.prefill_tokens), t.prefill_seconds, rate(t.prefill_tokens, t.prefill_seconds),
-               static_cast<long long>(t.decode_tokens), t.decode_seconds, rate(t.decode_tokens, t.decode_seconds));
+  std::fprintf(stderr, "tfm: prefill %lld tokens in %.3f s (%.1f tokens/s)", static_cast<long long>(t.prefill_tokens),
+               t.prefill_seconds, rate(t.prefill_tokens, t.prefill_seconds));
+  if (t.decode_tokens > 0)
+    std::fprintf(stderr, "; decode %lld tokens in %.3f s (%.1f tokens/s)", static_cast<long long>(t.decode_tokens),
+                 t.decode_seconds, rate(t.decode_tokens, t.decode_seconds));
+  std::fputc('\n', stderr);
 }
 
 }  // namespace tfm::cli

@@ -1,12 +1,14 @@
 // Helpers shared by the commands that run a model directory.
 #pragma once
 
+#include <chrono>
 #include <string>
 #include <vector>
 
 #include "tfm/kv_cache.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
+#include "tfm/tokenizer.h"
 
 namespace tfm::cli {
 
@@ -18,5 +20,15 @@ std::vector<std::string> read_input_lines(const std::string& path);
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose);
 // Prefill and decode tokens/s on stderr.
 void report_timings(const Timings& t);
+// Runs fn (one forward pass over texts) and adds its time and the texts' token count to t's
+// prefill figures.
+template <class Fn>
+auto timed_prefill(const Tokenizer& tok, const std::vector<std::string>& texts, Timings& t, Fn&& fn) {
+  const auto t0 = std::chrono::steady_clock::now();
+  auto out = fn();
+  t.prefill_seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  for (const auto& s : texts) t.prefill_tokens += static_cast<std::int64_t>(tok.encode(s).size());
+  return out;
+}
 
 }  // namespace tfm::cli

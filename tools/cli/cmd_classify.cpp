@@ -2,6 +2,7 @@
 // (batched 32 lines at a time with padding masks; one flushed output line per input line).
 #include <cstdio>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "line_batches.h"
 #include "tfm/inspect.h"
@@ -14,20 +15,28 @@ void add_classify_command(CLI::App& app) {
   struct Args {
     std::string model, text;
     std::size_t batch = 32;
+    bool verbose = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory")->required();
   cmd->add_option("text", args->text, "Text to classify (default: each line of stdin)");
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
     LoadedModel m = load_model_dir(args->model);
-    auto print = [](const std::vector<Classification>& rs) {
+    Timings timings;
+    auto print = [&](const std::vector<std::string>& texts) {
+      const auto rs = timed_prefill(m.tokenizer, texts, timings, [&] { return classify(m, texts); });
       for (const auto& r : rs) std::printf("%s\t%.4f\n", r.name.c_str(), static_cast<double>(r.probability));
       std::fflush(stdout);
     };
-    if (cmd->count("text") > 0) return print(classify(m, {args->text}));
-    LineBatches lines(args->batch);
-    for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) print(classify(m, batch));
+    if (cmd->count("text") > 0) {
+      print({args->text});
+    } else {
+      LineBatches lines(args->batch);
+      for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) print(batch);
+    }
+    if (args->verbose) report_timings(timings);
   });
 }
 

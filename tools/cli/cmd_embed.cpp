@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "line_batches.h"
 #include "tfm/inspect.h"
@@ -14,7 +15,7 @@ void add_embed_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("embed", "Pooled embeddings of TEXT, or each line of stdin, as JSON lines");
   struct Args {
     std::string model, text, pooling = "auto";
-    bool normalize = false;
+    bool normalize = false, verbose = false;
     std::size_t batch = 32;
   };
   auto args = std::make_shared<Args>();
@@ -25,11 +26,13 @@ void add_embed_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "mean", "first", "last"}));
   cmd->add_flag("--normalize", args->normalize, "Scale each vector to unit L2 norm");
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
     LoadedModel m = load_model_dir(args->model);
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
+    Timings timings;
     auto run = [&](const std::vector<std::string>& texts) {
-      const auto vecs = embed(m, texts, pooling, args->normalize);
+      const auto vecs = timed_prefill(m.tokenizer, texts, timings, [&] { return embed(m, texts, pooling, args->normalize); });
       for (std::size_t i = 0; i < texts.size(); ++i) {
         std::string line = "{\"text\": " + nlohmann::json(texts[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
                            ", \"embedding\": [";
@@ -42,9 +45,13 @@ void add_embed_command(CLI::App& app) {
       }
       std::fflush(stdout);
     };
-    if (cmd->count("text") > 0) return run({args->text});
-    LineBatches lines(args->batch);
-    for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
+    if (cmd->count("text") > 0) {
+      run({args->text});
+    } else {
+      LineBatches lines(args->batch);
+      for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
+    }
+    if (args->verbose) report_timings(timings);
   });
 }
 

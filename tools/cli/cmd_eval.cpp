@@ -2,6 +2,7 @@
 // Scores a trained model directory: LM loss/perplexity, classifier accuracy/precision/recall/
 // F1, seq2seq loss + corpus BLEU (greedy). Without --data: the held-out split that
 // DIR/train_config.json names (the same seeded split the training run evaluated on).
+#include <chrono>
 #include <cmath>
 #include <cstdio>
 
@@ -18,7 +19,7 @@ void add_eval_command(CLI::App& app) {
   struct Args {
     std::string dir;
     EvalOptions opt;
-    bool json = false;
+    bool json = false, verbose = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
@@ -34,8 +35,15 @@ void add_eval_command(CLI::App& app) {
   cmd->add_option("--beam", args->opt.beam, "seq2seq: beam size for BLEU (default: the training config's, 1 = greedy)")
       ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
+  cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
+    const auto t0 = std::chrono::steady_clock::now();
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
+    if (args->verbose) {
+      const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      std::fprintf(stderr, "tfm: scored %lld %s in %.3f s (%.1f/s)\n", static_cast<long long>(r.examples),
+                   r.task == TaskKind::lm ? "tokens" : "examples", s, s > 0 ? static_cast<double>(r.examples) / s : 0.0);
+    }
     const char* task = r.task == TaskKind::lm ? "lm" : r.task == TaskKind::classifier ? "classifier" : "seq2seq";
     if (args->json) {
       nlohmann::json j{{"model", args->dir}, {"task", task}, {"data", r.data}, {"examples", r.examples},
