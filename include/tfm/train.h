@@ -159,12 +159,6 @@ struct LoadedCheckpoint {
 };
 LoadedCheckpoint load_checkpoint(const std::string& dir);
 
-// ---- sampling ----------------------------------------------------------------------------
-// Temperature sampling from a decoder-only LM by full recompute over the last
-// max_positions tokens (no cache). temperature <= 0: greedy. Deterministic from seed.
-std::vector<std::int32_t> sample_tokens(Model& model, std::vector<std::int32_t> prompt, std::int64_t n,
-                                        double temperature, std::uint64_t seed);
-
 // ---- the loop ----------------------------------------------------------------------------
 struct TrainOptions {
   std::string out_dir = "runs/train";

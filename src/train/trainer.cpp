@@ -13,6 +13,7 @@
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
+#include "tfm/session.h"
 #include "tfm/train.h"
 #include "train/progress.h"
 #include "train/task.h"
@@ -192,9 +193,17 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   result.final_step = r.state.step;
   if (!result.interrupted && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
-    std::vector<std::int32_t> prompt = r.tok->encode(cfg.sample_prompt);
-    const auto out = sample_tokens(model, prompt, cfg.sample_tokens, cfg.sample_temperature, cfg.seed);
-    result.sample = r.tok->decode(out, /*skip_special=*/true);
+    // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator.
+    Generator gen(model, *r.tok, {});
+    GenerateOptions o;
+    o.max_new_tokens = cfg.sample_tokens;
+    o.stop_at_eos = false;
+    o.sampling.temperature = cfg.sample_temperature;
+    o.sampling.top_k = 0;
+    o.sampling.top_p = 1.0;
+    o.sampling.min_p = 0.0;
+    o.sampling.seed = cfg.seed;
+    result.sample = cfg.sample_prompt + gen.generate(cfg.sample_prompt, o).text;
   }
   return result;
 }

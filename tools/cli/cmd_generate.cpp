@@ -4,7 +4,6 @@
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
 #include <chrono>
 #include <cstdio>
-#include <fstream>
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
@@ -50,6 +49,8 @@ void add_generate_command(CLI::App& app) {
   cmd->callback([a, cmd] {
     const bool has_prompt = cmd->count("--prompt") > 0;
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
+    TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
+              "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
     LoadedModel lm = load_model_dir(a->model);
     SessionOptions so;
     so.ctx_size = a->ctx;
