@@ -62,25 +62,30 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
     identity = identity && parents[r] == static_cast<std::int64_t>(r);
   }
   if (identity) return;
-  // Copy the distinct parents' used prefixes out first, so every copy reads the old contents.
-  const std::int64_t slot_floats = layers_ * 2 * kv_heads_ * max_T_ * head_dim_;
-  const std::int64_t row_floats = max_T_ * head_dim_;  // one (layer, kv, head) block
+  // Copy the distinct parents' used prefixes out first (only the filled positions of each
+  // (layer, k/v, head) block), so every copy reads the old contents.
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_floats = max_T_ * head_dim_;
+  const std::int64_t slot_floats = blocks * block_floats;
   std::vector<float> saved;
   std::vector<std::int64_t> where(static_cast<std::size_t>(slots_), -1);
   float* base = self_.data<float>();
   for (std::int64_t p : parents) {
     if (where[static_cast<std::size_t>(p)] >= 0) continue;
     where[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(saved.size());
-    saved.insert(saved.end(), base + p * slot_floats, base + (p + 1) * slot_floats);
+    const std::int64_t used = length_[static_cast<std::size_t>(p)] * head_dim_;
+    for (std::int64_t blk = 0; blk < blocks; ++blk) {
+      const float* from = base + p * slot_floats + blk * block_floats;
+      saved.insert(saved.end(), from, from + used);
+    }
   }
   const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
   for (std::size_t r = 0; r < parents.size(); ++r) {
-    const std::int64_t p = parents[r], n = old_len[static_cast<std::size_t>(p)];
+    const std::int64_t p = parents[r], used = old_len[static_cast<std::size_t>(p)] * head_dim_;
     const float* from = saved.data() + where[static_cast<std::size_t>(p)];
     float* to = base + static_cast<std::int64_t>(r) * slot_floats;
-    for (std::int64_t blk = 0; blk < layers_ * 2 * kv_heads_; ++blk)  // only the used positions
-      std::memcpy(to + blk * row_floats, from + blk * row_floats, static_cast<std::size_t>(n * head_dim_) * 4);
-    length_[r] = n;
+    for (std::int64_t blk = 0; blk < blocks; ++blk)
+      std::memcpy(to + blk * block_floats, from + blk * used, static_cast<std::size_t>(used) * 4);
+    length_[r] = old_len[static_cast<std::size_t>(p)];
     source_of_[r] = old_src[static_cast<std::size_t>(p)];
   }
 }
