@@ -27,16 +27,9 @@ void attention_dropout_scales(std::uint64_t seed, float p, std::uint64_t first, 
   // the layout fill_uniform uses, on a stream of its own.
   constexpr std::uint64_t kAttentionStream = 2;
   const float keep_scale = 1.0f / (1.0f - p);
-  std::uint64_t cached = ~std::uint64_t{0};
-  std::array<std::uint32_t, 4> words{};
-  for (std::int64_t t = 0; t < n; ++t) {
-    const std::uint64_t idx = first + static_cast<std::uint64_t>(t);
-    if (idx / 4 != cached) {
-      cached = idx / 4;
-      words = philox4x32(seed, kAttentionStream, cached);
-    }
-    out[t] = uniform_from_bits(words[idx % 4]) < p ? 0.0f : keep_scale;
-  }
+  const std::uint32_t keep_from = uniform_threshold(p);  // keep iff (word >> 8) >= keep_from
+  for_each_philox_word(seed, kAttentionStream, first, n,
+                       [&](std::int64_t t, std::uint32_t word) { out[t] = (word >> 8) >= keep_from ? keep_scale : 0.0f; });
 }
 
 std::vector<float> alibi_slopes(std::int64_t n_heads) {

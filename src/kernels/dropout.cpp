@@ -16,18 +16,12 @@ bool dropout_keep(std::uint64_t seed, std::uint64_t index, float p) {
 
 void dropout_apply(const float* x, float* y, std::int64_t n, float p, float scale, std::uint64_t seed,
                    std::uint64_t offset) {
+  const std::uint32_t keep_from = uniform_threshold(p);  // keep iff (word >> 8) >= keep_from
   parallel_for(n, 1 << 14, [&](std::int64_t begin, std::int64_t end) {
-    // One Philox call yields the words of 4 consecutive indices: reuse them.
-    std::uint64_t block = ~std::uint64_t{0};
-    std::array<std::uint32_t, 4> words{};
-    for (std::int64_t i = begin; i < end; ++i) {
-      const std::uint64_t idx = offset + static_cast<std::uint64_t>(i);
-      if (idx / 4 != block) {
-        block = idx / 4;
-        words = philox4x32(seed, kDropoutStream, block);
-      }
-      y[i] = uniform_from_bits(words[idx % 4]) >= p ? x[i] * scale : 0.0f;
-    }
+    const float* xs = x + begin;
+    float* ys = y + begin;
+    for_each_philox_word(seed, kDropoutStream, offset + static_cast<std::uint64_t>(begin), end - begin,
+                         [&](std::int64_t i, std::uint32_t word) { ys[i] = (word >> 8) >= keep_from ? xs[i] * scale : 0.0f; });
   });
 }
 

@@ -3,6 +3,7 @@
 
 #include <cmath>
 
+#include "kernels/dispatch.h"
 #include "kernels/parallel.h"
 
 namespace tfm::kernels {
@@ -26,6 +27,20 @@ std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter
     k1 += kW1;
   }
   return {c0, c1, c2, c3};
+}
+
+void philox4x32_blocks_generic(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first,
+                               std::int64_t n_blocks, std::uint32_t* out) {
+  for (std::int64_t j = 0; j < n_blocks; ++j) {
+    const auto r = philox4x32(key, counter_hi, first + static_cast<std::uint64_t>(j));
+    for (int w = 0; w < 4; ++w) out[4 * j + w] = r[static_cast<std::size_t>(w)];
+  }
+}
+
+void philox4x32_blocks(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first, std::int64_t n_blocks,
+                       std::uint32_t* out) {
+  const auto fn = pick_isa(&philox4x32_blocks_generic, &philox4x32_blocks_avx2, &philox4x32_blocks_avx512);
+  fn(key, counter_hi, first, n_blocks, out);
 }
 
 void fill_uniform(float* out, std::int64_t n, std::uint64_t seed, std::uint64_t offset, float lo, float hi) {

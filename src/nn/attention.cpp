@@ -57,13 +57,15 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
     o.dropout_p = static_cast<float>(s.dropout);
     o.dropout_seed = rng.next_seed();
   }
+  // q, k, v stay strided views of the projections: the kernels read any (B, H, T, Dh) layout
+  // whose Dh stride is 1, so copying them first would only cost time.
   Tensor out;  // (B, H, Tq, Dh)
   if (s.capture != nullptr) {
-    auto r = scaled_dot_product_attention_with_weights(contiguous(q), contiguous(k), contiguous(v), o);
+    auto r = scaled_dot_product_attention_with_weights(q, k, v, o);
     s.capture->push_back({s.capture_stack, s.capture_kind, layer, r.weights});
     out = r.out;
   } else {
-    out = scaled_dot_product_attention(contiguous(q), contiguous(k), contiguous(v), o);
+    out = scaled_dot_product_attention(q, k, v, o);
   }
   const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
   return o_proj(merged);

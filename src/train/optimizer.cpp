@@ -3,6 +3,7 @@
 // same code whatever the thread count.
 #include <cmath>
 
+#include "kernels/optimizer.h"
 #include "kernels/parallel.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -50,22 +51,18 @@ void Optimizer::step(std::map<std::string, Tensor>& params, double lr) {
       float* m = mi->second.data<float>();
       float* v = vi->second.data<float>();
       // torch.optim.AdamW: scalars are Python doubles, cast to float by the tensor kernels.
-      const float decay = static_cast<float>(1.0 - lr * wd);
-      const float b1 = static_cast<float>(cfg_.beta1), a1 = static_cast<float>(1.0 - cfg_.beta1);
-      const float b2 = static_cast<float>(cfg_.beta2), a2 = static_cast<float>(1.0 - cfg_.beta2);
+      kernels::AdamWScalars k;
+      k.apply_decay = wd != 0.0;
+      k.decay = static_cast<float>(1.0 - lr * wd);
+      k.b1 = static_cast<float>(cfg_.beta1), k.a1 = static_cast<float>(1.0 - cfg_.beta1);
+      k.b2 = static_cast<float>(cfg_.beta2), k.a2 = static_cast<float>(1.0 - cfg_.beta2);
       const double bc1 = 1.0 - std::pow(cfg_.beta1, static_cast<double>(step_));
       const double bc2 = 1.0 - std::pow(cfg_.beta2, static_cast<double>(step_));
-      const float step_size = static_cast<float>(lr / bc1);
-      const float bc2_sqrt = static_cast<float>(std::sqrt(bc2));
-      const float eps = static_cast<float>(cfg_.eps);
+      k.step_size = static_cast<float>(lr / bc1);
+      k.bc2_sqrt = static_cast<float>(std::sqrt(bc2));
+      k.eps = static_cast<float>(cfg_.eps);
       kernels::parallel_for(n, kGrain, [&](std::int64_t b, std::int64_t e) {
-        for (std::int64_t i = b; i < e; ++i) {
-          if (wd != 0.0) w[i] *= decay;                       // param.mul_(1 - lr*wd)
-          m[i] = m[i] * b1 + gd[i] * a1;                      // exp_avg.mul_(b1).add_(g, 1-b1)
-          v[i] = v[i] * b2 + (gd[i] * gd[i]) * a2;            // exp_avg_sq.mul_(b2).addcmul_(g, g, 1-b2)
-          const float denom = std::sqrt(v[i]) / bc2_sqrt + eps;  // (v.sqrt() / bc2_sqrt).add_(eps)
-          w[i] = w[i] + (-step_size) * (m[i] / denom);         // param.addcdiv_(m, denom, -step_size)
-        }
+        kernels::adamw_update(w + b, gd + b, m + b, v + b, e - b, k);
       });
     } else {
       const float wdf = static_cast<float>(wd), mom = static_cast<float>(cfg_.momentum);
@@ -127,7 +124,16 @@ double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     const float* gd = f32_data(g, name, "gradient");
-    for (std::int64_t i = 0, n = g.numel(); i < n; ++i) sq += static_cast<double>(gd[i]) * gd[i];
+    // Fixed blocks summed in double with four interleaved accumulators (a fixed order, so
+    // the norm does not depend on the thread count), blocks added in order.
+    sq += kernels::reduce_blocks(g.numel(), kGrain, [gd](std::int64_t b, std::int64_t e) {
+      double acc[4] = {0.0, 0.0, 0.0, 0.0};
+      std::int64_t i = b;
+      for (; i + 4 <= e; i += 4)
+        for (int k = 0; k < 4; ++k) acc[k] += static_cast<double>(gd[i + k]) * gd[i + k];
+      for (; i < e; ++i) acc[0] += static_cast<double>(gd[i]) * gd[i];
+      return (acc[0] + acc[1]) + (acc[2] + acc[3]);
+    });
   }
   const double norm = std::sqrt(sq);
   if (max_norm > 0 && std::isfinite(norm)) {

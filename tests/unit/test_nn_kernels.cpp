@@ -12,6 +12,8 @@
 #include "kernels/dropout.h"
 #include "kernels/embedding.h"
 #include "kernels/norm.h"
+#include "kernels/optimizer.h"
+#include "kernels/random.h"
 #include "kernels/softmax.h"
 #include "support/test_support.h"
 #include "tfm/tfm.h"
@@ -183,6 +185,63 @@ TEST(NnKernels, EmbeddingBackwardEqualsNaiveBitwise) {
     kernels::embedding_backward(ids.data(), g.data(), d.data(), n, V, C, pad);
     kernels::embedding_backward_naive(ids.data(), g.data(), dn.data(), n, V, C, pad);
     test::expect_bitwise_equal(as_tensor(d), as_tensor(dn), "embedding backward pad=" + std::to_string(pad));
+  }
+}
+
+TEST(NnKernels, AdamWUpdateMatchesNaiveOnEveryIsa) {
+  const Isa saved = active_isa();
+  kernels::AdamWScalars k;
+  k.decay = 0.999f, k.b1 = 0.9f, k.a1 = 0.1f, k.b2 = 0.98f, k.a2 = 0.02f;
+  k.step_size = 3e-3f, k.bc2_sqrt = 0.3f, k.eps = 1e-9f;
+  for (Isa isa : supported_isas()) {
+    set_active_isa(isa);
+    for (bool decay : {false, true})
+      for (std::int64_t n : {1, 7, 15, 16, 17, 33, 1000}) {
+        k.apply_decay = decay;
+        const auto w0 = rand_vec(n, 61, -1.0f, 1.0f), g = rand_vec(n, 62, -2.0f, 2.0f);
+        const auto m0 = rand_vec(n, 63, -0.1f, 0.1f), v0 = rand_vec(n, 64, 0.0f, 0.05f);
+        auto w = w0, m = m0, v = v0, wn = w0, mn = m0, vn = v0;
+        kernels::adamw_update(w.data(), g.data(), m.data(), v.data(), n, k);
+        kernels::adamw_update_naive(wn.data(), g.data(), mn.data(), vn.data(), n, k);
+        const std::string label = std::string(isa_name(isa)) + " n=" + std::to_string(n) + (decay ? " decay" : "");
+        test::expect_bitwise_equal(as_tensor(w), as_tensor(wn), "adamw w " + label);
+        test::expect_bitwise_equal(as_tensor(m), as_tensor(mn), "adamw m " + label);
+        test::expect_bitwise_equal(as_tensor(v), as_tensor(vn), "adamw v " + label);
+        EXPECT_NE(w, w0) << label;  // it did update
+      }
+  }
+  set_active_isa(saved);
+}
+
+TEST(NnKernels, PhiloxBlocksMatchScalarPhiloxOnEveryIsa) {
+  const Isa saved = active_isa();
+  // Counts around the vector widths (4 and 8 counters); a start just below 2^32 makes the
+  // counter's low word wrap into its high word inside one vector.
+  const std::uint64_t firsts[] = {0, 5, (std::uint64_t{1} << 32) - 3, 0x123456789abcULL};
+  for (Isa isa : supported_isas()) {
+    set_active_isa(isa);
+    for (std::uint64_t first : firsts)
+      for (std::int64_t n : {1, 3, 4, 7, 8, 9, 17, 64}) {
+        std::vector<std::uint32_t> got(static_cast<std::size_t>(4 * n));
+        kernels::philox4x32_blocks(0xfeedbeefcafe1234ULL, 0x500000002ULL, first, n, got.data());
+        for (std::int64_t j = 0; j < n; ++j) {
+          const auto want = kernels::philox4x32(0xfeedbeefcafe1234ULL, 0x500000002ULL, first + static_cast<std::uint64_t>(j));
+          for (int w = 0; w < 4; ++w)
+            ASSERT_EQ(got[static_cast<std::size_t>(4 * j + w)], want[static_cast<std::size_t>(w)])
+                << isa_name(isa) << " first " << first << " n " << n << " block " << j << " word " << w;
+        }
+      }
+  }
+  set_active_isa(saved);
+}
+
+TEST(NnKernels, UniformThresholdIsExactlyTheFloatComparison) {
+  for (float p : {0.0f, 1e-9f, 0.1f, 0.3f, 0.5f, 0.7f, 0.999999f, 1.0f}) {
+    const std::uint32_t t = kernels::uniform_threshold(p);
+    for (std::uint32_t u : {0u, 1u, t > 0 ? t - 1 : 0u, t, t + 1, 16777215u}) {
+      if (u > 16777215u) continue;
+      EXPECT_EQ(kernels::uniform_from_bits(u << 8) >= p, u >= t) << "p " << p << " u " << u;
+    }
   }
 }
 
