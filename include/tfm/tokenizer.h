@@ -31,6 +31,10 @@ struct TokenizerTrainOptions {
   // char/word: drop tokens seen fewer than min_freq times. bpe: a pair is merged only
   // when it occurs at least min_freq times (at least 1).
   std::int64_t min_freq = 0;
+  // bpe: split every CJK ideograph off as its own pre-token first (BERT's rule for Chinese
+  // characters), so merges never join two of them: Chinese stays character-level while
+  // other scripts get subwords. Saved as a Split + ByteLevel pre-tokenizer sequence.
+  bool isolate_cjk = false;
   // Reserved tokens get ids 0.. in this order. <pad> is the padding token, <unk> the
   // unknown token, <bos>/<eos> are added around sequences on request.
   std::vector<std::string> reserved = {"<pad>", "<unk>", "<bos>", "<eos>"};

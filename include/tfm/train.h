@@ -97,6 +97,7 @@ struct TrainConfig {
   std::int64_t tokenizer_vocab_size = 0;
   std::string tokenizer_path;           // non-empty: load instead of training
   std::int64_t tokenizer_min_freq = 0;
+  bool tokenizer_isolate_cjk = false;   // bpe: Chinese characters never merged (TokenizerTrainOptions)
   // data (lm): a text file
   std::string train_file;
   double val_fraction = 0.1;        // the last fraction of the text is held out

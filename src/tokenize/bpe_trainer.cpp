@@ -39,6 +39,7 @@ Tokenizer::Impl train_bpe(const std::vector<std::string>& corpus, const Tokenize
   const char* where = "tokenizer train";
   Tokenizer::Impl impl;
   impl.kind = TokenizerKind::bpe;
+  impl.isolate_cjk = opts.isolate_cjk;
   add_reserved(impl, opts);
   impl.token_bytes = impl.tokens;  // added tokens decode to themselves
   const std::int64_t base = static_cast<std::int64_t>(impl.tokens.size()) + 256;
@@ -58,7 +59,10 @@ Tokenizer::Impl train_bpe(const std::vector<std::string>& corpus, const Tokenize
   std::vector<Span> spans;
   for (const auto& text : corpus) {
     spans.clear();
-    gpt2_split(text, spans);
+    if (opts.isolate_cjk)
+      cjk_isolated_gpt2_split(text, spans);
+    else
+      gpt2_split(text, spans);
     for (const Span& s : spans) {
       const std::string_view w(text.data() + s.begin, s.end - s.begin);
       auto it = word_index.find(w);

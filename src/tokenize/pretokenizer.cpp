@@ -89,6 +89,41 @@ void gpt2_split(std::string_view text, std::vector<Span>& out) {
   }
 }
 
+const char* const kCjkPattern =
+    "[\\x{4E00}-\\x{9FFF}\\x{3400}-\\x{4DBF}\\x{20000}-\\x{2A6DF}\\x{2A700}-\\x{2B73F}\\x{2B740}-\\x{2B81F}"
+    "\\x{2B820}-\\x{2CEAF}\\x{F900}-\\x{FAFF}\\x{2F800}-\\x{2FA1F}]";
+
+bool is_cjk_ideograph(std::uint32_t cp) {
+  return (cp >= 0x4E00 && cp <= 0x9FFF) || (cp >= 0x3400 && cp <= 0x4DBF) || (cp >= 0x20000 && cp <= 0x2A6DF) ||
+         (cp >= 0x2A700 && cp <= 0x2B73F) || (cp >= 0x2B740 && cp <= 0x2B81F) || (cp >= 0x2B820 && cp <= 0x2CEAF) ||
+         (cp >= 0xF900 && cp <= 0xFAFF) || (cp >= 0x2F800 && cp <= 0x2FA1F);
+}
+
+void cjk_isolated_gpt2_split(std::string_view text, std::vector<Span>& out) {
+  const auto* p = reinterpret_cast<const unsigned char*>(text.data());
+  std::size_t run = 0, i = 0;  // [run, i): text since the last ideograph
+  auto flush = [&](std::size_t end) {
+    if (end == run) return;
+    const std::size_t first = out.size();
+    gpt2_split(text.substr(run, end - run), out);
+    for (std::size_t k = first; k < out.size(); ++k) {  // offsets into the whole text
+      out[k].begin += static_cast<std::uint32_t>(run);
+      out[k].end += static_cast<std::uint32_t>(run);
+    }
+  };
+  while (i < text.size()) {
+    std::uint32_t cp;
+    const int l = unicode::decode_utf8(p + i, text.size() - i, cp);
+    if (cp != unicode::kInvalid && is_cjk_ideograph(cp)) {
+      flush(i);
+      out.push_back({static_cast<std::uint32_t>(i), static_cast<std::uint32_t>(i + l)});
+      run = i + static_cast<std::size_t>(l);
+    }
+    i += static_cast<std::size_t>(l);
+  }
+  flush(text.size());
+}
+
 void whitespace_split(std::string_view text, std::vector<Span>& out) {
   const Decoder d{reinterpret_cast<const unsigned char*>(text.data()), text.size()};
   std::size_t i = 0;

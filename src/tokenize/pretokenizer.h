@@ -19,6 +19,15 @@ struct Span {
 // Appends GPT-2 pre-token spans of text (text.size() < 4 GiB) to out.
 void gpt2_split(std::string_view text, std::vector<Span>& out);
 
+// BERT's Chinese-character rule before GPT-2's split: every CJK ideograph (is_cjk_ideograph)
+// is a piece of its own and the text between them is gpt2_split. BPE then never merges across
+// Chinese characters, so Chinese is encoded character by character (or in bytes for a rare
+// one) while other scripts still get subwords. In tokenizer.json: a Sequence of
+// Split(kCjkPattern, Isolated) and ByteLevel.
+void cjk_isolated_gpt2_split(std::string_view text, std::vector<Span>& out);
+bool is_cjk_ideograph(std::uint32_t cp);  // the ranges of BERT's _is_chinese_char
+extern const char* const kCjkPattern;     // the same set as a tokenizers (Oniguruma) regex
+
 // Word-level: maximal runs of non-White_Space code points.
 void whitespace_split(std::string_view text, std::vector<Span>& out);
 

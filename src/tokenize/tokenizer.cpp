@@ -91,7 +91,10 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<std::int32
   spans.clear();
   switch (kind) {
     case TokenizerKind::bpe:
-      tok::gpt2_split(text, spans);
+      if (isolate_cjk)
+        tok::cjk_isolated_gpt2_split(text, spans);
+      else
+        tok::gpt2_split(text, spans);
       for (const Span& s : spans) bpe.encode_word_cached(text.substr(s.begin, s.end - s.begin), out);
       return;
     case TokenizerKind::word_level: tok::whitespace_split(text, spans); break;
@@ -131,6 +134,8 @@ Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) 
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts) {
   if (opts.kind == TokenizerKind::bpe) return make_tokenizer(tok::train_bpe(corpus, opts));
+  TFM_CHECK(!opts.isolate_cjk, "tokenizer train", "isolate_cjk applies to byte-level BPE only, not ",
+            tokenizer_kind_name(opts.kind));
   return make_tokenizer(tok::train_vocab(corpus, opts));
 }
 

@@ -32,6 +32,7 @@ namespace tfm {
 
 struct Tokenizer::Impl {
   TokenizerKind kind = TokenizerKind::char_level;
+  bool isolate_cjk = false;  // bpe: tok::cjk_isolated_gpt2_split instead of gpt2_split
   // id -> token text: byte-level BPE tokens in GPT-2's printable form ("Ġthe"), added
   // tokens and char/word tokens as themselves.
   std::vector<std::string> tokens;

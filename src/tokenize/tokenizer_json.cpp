@@ -1,6 +1,7 @@
 // tokenizer.json (Hugging Face `tokenizers` format).
 //   bpe  : model BPE + ByteLevel pre-tokenizer/decoder (GPT-2 style); merges as "a b"
-//          strings (written) or ["a", "b"] pairs (also read).
+//          strings (written) or ["a", "b"] pairs (also read). With isolate_cjk the
+//          pre-tokenizer is a Sequence: Split(CJK ideographs, Isolated), then ByteLevel.
 //   word : model WordLevel + WhitespaceSplit pre-tokenizer (decode joins with spaces).
 //   char : model WordLevel + Split on the regex "(?s)." (one piece per code point) + Fuse
 //          decoder, which is how that format spells a character vocabulary.
@@ -9,6 +10,7 @@
 
 #include "tfm/error.h"
 #include "tokenize/bpe_build.h"
+#include "tokenize/pretokenizer.h"
 
 namespace tfm::tok {
 
@@ -72,8 +74,21 @@ static Tokenizer::Impl parse(const json& j) {
 
   const std::string pre = type_of(j.value("pre_tokenizer", json()));
   if (mtype == "BPE") {
-    TFM_CHECK(pre == "ByteLevel", kWhere, "BPE needs the ByteLevel pre-tokenizer, got '", pre, "'");
-    const json& pt = j.at("pre_tokenizer");
+    const json* ptp = &j.at("pre_tokenizer");
+    if (pre == "Sequence") {  // only [Split(CJK ideographs, Isolated), ByteLevel]
+      const json& seq = ptp->at("pretokenizers");
+      TFM_CHECK(seq.is_array() && seq.size() == 2 && type_of(seq[0]) == "Split", kWhere,
+                "a BPE pre-tokenizer Sequence must be [Split(CJK ideographs), ByteLevel], got ", ptp->dump());
+      const json& split = seq[0];
+      TFM_CHECK(split.at("pattern").value("Regex", std::string()) == kCjkPattern &&
+                    split.value("behavior", std::string()) == "Isolated" && !split.value("invert", false),
+                kWhere, "Split pre-tokenizer ", split.dump(), " is not supported before ByteLevel (only ", kCjkPattern,
+                ", Isolated)");
+      impl.isolate_cjk = true;
+      ptp = &seq[1];
+    }
+    TFM_CHECK(type_of(*ptp) == "ByteLevel", kWhere, "BPE needs the ByteLevel pre-tokenizer, got '", type_of(*ptp), "'");
+    const json& pt = *ptp;
     TFM_CHECK(!pt.value("add_prefix_space", false), kWhere, "ByteLevel add_prefix_space=true is not supported");
     TFM_CHECK(pt.value("use_regex", true), kWhere, "ByteLevel use_regex=false is not supported");
     std::vector<std::pair<std::string, std::string>> merges;
@@ -165,7 +180,12 @@ std::string impl_to_json(const Tokenizer::Impl& impl) {
   j["added_tokens"] = added;
   j["normalizer"] = nullptr;
   const bool bpe = impl.kind == TokenizerKind::bpe;
-  if (bpe)
+  if (bpe && impl.isolate_cjk)
+    j["pre_tokenizer"] = {{"type", "Sequence"},
+                          {"pretokenizers",
+                           {{{"type", "Split"}, {"pattern", {{"Regex", kCjkPattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+                            byte_level}}};
+  else if (bpe)
     j["pre_tokenizer"] = byte_level;
   else if (impl.kind == TokenizerKind::word_level)
     j["pre_tokenizer"] = {{"type", "WhitespaceSplit"}};

@@ -22,6 +22,7 @@ Tokenizer train_tokenizer(const TrainConfig& cfg, const std::vector<std::string>
   to.kind = tokenizer_kind_from_name(cfg.tokenizer_kind);
   to.vocab_size = cfg.tokenizer_vocab_size;
   to.min_freq = cfg.tokenizer_min_freq;
+  to.isolate_cjk = cfg.tokenizer_isolate_cjk;
   return Tokenizer::train(corpus, to);
 }
 

@@ -97,11 +97,15 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   TFM_CHECK(top.has("model") && root.at("model").is_object(), where, "needs a \"model\" object");
   c.model_json = root.at("model").dump();
 
-  const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path"});
+  const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path",
+                                                                          "isolate_cjk"});
   tok.get_string("kind", c.tokenizer_kind, {"char", "word", "bpe"});
   tok.get_int("vocab_size", c.tokenizer_vocab_size, 0);
   tok.get_string("path", c.tokenizer_path);
   tok.get_int("min_freq", c.tokenizer_min_freq, 0);
+  tok.get_bool("isolate_cjk", c.tokenizer_isolate_cjk);
+  TFM_CHECK(!c.tokenizer_isolate_cjk || c.tokenizer_kind == "bpe", where + ".tokenizer",
+            "isolate_cjk applies to kind \"bpe\" only (char is per character already)");
 
   const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
                                                                     "max_length", "header", "positive_label", "test_size", "labels"});

@@ -10,6 +10,7 @@
 #include "tfm/runtime.h"
 #include "tfm/tokenizer.h"
 #include "tokenize/bpe_model.h"
+#include "tokenize/pretokenizer.h"
 #include "tokenize/tokenizer_impl.h"
 #include "tokenize/unicode.h"
 
@@ -159,6 +160,74 @@ void expect_error(const std::string& json, const std::string& needle) {
   }
 }
 
+std::vector<std::string> pieces(const std::string& text) {
+  std::vector<tfm::tok::Span> spans;
+  tfm::tok::cjk_isolated_gpt2_split(text, spans);
+  std::vector<std::string> out;
+  for (const auto& s : spans) out.push_back(text.substr(s.begin, s.end - s.begin));
+  return out;
+}
+
+TEST(CjkPreTokenizer, IsolatesIdeographsAndGpt2SplitsTheRest) {
+  using V = std::vector<std::string>;
+  EXPECT_EQ(pieces("Tom是我的朋友。Hi"), (V{"Tom", "是", "我", "的", "朋", "友", "。", "Hi"}));
+  EXPECT_EQ(pieces("I am 汤姆 ok"), (V{"I", " am", " ", "汤", "姆", " ok"}));
+  EXPECT_EQ(pieces("no ideographs here's 42"), (V{"no", " ideographs", " here", "'s", " 42"}));
+  // A rare-plane ideograph (U+20000) and a compatibility one (U+F900) are pieces too; kana
+  // and Hangul are not ideographs, so they stay in GPT-2 letter runs.
+  EXPECT_EQ(pieces("\xF0\xA0\x80\x80\xEF\xA4\x80"), (V{"\xF0\xA0\x80\x80", "\xEF\xA4\x80"}));
+  EXPECT_EQ(pieces("ひらがな한국어"), (V{"ひらがな한국어"}));
+  // Invalid bytes are never ideographs; the pieces still cover the text exactly.
+  const std::string bad = "a\xE4\xB8x\xFF是";
+  std::string joined;
+  for (const auto& p : pieces(bad)) joined += p;
+  EXPECT_EQ(joined, bad);
+  EXPECT_EQ(pieces(bad).back(), "是");
+}
+
+TEST(BpeTrainer, IsolateCjkKeepsChineseCharacterLevelAndReloads) {
+  std::vector<std::string> corpus;
+  for (int i = 0; i < 200; ++i) {
+    corpus.push_back("Tom is my friend. 汤姆是我的朋友。");
+    corpus.push_back("I love you. 我爱你。");
+    corpus.push_back("Where is the station? 车站在哪里？");
+  }
+  tfm::TokenizerTrainOptions opts;
+  opts.vocab_size = 400;
+  opts.isolate_cjk = true;
+  const auto t = tfm::Tokenizer::train(corpus, opts);
+  opts.isolate_cjk = false;
+  const auto plain = tfm::Tokenizer::train(corpus, opts);
+  // Every ideograph of the corpus is one token, none joins two; without the rule BPE merges
+  // whole Chinese words (fewer tokens than characters).
+  auto han = [](const std::string& s) {
+    std::vector<tfm::tok::Span> sp;
+    tfm::tok::codepoint_split(s, sp);
+    std::int64_t n = 0;
+    for (const auto& x : sp) n += x.end - x.begin == 3 && static_cast<unsigned char>(s[x.begin]) >= 0xE4;
+    return n;
+  };
+  const std::string zh = "汤姆是我的朋友";
+  EXPECT_EQ(static_cast<std::int64_t>(t.encode(zh).size()), han(zh));
+  EXPECT_LT(plain.encode(zh).size(), t.encode(zh).size());
+  for (std::int32_t id = 0; id < t.vocab_size(); ++id) EXPECT_LE(han(t.decode(std::vector<std::int32_t>{id})), 1) << t.id_to_token(id);
+  // English still gets merged words.
+  EXPECT_EQ(t.encode("Tom is my friend.").size(), 5u);
+  // tokenizer.json: the Split + ByteLevel sequence, read back to the same encodings.
+  const std::string json = t.to_json();
+  EXPECT_NE(json.find("\"Sequence\""), std::string::npos);
+  const auto back = tfm::Tokenizer::from_json(json);
+  EXPECT_EQ(back.to_json(), json);
+  for (const auto& line : corpus) {
+    ASSERT_EQ(back.encode(line), t.encode(line));
+    ASSERT_EQ(t.decode(t.encode(line)), line);
+  }
+  // Only byte-level BPE takes the rule.
+  opts.kind = tfm::TokenizerKind::char_level;
+  opts.isolate_cjk = true;
+  EXPECT_THROW(tfm::Tokenizer::train(corpus, opts), tfm::Error);
+}
+
 TEST(TokenizerJson, MalformedInputsGiveClearErrors) {
   const std::string pre = R"("pre_tokenizer":{"type":"ByteLevel"},)";
   std::string good = gpt2().to_json();
@@ -168,6 +237,12 @@ TEST(TokenizerJson, MalformedInputsGiveClearErrors) {
   expect_error("{" + pre + R"("model":{"type":"BPE","vocab":{"a":0,"b":2},"merges":[]}})", "not contiguous");
   expect_error("{" + pre + R"("model":{"type":"BPE","vocab":{"a":"x"},"merges":[]}})", "not an integer");
   expect_error(R"({"model":{"type":"Unigram","vocab":{}}})", "not supported");
+  expect_error(R"({"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"Split","pattern":{"Regex":"\\d"},)"
+               R"("behavior":"Isolated","invert":false},{"type":"ByteLevel"}]},"model":{"type":"BPE","vocab":{"a":0},"merges":[]}})",
+               "is not supported before ByteLevel");
+  expect_error(R"({"pre_tokenizer":{"type":"Sequence","pretokenizers":[{"type":"ByteLevel"}]},)"
+               R"("model":{"type":"BPE","vocab":{"a":0},"merges":[]}})",
+               "must be [Split(CJK ideographs), ByteLevel]");
   expect_error(R"({"model":[]})", "not an object");
   // Both merge spellings load to the same tokenizer.
   const auto s = tfm::Tokenizer::from_json("{" + pre + R"("model":{"type":"BPE","vocab":{"a":0,"b":1,"ab":2},"merges":["a b"]}})");

@@ -131,6 +131,10 @@ TEST(TrainConfigParse, RejectsUnknownKeysAndBadValues) {
   EXPECT_NE(e.find("cosine"), std::string::npos) << e;
   e = expect_error([&] { parse_train_config(R"({"data": {"train": "x"}})", "c.json"); });
   EXPECT_NE(e.find("model"), std::string::npos) << e;
+  e = expect_error([&] { parse_train_config("{" + ok + R"(, "tokenizer": {"kind": "char", "isolate_cjk": true}})", "c.json"); });
+  EXPECT_NE(e.find("isolate_cjk applies to kind \"bpe\" only"), std::string::npos) << e;
+  EXPECT_TRUE(parse_train_config("{" + ok + R"(, "tokenizer": {"kind": "bpe", "isolate_cjk": true}})", "c.json")
+                  .tokenizer_isolate_cjk);
   e = expect_error([&] { parse_train_config("{ not json", "c.json"); });
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
 }

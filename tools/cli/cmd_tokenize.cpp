@@ -17,6 +17,7 @@ namespace {
 struct TrainArgs {
   std::string type = "bpe";
   std::int64_t vocab_size = 0, min_freq = 0;
+  bool isolate_cjk = false;
   std::vector<std::string> inputs, specials;
   std::string output = "tokenizer.json";
 };
@@ -44,6 +45,8 @@ void add_tokenizer_commands(CLI::App& app) {
   train->add_option("--type", targs->type, "char | word | bpe")->check(CLI::IsMember({"char", "word", "bpe"}));
   train->add_option("--vocab-size", targs->vocab_size, "bpe: target size; char/word: cap (0 = all)");
   train->add_option("--min-freq", targs->min_freq, "drop tokens (char/word) or pairs (bpe) seen fewer times");
+  train->add_flag("--isolate-cjk", targs->isolate_cjk,
+                  "bpe: every Chinese character its own pre-token (BERT's rule): merges never join two");
   train->add_option("--input", targs->inputs, "training text files (one text per line)")->required()->expected(1, -1);
   train->add_option("--special", targs->specials, "extra special tokens, e.g. <cls> <sep> <mask>")->expected(0, -1);
   train->add_option("-o,--output", targs->output, "output tokenizer.json (or a directory)");
@@ -52,6 +55,7 @@ void add_tokenizer_commands(CLI::App& app) {
     opts.kind = tokenizer_kind_from_name(targs->type);
     opts.vocab_size = targs->vocab_size;
     opts.min_freq = targs->min_freq;
+    opts.isolate_cjk = targs->isolate_cjk;
     opts.extra_specials = targs->specials;
     const auto t0 = std::chrono::steady_clock::now();
     const Tokenizer t = Tokenizer::train_files(targs->inputs, opts);
