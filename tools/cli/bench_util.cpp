@@ -23,12 +23,23 @@ void print_load() {
                   l1 > 0.5 ? "  -- machine busy: figures may be low" : "");
     std::fclose(f);
   }
+  const char* policy = std::getenv("OMP_WAIT_POLICY");
+  const char* spin = std::getenv("GOMP_SPINCOUNT");
+  if (std::getenv("TFM_OMP_DEFAULTED") != nullptr)
+    std::printf("OpenMP waiting: passive for tfm (its default), libgomp's default for PyTorch\n");
+  else if (policy != nullptr || spin != nullptr)
+    std::printf("OpenMP waiting: OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s for both engines (set by the user)\n",
+                policy ? policy : "-", spin ? spin : "-");
 }
 
 nlohmann::json run_torch_script(const std::string& script, const std::string& args, std::string& why) {
   const char* env_dir = std::getenv("TFM_SOURCE_DIR");
   const std::string path = std::string(env_dir ? env_dir : TFM_SOURCE_DIR) + "/tools/reference/" + script;
-  const std::string cmd = "/usr/bin/python3 '" + path + "' " + args + " 2>/dev/null";
+  // PyTorch runs with its own default OpenMP waiting (libgomp's: spin a while, then sleep)
+  // unless the user chose a policy; the passive setting tfm gave itself is not passed on.
+  const bool defaulted = std::getenv("TFM_OMP_DEFAULTED") != nullptr;
+  const std::string cmd = std::string(defaulted ? "env -u OMP_WAIT_POLICY " : "") + "/usr/bin/python3 '" + path +
+                          "' " + args + " 2>/dev/null";
   std::fflush(stdout);  // the child's output must not interleave with ours
   std::string text;
   int status = -1;

@@ -63,9 +63,10 @@ void run_bench_kernels(const BenchOptions& o, int threads);
 void run_bench_attention(const BenchOptions& o, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);
-// tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch.
+// tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch,
+// `rounds` times alternating (best round of each side reported).
 void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,
-                            int threads);
+                            int threads, int rounds);
 
 }  // namespace tfm::cli
 
