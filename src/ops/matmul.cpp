@@ -10,8 +10,10 @@
 #include <algorithm>
 #include <vector>
 
+#include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
+#include "kernels/reduce.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops/shape.h"
@@ -215,9 +217,10 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
     const Tensor bc = b.is_contiguous() ? b : b.clone();
     const float* bias = bc.data<float>();
     float* Y = y.data<float>();
+    const kernels::BinaryRunFn run = kernels::binary_run_kernel();  // the ISA's vector add, one row at a time
     kernels::parallel_for(y.numel() / std::max<std::int64_t>(out_f, 1), 64, [&](std::int64_t r0, std::int64_t r1) {
       for (std::int64_t r = r0; r < r1; ++r)
-        for (std::int64_t j = 0; j < out_f; ++j) Y[r * out_f + j] += bias[j];
+        run(kernels::BinaryOp::add, Y + r * out_f, 1, bias, 1, Y + r * out_f, out_f);
     });
   }
   if (autograd::needs_grad({&x, &w, &b})) {
@@ -233,21 +236,16 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
           xr = x.clone();
           ldx = in_f;
         }
-        Tensor gw = Tensor::zeros({out_f, in_f});
+        Tensor gw = Tensor::empty({out_f, in_f});  // beta = 0 overwrites (BLAS convention)
         kernels::gemm(true, false, out_f, in_f, rows, 1.0f, g.data<float>(), out_f, xr.data<float>(), ldx, 0.0f,
                       gw.data<float>(), in_f);
         autograd::accumulate(w, gw);
       }
       if (b.defined() && b.requires_grad()) {
-        // Column sums of g, rows added in order by one thread per column block: the same
-        // grouping whatever the thread count.
-        Tensor gb = Tensor::zeros({out_f});
-        float* db = gb.data<float>();
-        const float* G = g.data<float>();
-        kernels::parallel_for(out_f, 64, [&](std::int64_t j0, std::int64_t j1) {
-          for (std::int64_t r = 0; r < rows; ++r)
-            for (std::int64_t j = j0; j < j1; ++j) db[j] += G[r * out_f + j];
-        });
+        // Column sums of g in the kernels' fixed row blocks: the same grouping whatever the
+        // thread count, vectorised for the ISA.
+        Tensor gb = Tensor::empty({out_f});
+        kernels::col_sum(g.data<float>(), gb.data<float>(), rows, out_f);
         autograd::accumulate(b, gb);
       }
     });
