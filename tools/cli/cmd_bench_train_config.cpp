@@ -142,7 +142,7 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
     per_round.emplace_back(o.tokens_per_s, t.ok ? t.tokens_per_s : 0.0);
     if (!ours.ok || o.tokens_per_s > ours.tokens_per_s) ours = o;
     if (t.ok && (!pt.ok || t.tokens_per_s > pt.tokens_per_s)) pt = t;
-    if (!t.ok) break;
+    if (torch && !t.ok) break;  // PyTorch failed: its reason is in the note; no point repeating
   }
   ours.peak_rss = vm_hwm_bytes();  // the high-water mark over all rounds
 
@@ -154,9 +154,11 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
               static_cast<long long>(steps), note.c_str());
   if (rounds > 1) {
     for (std::size_t k = 0; k < per_round.size(); ++k)
-      std::printf("round %zu: tfm %.0f tokens/s, torch %.0f tokens/s%s\n", k + 1, per_round[k].first,
-                  per_round[k].second,
-                  per_round[k].second > 0 ? (", ratio " + fmt_ratio(per_round[k].first / per_round[k].second)).c_str() : "");
+      if (per_round[k].second > 0)
+        std::printf("round %zu: tfm %.0f tokens/s, torch %.0f tokens/s, ratio %s\n", k + 1, per_round[k].first,
+                    per_round[k].second, fmt_ratio(per_round[k].first / per_round[k].second).c_str());
+      else
+        std::printf("round %zu: tfm %.0f tokens/s\n", k + 1, per_round[k].first);
     std::printf("best round of each side below\n\n");
   }
   std::printf("%-6s %9s %10s %12s %12s %11s %11s\n", "side", "params", "step ms", "tokens/s", "peak RSS",
