@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/random.h"
 #include "support/test_support.h"
 #include "tfm/tfm.h"
 
@@ -216,6 +217,12 @@ TEST(AttentionKernels, DropoutScalesArePureFunctionsOfTheIndex) {
   std::vector<float> other(static_cast<std::size_t>(n));
   kernels::attention_dropout_scales(8, p, 5, n, other.data());
   EXPECT_NE(whole, other);  // the seed matters
+  // The definition, one Philox call per element (the batched draw is its fast twin).
+  for (std::int64_t t = 0; t < n; t += 97) {
+    const std::uint64_t idx = 5 + static_cast<std::uint64_t>(t);
+    const float u = kernels::uniform_from_bits(kernels::philox4x32(7, 2, idx / 4)[idx % 4]);
+    ASSERT_EQ(whole[static_cast<std::size_t>(t)], u < p ? 0.0f : 1.0f / (1.0f - p)) << "element " << t;
+  }
 }
 
 TEST(AttentionKernels, AlibiOnTheFlyEqualsExplicitBias) {
