@@ -9,12 +9,11 @@
 namespace tfm::kernels {
 
 std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t counter_lo) {
-  constexpr std::uint32_t kM0 = 0xD2511F53u, kM1 = 0xCD9E8D57u;
-  constexpr std::uint32_t kW0 = 0x9E3779B9u, kW1 = 0xBB67AE85u;
+  using namespace philox;
   std::uint32_t c0 = static_cast<std::uint32_t>(counter_lo), c1 = static_cast<std::uint32_t>(counter_lo >> 32);
   std::uint32_t c2 = static_cast<std::uint32_t>(counter_hi), c3 = static_cast<std::uint32_t>(counter_hi >> 32);
   std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
-  for (int round = 0; round < 10; ++round) {
+  for (int round = 0; round < kRounds; ++round) {
     const std::uint64_t p0 = static_cast<std::uint64_t>(kM0) * c0;
     const std::uint64_t p1 = static_cast<std::uint64_t>(kM1) * c2;
     const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c1 ^ k0;

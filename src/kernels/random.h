@@ -10,23 +10,9 @@
 #include <cmath>
 #include <cstdint>
 
+#include "kernels/philox.h"
+
 namespace tfm::kernels {
-
-// Four 32-bit random words for (key, counter).
-std::array<std::uint32_t, 4> philox4x32(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t counter_lo);
-
-// The words of n_blocks consecutive counters, in order:
-//   out[4 j + w] = philox4x32(key, counter_hi, first + j)[w]   for j in [0, n_blocks).
-// Dropout draws one word per element, so this runs once per element a mask touches; the
-// AVX2 / AVX-512 builds run 4 / 8 counters per instruction (philox4x32 is their naive twin).
-void philox4x32_blocks(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first, std::int64_t n_blocks,
-                       std::uint32_t* out);
-void philox4x32_blocks_generic(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first,
-                               std::int64_t n_blocks, std::uint32_t* out);
-void philox4x32_blocks_avx2(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first, std::int64_t n_blocks,
-                            std::uint32_t* out);
-void philox4x32_blocks_avx512(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first,
-                              std::int64_t n_blocks, std::uint32_t* out);
 
 // Calls fn(t, word) for t in [0, n), word being element (first + t)'s word under the layout
 // "element idx uses word idx % 4 of counter idx / 4", drawing the words a batch at a time.

@@ -4,13 +4,13 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
 
-#include "kernels/random.h"
+#include "kernels/philox.h"
 
 namespace tfm::kernels {
 
 void philox4x32_blocks_avx512(std::uint64_t key, std::uint64_t counter_hi, std::uint64_t first,
                               std::int64_t n_blocks, std::uint32_t* out) {
-  const __m512i m0 = _mm512_set1_epi64(0xD2511F53), m1 = _mm512_set1_epi64(0xCD9E8D57);
+  const __m512i m0 = _mm512_set1_epi64(philox::kM0), m1 = _mm512_set1_epi64(philox::kM1);
   const __m512i low32 = _mm512_set1_epi64(0xFFFFFFFF);
   const __m512i lane = _mm512_setr_epi64(0, 1, 2, 3, 4, 5, 6, 7);
   const __m512i hi0 = _mm512_set1_epi64(static_cast<std::uint32_t>(counter_hi));
@@ -20,7 +20,7 @@ void philox4x32_blocks_avx512(std::uint64_t key, std::uint64_t counter_hi, std::
     const __m512i ctr = _mm512_add_epi64(_mm512_set1_epi64(static_cast<long long>(first + static_cast<std::uint64_t>(j))), lane);
     __m512i c0 = _mm512_and_si512(ctr, low32), c1 = _mm512_srli_epi64(ctr, 32), c2 = hi0, c3 = hi1;
     std::uint32_t k0 = static_cast<std::uint32_t>(key), k1 = static_cast<std::uint32_t>(key >> 32);
-    for (int round = 0; round < 10; ++round) {
+    for (int round = 0; round < philox::kRounds; ++round) {
       const __m512i p0 = _mm512_mul_epu32(c0, m0), p1 = _mm512_mul_epu32(c2, m1);
       const __m512i n0 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p1, 32), c1), _mm512_set1_epi64(k0));
       const __m512i n2 = _mm512_xor_si512(_mm512_xor_si512(_mm512_srli_epi64(p0, 32), c3), _mm512_set1_epi64(k1));
@@ -28,8 +28,8 @@ void philox4x32_blocks_avx512(std::uint64_t key, std::uint64_t counter_hi, std::
       c3 = _mm512_and_si512(p0, low32);
       c0 = n0;
       c2 = n2;
-      k0 += 0x9E3779B9u;
-      k1 += 0xBB67AE85u;
+      k0 += philox::kW0;
+      k1 += philox::kW1;
     }
     // out[4 j + w]: the 64-bit words (c0 | c1 << 32) and (c2 | c3 << 32) of each block, in turn.
     const __m512i w01 = _mm512_or_si512(c0, _mm512_slli_epi64(c1, 32));

@@ -82,7 +82,6 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
       fs::remove_all(out);
       throw;
     }
-    ours.peak_rss = vm_hwm_bytes();
     ours.seconds = std::chrono::duration<double>(t_end - t_start).count();
     ours.tokens_per_s = static_cast<double>(steps * tokens_per_step) / ours.seconds;
     ours.first_loss = r.losses.front();
