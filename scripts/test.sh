@@ -18,8 +18,10 @@ cmake --build build -j "$JOBS"
 echo "== tests (native kernels: $(build/bin/tfm info | sed -n 's/^kernels: *\([a-z0-9]*\).*/\1/p'))"
 ctest --test-dir build -j "$JOBS" --output-on-failure
 
+# Tests labelled isa_independent (file formats, tokenizers, metrics: no kernel runs in them)
+# gain nothing from a second run with other kernels.
 echo "== tests (TFM_ISA=generic)"
-TFM_ISA=generic ctest --test-dir build -j "$JOBS" --output-on-failure
+TFM_ISA=generic ctest --test-dir build -j "$JOBS" --output-on-failure -LE isa_independent
 
 echo "== unit tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_SANITIZE=ON -DTFM_BUILD_BENCH=OFF >/dev/null
