@@ -59,6 +59,14 @@ void record(const char* op, Tensor& out, BackwardFn fn);
 // Add `grad` (input's shape) into input's gradient, if input requires grad.
 void accumulate(const Tensor& input, const Tensor& grad);
 
+// Activation checkpointing: runs `forward` with recording off, so none of its intermediate
+// tensors outlive it, and records one entry for the result. When the backward pass reaches
+// that entry it runs `recompute` with recording on (on a tape of its own) and back-propagates
+// the incoming gradient through it. `recompute` must compute exactly what `forward` did
+// (same inputs, same random draws); the gradients are then the same as without
+// checkpointing, bit for bit. With grad mode off this is just forward().
+Tensor checkpoint(const char* op, const std::function<Tensor()>& forward, std::function<Tensor()> recompute);
+
 std::size_t tape_size();
 void clear_tape();  // drop recorded entries (and the activations they keep alive)
 

@@ -28,3 +28,21 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const ModelConfig& cfg, std::int64_t ctx_size, std::int64_t batch);
 
 }  // namespace tfm
+
+namespace tfm {
+
+// Training memory of one step on batch sequences of seq_len tokens (encoder-decoder: sources
+// and targets both seq_len), from the config alone. Activations are what the autograd tape
+// keeps between the forward and the backward pass; with activation checkpointing each layer
+// keeps only its input, and the backward pass recomputes one layer at a time on top of that.
+struct TrainMemoryPlan {
+  std::int64_t seq_len = 0, batch = 0;
+  std::int64_t state_bytes = 0;          // f32 weights + gradients + AdamW's two moments
+  std::int64_t activation_bytes = 0;     // kept by the tape without checkpointing
+  std::int64_t checkpoint_kept_bytes = 0;       // with checkpointing: the layers' inputs + embeddings/head
+  std::int64_t checkpoint_recompute_bytes = 0;  // ... plus one layer's activations while it is recomputed
+  std::int64_t checkpointed_bytes() const { return checkpoint_kept_bytes + checkpoint_recompute_bytes; }
+};
+TrainMemoryPlan plan_training_memory(const ModelConfig& cfg, std::int64_t seq_len, std::int64_t batch);
+
+}  // namespace tfm

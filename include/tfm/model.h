@@ -72,6 +72,12 @@ class Model {
   // Attention runs the fused kernel (default); false selects the plain path that materialises
   // the weights (the two agree to rounding; the tests compare them).
   void set_fused_attention(bool on);
+  // Activation checkpointing: while on (and recording), each layer keeps only its input for
+  // the backward pass and recomputes its forward there (autograd::checkpoint), so activation
+  // memory grows with layers x one layer's input plus one layer's full activations. The
+  // gradients are bit-identical to those without it.
+  void set_checkpoint_activations(bool on);
+  bool checkpoint_activations() const;
   // Inspection: while `sink` is set, every attention call runs the plain path and appends its
   // weights to *sink, in call order (encoder layers, then per decoder layer self and cross).
   // nullptr turns capture off. The outputs equal those with capture off (to rounding).

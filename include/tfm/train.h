@@ -121,6 +121,7 @@ struct TrainConfig {
   std::int64_t max_steps = 1000;
   double clip_grad_norm = 1.0;      // 0: no clipping
   double label_smoothing = 0.0;
+  bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;
   std::int64_t eval_batches = 20;

@@ -61,6 +61,34 @@ void accumulate(const Tensor& input, const Tensor& grad) {
   meta->grad = sum;
 }
 
+Tensor checkpoint(const char* op, const std::function<Tensor()>& forward, std::function<Tensor()> recompute) {
+  if (!t_grad_enabled) return forward();
+  Tensor out;
+  {
+    NoGradGuard no_grad;
+    out = forward();
+  }
+  record(op, out, [op, recompute = std::move(recompute)](const Tensor& grad_out) {
+    // Backward closures run with grad mode off; the recomputation must record. The tape
+    // being walked was taken out of t_tape by backward(), so this records onto an empty one
+    // that the nested backward() below consumes.
+    const bool previous = t_grad_enabled;
+    t_grad_enabled = true;
+    Tensor again;
+    try {
+      again = recompute();
+    } catch (...) {
+      t_grad_enabled = previous;
+      throw;
+    }
+    t_grad_enabled = previous;
+    TFM_CHECK(again.shape() == grad_out.shape(), op, "the recomputed output has shape ", shape_str(again.shape()),
+              ", the forward pass gave ", shape_str(grad_out.shape()));
+    if (again.requires_grad()) backward(again, grad_out);  // no input requires grad: nothing to do
+  });
+  return out;
+}
+
 std::size_t tape_size() { return t_tape.size(); }
 void clear_tape() { t_tape.clear(); }
 

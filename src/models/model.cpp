@@ -65,6 +65,8 @@ std::int64_t Model::parameter_count() const {
 void Model::set_training(bool on) { impl_->training = on; }
 bool Model::training() const { return impl_->training; }
 void Model::set_fused_attention(bool on) { impl_->fused_attention = on; }
+void Model::set_checkpoint_activations(bool on) { impl_->checkpoint_activations = on; }
+bool Model::checkpoint_activations() const { return impl_->checkpoint_activations; }
 void Model::set_attention_capture(std::vector<AttentionMap>* sink) { impl_->attention_sink = sink; }
 void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_seed = seed;
@@ -158,9 +160,31 @@ Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::Atten
   return sublayer(L.ffn_norm, [&](const Tensor& h) { return L.ffn(h, rng); });
 }
 
+// A layer under activation checkpointing: the forward advances `rng` as usual; the
+// recomputation in the backward pass replays the same masks from a copy of its start state.
+// What it captures by value (x, the setups, the memory) is what the layer keeps alive.
+Tensor run_layer_checkpointed(const ModelConfig& c, const Layer& L, const Tensor& x, const nn::AttentionSetup& self,
+                              const Tensor* memory, const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+  const nn::DropoutStream start = rng;
+  const Tensor mem = memory != nullptr ? *memory : Tensor();
+  const nn::AttentionSetup cross_setup_copy = cross != nullptr ? *cross : nn::AttentionSetup();
+  nn::AttentionSetup self_copy = self;
+  self_copy.capture = nullptr;  // inspection runs without autograd; never capture twice
+  return autograd::checkpoint(
+      "checkpoint_activations", [&] { return run_layer(c, L, x, self, memory, cross, rng); },
+      [&c, &L, x, self_copy, mem, cross_setup_copy, has_memory = memory != nullptr, start] {
+        nn::DropoutStream replay = start;
+        return run_layer(c, L, x, self_copy, has_memory ? &mem : nullptr, has_memory ? &cross_setup_copy : nullptr,
+                         replay);
+      });
+}
+
 Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
                  const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
-  for (const Layer& L : s.layers) x = run_layer(m.cfg, L, x, self, memory, cross, rng);
+  const bool checkpointed = m.checkpoint_activations && grad_enabled();
+  for (const Layer& L : s.layers)
+    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, self, memory, cross, rng)
+                     : run_layer(m.cfg, L, x, self, memory, cross, rng);
   if (s.has_final_norm) x = s.final_norm(x);
   if (m.cfg.model_type == "t5") x = rng.apply(x, m.cfg.dropout);  // T5 drops after the final norm too
   return x;

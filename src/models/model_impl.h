@@ -20,6 +20,7 @@ struct Model::Impl {
   Tensor alibi;  // (H) slopes when position == alibi
   bool training = false;
   bool fused_attention = true;
+  bool checkpoint_activations = false;
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture

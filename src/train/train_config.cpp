@@ -159,12 +159,14 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   s.get_double("min_lr_ratio", c.schedule.min_lr_ratio, 0.0, 1.0);
 
   const Section t(section(root, "training"), where + ".training",
-                  {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing"});
+                  {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing",
+                   "checkpoint_activations"});
   t.get_int("batch_size", c.batch_size, 1);
   t.get_int("grad_accum", c.grad_accum, 1);
   t.get_int("max_steps", c.max_steps, 1);
   t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
+  t.get_bool("checkpoint_activations", c.checkpoint_activations);
 
   const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam"});
   e.get_int("every", c.eval_every, 1);

@@ -122,7 +122,8 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   Progress progress(opt.quiet, r.max_steps, cfg.log_every);
   progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
-                   ", " + std::to_string(num_threads()) + " threads");
+                   ", " + std::to_string(num_threads()) + " threads" +
+                   (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {
     if (saved_step == r.state.step) return;
@@ -132,6 +133,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
 
   TrainResult result;
   model.set_training(true);
+  model.set_checkpoint_activations(cfg.checkpoint_activations);
   double tokens_seen = 0;
   const auto t0 = std::chrono::steady_clock::now();
   std::int64_t done = 0;

@@ -1,4 +1,4 @@
-// tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S]
+// tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--checkpoint-activations]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
 #include <atomic>
 #include <csignal>
@@ -22,6 +22,7 @@ void add_train_command(CLI::App& app) {
     std::int64_t max_steps = -1;
     std::int64_t seed = -1;
     bool quiet = false;
+    bool checkpoint_activations = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("config", args->config, "Train config JSON")->required()->check(CLI::ExistingFile);
@@ -30,8 +31,11 @@ void add_train_command(CLI::App& app) {
   cmd->add_option("--resume", args->resume, "Continue from the checkpoint in this directory");
   cmd->add_option("--seed", args->seed, "Override the config's seed")->check(CLI::NonNegativeNumber);
   cmd->add_flag("-q,--quiet", args->quiet, "No progress output");
+  cmd->add_flag("--checkpoint-activations", args->checkpoint_activations,
+                "Recompute each layer's forward in the backward pass (less memory, same gradients)");
   cmd->callback([args] {
     TrainConfig cfg = load_train_config(args->config);
+    if (args->checkpoint_activations) cfg.checkpoint_activations = true;
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
     TrainOptions opt;
     opt.out_dir = args->out;

@@ -1,0 +1,74 @@
+// plan_training_memory: what the autograd tape keeps per token, per layer, as the engine's ops
+// record it (fused attention, the training default). The per-layer figures were read off the
+// allocator (memory_stats) for each family and are checked against it in
+// tests/unit/test_checkpoint_activations.cpp:
+//   self-attention sublayer, norm to residual add: ~7 C per token (norm output, q/k/v, attention
+//     output, o_proj output, dropout output, the sum), + H for the softmax statistics,
+//     + 2 C with RoPE (the rotated q and k);
+//   FFN sublayer: ~6 C (norm output, down projection, dropout, sum) + 2 d_ff (pre- and
+//     post-activation), 4 d_ff when gated (gate, up, activation, product);
+//   cross-attention (decoder of an encoder-decoder): ~6 C + H per target token, and the
+//     memory's keys and values per source token.
+#include <algorithm>
+
+#include "tfm/error.h"
+#include "tfm/memory_plan.h"
+
+namespace tfm {
+namespace {
+
+// f32 elements per token that one layer keeps (self-attention + FFN).
+std::int64_t layer_per_token(const ModelConfig& c) {
+  const std::int64_t C = c.d_model, H = c.n_heads;
+  const std::int64_t attn = 7 * C + H + (c.position == PositionKind::rope ? 2 * C : 0);
+  const std::int64_t ffn = 6 * C + c.d_ff * (c.gated_ffn() ? 4 : 2);
+  return attn + ffn;
+}
+
+// f32 elements per token of one stack's embeddings and final norm: the gathered rows, each
+// added table (the gather and the sum), the embedding norm, the dropout output, the final norm.
+std::int64_t embedding_per_token(const ModelConfig& c) {
+  const std::int64_t C = c.d_model;
+  std::int64_t n = 3 * C;
+  if (c.position == PositionKind::learned) n += 2 * C;
+  if (c.position == PositionKind::sinusoidal) n += C;
+  if (c.type_vocab_size > 0) n += 2 * C;
+  if (c.embedding_norm) n += C;
+  return n;
+}
+
+}  // namespace
+
+TrainMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t seq_len, std::int64_t batch) {
+  TFM_CHECK(seq_len >= 1 && batch >= 1, "info", "training memory needs seq_len >= 1 and batch >= 1, got ", seq_len,
+            " and ", batch);
+  TrainMemoryPlan p;
+  p.seq_len = seq_len;
+  p.batch = batch;
+  std::int64_t params = 0;
+  for (const auto& s : parameter_specs(c)) params += shape_numel(s.shape);
+  p.state_bytes = 16 * params;
+
+  const std::int64_t tokens = seq_len * batch, C = c.d_model;
+  const std::int64_t per_layer = layer_per_token(c);
+  // Embeddings (+ dropout), the final norm, and the head: the logits and the loss's softmax
+  // for a language model, the pooled vector for a classifier.
+  const std::int64_t head = c.head == HeadKind::lm || c.head == HeadKind::masked_lm ? 2 * c.vocab_size : 0;
+  std::int64_t layers = 0, kept_inputs = 0, largest_layer = 0, fixed = 0;
+  const auto stack = [&](std::int64_t n, std::int64_t per_token, std::int64_t extra) {
+    layers += n * (per_token * tokens + extra);
+    kept_inputs += n * C * tokens;
+    largest_layer = std::max(largest_layer, per_token * tokens + extra);
+    fixed += embedding_per_token(c) * tokens;
+  };
+  stack(c.n_layers, per_layer, 0);  // the encoder, or a decoder-only model's decoder
+  if (c.architecture == Architecture::encoder_decoder)
+    stack(c.decoder_layers(), per_layer + 6 * C + c.n_heads, 2 * c.kv_heads() * c.dim_head() * tokens);
+  fixed += head * tokens;
+  p.activation_bytes = 4 * (layers + fixed);
+  p.checkpoint_kept_bytes = 4 * (kept_inputs + fixed);
+  p.checkpoint_recompute_bytes = 4 * largest_layer;
+  return p;
+}
+
+}  // namespace tfm
