@@ -67,6 +67,11 @@ class Optimizer {
 // at any thread count); when max_norm > 0 and the norm exceeds it, every gradient is scaled
 // by max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm.
 double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm);
+// Gradient noise (Neelakantan et al. 2015): adds N(0, sigma^2) to every gradient element, with
+// sigma^2 = eta / (1 + step)^gamma annealed over the 0-based optimiser step; the draws depend
+// only on (seed, step) and each element's place in name order. Returns sigma.
+double add_gradient_noise(std::map<std::string, Tensor>& params, double eta, double gamma, std::int64_t step,
+                          std::uint64_t seed);
 // Multiply every gradient by s (gradient accumulation averages micro-batches this way).
 void scale_grads(std::map<std::string, Tensor>& params, float s);
 
@@ -121,6 +126,8 @@ struct TrainConfig {
   std::int64_t max_steps = 1000;
   double clip_grad_norm = 1.0;      // 0: no clipping
   double label_smoothing = 0.0;
+  double gradient_noise = 0.0;         // eta of add_gradient_noise (0: off); added before clipping
+  double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;

@@ -13,6 +13,13 @@ Tensor DropoutStream::apply(const Tensor& x, double p) {
   return dropout(x, static_cast<float>(p), true, seed_, off);
 }
 
+Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng) {
+  if (rate <= 0.0 || !rng.training()) return branch;
+  Shape mask_shape(static_cast<std::size_t>(branch.dim()), 1);
+  mask_shape[0] = branch.size(0);
+  return mul(branch, rng.apply(Tensor::ones(mask_shape), rate));
+}
+
 std::uint64_t DropoutStream::next_seed() {
   // splitmix64 of (seed, call index): independent streams for kernels with their own counters.
   std::uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (++calls_);

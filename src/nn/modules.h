@@ -30,6 +30,12 @@ class DropoutStream {
   std::uint64_t calls_ = 0;
 };
 
+// Stochastic depth (drop path): in training, each sequence (row of dim 0) keeps `branch` with
+// probability 1 - rate, scaled by 1 / (1 - rate) so that inference (identity) sees the same
+// expectation; a dropped sequence's branch is all zeros. The (B, 1, ..., 1) mask is one
+// dropout draw from `rng`, so it is reproducible and replayable. Identity outside training.
+Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng);
+
 struct Linear {
   Tensor weight;        // (out, in); (in, out) when in_out (GPT-2's Conv1D layout)
   Tensor bias;          // (out) or undefined

@@ -152,6 +152,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
     }
     const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
+    if (cfg.gradient_noise > 0) add_gradient_noise(params, cfg.gradient_noise, cfg.gradient_noise_gamma, step, cfg.seed);
     const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm);
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
       fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",

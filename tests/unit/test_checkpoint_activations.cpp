@@ -20,6 +20,7 @@ ModelConfig family_config(Architecture arch) {
   c.vocab_size = 41; c.d_model = 32; c.n_heads = 4; c.n_layers = 3; c.n_decoder_layers = 2; c.d_ff = 48;
   c.max_positions = 32;
   c.dropout = c.attention_dropout = c.embedding_dropout = 0.1;
+  c.stochastic_depth = 0.3;  // its per-sequence masks must be replayed too
   if (arch == Architecture::decoder_only) {  // Llama-style: RMSNorm, SwiGLU, RoPE, GQA
     c.n_kv_heads = 2;
     c.norm = NormKind::rms_norm;
