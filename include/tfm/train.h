@@ -202,6 +202,7 @@ struct EvalOptions {
   std::int64_t context = 0;         // LM: window length in tokens (0: the training block_size)
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
+  std::string adapter_dir = "";     // a LoRA adapter to attach (adapter.h), or empty
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;
