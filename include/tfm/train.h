@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -97,6 +98,13 @@ struct TrainConfig {
   TaskKind task = TaskKind::lm;
   std::uint64_t seed = 1337;
   std::string model_json;           // the "model" object (vocab_size filled from the tokenizer)
+  // Fine-tuning: start from this model directory's weights and tokenizer; "model" keys then
+  // override its config (a new head: "head", "num_labels", "id2label"; dropout rates).
+  std::string init_from;
+  std::optional<LoraConfig> lora;   // "lora": {r, alpha, dropout, target_modules}
+  // Parameter-name patterns ('*' wildcards) that train; the rest are frozen. Default: all, or
+  // with LoRA the factors and any parameter init_from did not supply (a new head).
+  std::vector<std::string> trainable;
   // tokenizer: train one on the training text, or load a tokenizer.json
   std::string tokenizer_kind = "char";  // char | word | bpe
   std::int64_t tokenizer_vocab_size = 0;
