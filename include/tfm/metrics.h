@@ -39,6 +39,10 @@ BleuTokenizer default_bleu_tokenizer(const std::vector<std::string>& references)
 // strips trailing whitespace first (sacreBLEU's _preprocess_segment); this function does not.
 std::string sacrebleu_tokenize(std::string_view line, BleuTokenizer t);
 
+// The line without trailing whitespace as Python's str.rstrip() sees it (Unicode spaces too):
+// how sacreBLEU's command line reads every hypothesis and reference line.
+std::string rstrip_whitespace(std::string_view line);
+
 enum class BleuSmooth { exp, floor, add_k, none };
 BleuSmooth bleu_smooth_from_name(std::string_view name);  // "exp", "floor", "add-k", "none"
 const char* to_string(BleuSmooth s);
