@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tfm/error.h"
+#include "tfm/metrics.h"
 #include "tfm/train.h"
 #include "train/task.h"
 
@@ -66,8 +67,15 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
     cfg.bleu_examples = opt.bleu_examples < 0 ? rep.examples : opt.bleu_examples;
     if (opt.beam > 0) cfg.bleu_beam = opt.beam;
+    if (!opt.bleu_tokenize.empty()) {
+      if (opt.bleu_tokenize != "auto") metrics::bleu_tokenizer_from_name(opt.bleu_tokenize);  // checks the name
+      cfg.bleu_tokenize = opt.bleu_tokenize;
+    }
   }
-  rep.metrics = evaluate(d, lm.model, cfg);
+  EvalDetail detail;
+  rep.metrics = evaluate(d, lm.model, cfg, &detail);
+  rep.signatures = std::move(detail.signatures);
+  rep.hypotheses = std::move(detail.hypotheses);
   return rep;
 }
 

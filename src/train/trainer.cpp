@@ -57,6 +57,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
   j["eval"]["bleu_examples"] = cfg.bleu_examples;
+  j["eval"]["bleu_tokenize"] = cfg.bleu_tokenize;
   return j.dump();
 }
 
@@ -169,12 +170,17 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const bool last = r.state.step == r.max_steps;
     const bool stop = (opt.on_step && !opt.on_step(r.state.step, loss));
     if (r.state.step % cfg.eval_every == 0 || last) {
-      result.val_metrics = evaluate(r.data, model, cfg);
+      EvalDetail detail;
+      result.val_metrics = evaluate(r.data, model, cfg, &detail);
       result.val_loss = result.val_metrics.at("loss");
       std::string line = R"({"step":)" + std::to_string(r.state.step) + R"(,"split":"val")", text;
       for (const auto& [k, v] : result.val_metrics) {
         line += ",\"" + k + "\":" + fmt(v);
         text += (text.empty() ? "" : ", ") + k + " " + fmt(v);
+        const auto sig = detail.signatures.find(k);  // BLEU/chrF: the sacreBLEU signature beside the score
+        if (sig == detail.signatures.end()) continue;
+        line += ",\"" + k + "_signature\":" + json(sig->second).dump();
+        text += " (" + sig->second + ")";
       }
       append_metrics_line(metrics_path, line + "}");
       curves.val_loss.push_back({r.state.step, result.val_loss});

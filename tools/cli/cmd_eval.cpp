@@ -1,6 +1,9 @@
-// tfm eval -m DIR [--data FILE] [--header] [--batch B] [--ctx N] [--bleu-examples N] [--json]
+// tfm eval -m DIR [--data FILE] [--header] [--batch B] [--ctx N] [--bleu-examples N] [--beam K]
+//          [--tokenize T] [--hyps FILE] [--json]
 // Scores a trained model directory: LM loss/perplexity, classifier accuracy/precision/recall/
-// F1, seq2seq loss + corpus BLEU (greedy). Without --data: the held-out split that
+// F1, seq2seq loss + corpus BLEU and chrF2 (sacreBLEU's, each printed with its signature) of
+// greedy or beam decoding; --hyps writes the translations scored, one a line (the same text
+// tfm translate prints for those sources). Without --data: the held-out split that
 // DIR/train_config.json names (the same seeded split the training run evaluated on).
 #include <chrono>
 #include <cmath>
@@ -9,7 +12,9 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "tfm/error.h"
 #include "tfm/runtime.h"
+#include "tfm/safetensors.h"
 #include "tfm/train.h"
 
 namespace tfm::cli {
@@ -19,6 +24,7 @@ void add_eval_command(CLI::App& app) {
   struct Args {
     std::string dir;
     EvalOptions opt;
+    std::string hyps_file;
     bool json = false, verbose = false;
   };
   auto args = std::make_shared<Args>();
@@ -34,11 +40,22 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--beam", args->opt.beam, "seq2seq: beam size for BLEU (default: the training config's, 1 = greedy)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tokenize,--tok", args->opt.bleu_tokenize,
+                  "seq2seq: BLEU tokenizer 13a, intl, zh, char, none or auto (default: the training config's eval.bleu_tokenize, "
+                  "auto: zh for Chinese targets, else 13a)")
+      ->check(CLI::IsMember({"auto", "13a", "intl", "zh", "char", "none"}));
+  cmd->add_option("--hyps", args->hyps_file, "seq2seq: write the scored translations to this file, one a line");
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
     const auto t0 = std::chrono::steady_clock::now();
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
+    if (!args->hyps_file.empty()) {
+      TFM_CHECK(r.task == TaskKind::seq2seq, "eval", "--hyps applies to seq2seq models only");
+      std::string text;
+      for (const auto& h : r.hypotheses) text += h + "\n";
+      write_file_atomic(args->hyps_file, text);
+    }
     if (args->verbose) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "tfm: scored %lld %s in %.3f s (%.1f/s)\n", static_cast<long long>(r.examples),
@@ -49,6 +66,7 @@ void add_eval_command(CLI::App& app) {
       nlohmann::json j{{"model", args->dir}, {"task", task}, {"data", r.data}, {"examples", r.examples},
                        {"threads", num_threads()}};
       for (const auto& [k, v] : r.metrics) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      for (const auto& [k, sig] : r.signatures) j[k + "_signature"] = sig;
       if (!r.positive_label.empty()) j["positive_label"] = r.positive_label;
       std::printf("%s\n", j.dump().c_str());
       return;
@@ -58,7 +76,11 @@ void add_eval_command(CLI::App& app) {
                 static_cast<long long>(r.examples));
     if (!r.positive_label.empty()) std::printf("positive %s (precision, recall, f1)\n", r.positive_label.c_str());
     std::printf("\n%-12s %10s\n", "metric", "value");
-    for (const auto& [k, v] : r.metrics) std::printf("%-12s %10.4f\n", k.c_str(), v);
+    for (const auto& [k, v] : r.metrics) {
+      const auto sig = r.signatures.find(k);
+      std::printf("%-12s %10.4f%s%s\n", k.c_str(), v, sig == r.signatures.end() ? "" : "  ",
+                  sig == r.signatures.end() ? "" : sig->second.c_str());
+    }
   });
 }
 
