@@ -169,6 +169,9 @@ struct TrainOptions {
   std::string resume_dir;           // continue from this checkpoint directory
   bool quiet = false;               // no progress output (tests)
   bool print_sample = true;
+  // > 0: refuse to start (tfm::Error with the plan's breakdown) when the training memory plan
+  // (weights, gradients, optimiser state, activations; memory_plan.h) exceeds this many bytes.
+  std::int64_t max_memory_bytes = 0;
   // Called after every optimiser step with (step, loss); returning false stops the run
   // there with a checkpoint (tests use it to simulate an interruption).
   std::function<bool(std::int64_t, double)> on_step;
@@ -197,6 +200,8 @@ struct EvalOptions {
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
   std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
+  std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for
+                                      // the eval batch (plan_memory: batch x context) exceeds it
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;

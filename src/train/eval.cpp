@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/metrics.h"
 #include "tfm/train.h"
 #include "train/task.h"
@@ -27,6 +28,16 @@ const char* task_name(TaskKind k) {
 
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
+  if (opt.max_memory_bytes > 0) {  // from the two configs alone, before any weight is read
+    const ModelConfig mc = load_model_config((fs::path(dir) / "config.json").string());
+    const std::string tc_path = (fs::path(dir) / "train_config.json").string();
+    const TrainConfig tc = fs::exists(tc_path) ? load_train_config(tc_path) : TrainConfig{};
+    const std::int64_t batch = opt.batch_size > 0 ? opt.batch_size : tc.batch_size;
+    std::int64_t ctx = task_of(mc) == TaskKind::lm ? (opt.context > 0 ? opt.context : tc.block_size) : tc.max_length;
+    ctx = std::min(ctx, mc.max_positions);
+    const MemoryPlan p = plan_memory(mc, ctx, batch);
+    check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
+  }
   LoadedModel lm = load_model_dir(dir);
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",

@@ -10,6 +10,7 @@
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
@@ -82,6 +83,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   r.data = make_task_data(cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(cfg, r.data, r.tok->vocab_size());
+  if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
+    const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
+    const TrainingMemoryPlan plan = plan_training_memory(
+        mc, cfg.batch_size, cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, buffers);
+    check_memory_limit(plan.total_bytes, opt.max_memory_bytes, "training " + cfg.source, summary(plan),
+                       "lower training.batch_size (grad_accum keeps the effective batch), the sequence length or the model size");
+  }
   r.opt.emplace(cfg.optimizer);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed

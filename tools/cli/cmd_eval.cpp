@@ -11,8 +11,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
 #include "tfm/train.h"
@@ -24,7 +26,7 @@ void add_eval_command(CLI::App& app) {
   struct Args {
     std::string dir;
     EvalOptions opt;
-    std::string hyps_file;
+    std::string hyps_file, max_memory;
     bool json = false, verbose = false;
   };
   auto args = std::make_shared<Args>();
@@ -45,10 +47,12 @@ void add_eval_command(CLI::App& app) {
                   "auto: zh for Chinese targets, else 13a)")
       ->check(CLI::IsMember({"auto", "13a", "intl", "zh", "char", "none"}));
   cmd->add_option("--hyps", args->hyps_file, "seq2seq: write the scored translations to this file, one a line");
+  add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
     const auto t0 = std::chrono::steady_clock::now();
+    if (!args->max_memory.empty()) args->opt.max_memory_bytes = parse_byte_size(args->max_memory, "--max-memory");
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
     if (!args->hyps_file.empty()) {
       TFM_CHECK(r.task == TaskKind::seq2seq, "eval", "--hyps applies to seq2seq models only");
