@@ -70,6 +70,19 @@ struct BleuScore {
   std::string format(int width = 2) const;
 };
 
+// The corpus statistics BLEU is computed from (sacreBLEU's _extract_corpus_statistics, summed):
+// clipped matches and totals per order, hypothesis length and closest reference length. They
+// depend on the tokenizer, case and max_order of `opt`, not on its smoothing.
+struct BleuStatistics {
+  std::vector<std::int64_t> correct, total;
+  std::int64_t sys_len = 0, ref_len = 0;
+  std::size_t nrefs = 0;
+};
+BleuStatistics bleu_statistics(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                               const BleuOptions& opt = {});
+// The score from statistics with opt's smoothing and effective order (sacreBLEU's compute_bleu).
+BleuScore bleu_from_statistics(const BleuStatistics& stats, const BleuOptions& opt = {});
+
 // refs[r][i] is reference r of segment i (one stream per reference file, as sacreBLEU takes
 // them); every stream has hyps.size() segments. An empty line is still a reference (of
 // length 0), as in sacreBLEU's command line.

@@ -141,15 +141,15 @@ const char* to_string(BleuSmooth s) {
   return "?";
 }
 
-BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
-                      const BleuOptions& opt) {
+BleuStatistics bleu_statistics(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                               const BleuOptions& opt) {
   check_streams(hyps, refs, "bleu");
   TFM_CHECK(opt.max_order >= 1, "bleu", "max_order must be >= 1, got ", opt.max_order);
-  TFM_CHECK(opt.smooth != BleuSmooth::add_k || !opt.smooth_value || *opt.smooth_value >= 0, "bleu",
-            "add-k smoothing needs k >= 0");
   const auto orders = static_cast<std::size_t>(opt.max_order);
-  std::vector<std::int64_t> correct(orders, 0), total(orders, 0);
-  std::int64_t sys_len = 0, ref_len = 0;
+  BleuStatistics st;
+  st.correct.assign(orders, 0);
+  st.total.assign(orders, 0);
+  st.nrefs = refs.size();
   for (std::size_t i = 0; i < hyps.size(); ++i) {
     NgramCounts ref_max;
     std::vector<std::int64_t> ref_lens;
@@ -163,19 +163,32 @@ BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<st
     }
     const auto hyp_toks = segment_tokens(hyps[i], opt);
     const auto hyp_len = static_cast<std::int64_t>(hyp_toks.size());
-    sys_len += hyp_len;
-    ref_len += closest_ref_len(hyp_len, ref_lens);
+    st.sys_len += hyp_len;
+    st.ref_len += closest_ref_len(hyp_len, ref_lens);
     for (const auto& [g, c] : ngrams(hyp_toks, opt.max_order)) {
       const auto n = static_cast<std::size_t>(order_of(g) - 1);
-      total[n] += c;
+      st.total[n] += c;
       const auto it = ref_max.find(g);
-      if (it != ref_max.end()) correct[n] += std::min(c, it->second);
+      if (it != ref_max.end()) st.correct[n] += std::min(c, it->second);
     }
   }
-  BleuScore s = compute_bleu(std::vector<double>(correct.begin(), correct.end()),
-                             std::vector<double>(total.begin(), total.end()), sys_len, ref_len, opt);
-  s.signature = signature(std::to_string(refs.size()), opt);
+  return st;
+}
+
+BleuScore bleu_from_statistics(const BleuStatistics& st, const BleuOptions& opt) {
+  TFM_CHECK(st.correct.size() == static_cast<std::size_t>(opt.max_order) && st.total.size() == st.correct.size(), "bleu",
+            "statistics of ", st.correct.size(), " orders for max_order ", opt.max_order);
+  TFM_CHECK(opt.smooth != BleuSmooth::add_k || !opt.smooth_value || *opt.smooth_value >= 0, "bleu",
+            "add-k smoothing needs k >= 0");
+  BleuScore s = compute_bleu(std::vector<double>(st.correct.begin(), st.correct.end()),
+                             std::vector<double>(st.total.begin(), st.total.end()), st.sys_len, st.ref_len, opt);
+  s.signature = signature(std::to_string(st.nrefs), opt);
   return s;
+}
+
+BleuScore corpus_bleu(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
+                      const BleuOptions& opt) {
+  return bleu_from_statistics(bleu_statistics(hyps, refs, opt), opt);
 }
 
 BleuScore sentence_bleu(const std::string& hyp, const std::vector<std::string>& refs, const BleuOptions& opt) {
