@@ -7,8 +7,9 @@
 //   auto s = tfm::metrics::corpus_bleu(hyps, {refs}, {});
 //   std::printf("BLEU = %.2f (%s)\n", s.score, s.signature.c_str());
 //
-// Text is UTF-8; a byte that is not part of a valid UTF-8 sequence counts as U+FFFD (the
-// replacement character). Errors (unknown tokenizer name, mismatched counts) throw tfm::Error.
+// Text is UTF-8; bytes that are not valid UTF-8 count as U+FFFD (the replacement character),
+// one per maximal invalid subpart as Python's decode(errors='replace'). Errors (unknown
+// tokenizer name, mismatched counts) throw tfm::Error.
 #pragma once
 
 #include <cstdint>
@@ -40,8 +41,11 @@ BleuTokenizer default_bleu_tokenizer(const std::vector<std::string>& references)
 std::string sacrebleu_tokenize(std::string_view line, BleuTokenizer t);
 
 // The line without trailing whitespace as Python's str.rstrip() sees it (Unicode spaces too):
-// how sacreBLEU's command line reads every hypothesis and reference line.
+// how sacreBLEU's command line reads every hypothesis and reference line. Invalid UTF-8
+// becomes U+FFFD (valid_utf8).
 std::string rstrip_whitespace(std::string_view line);
+// The text with every invalid UTF-8 subpart replaced by U+FFFD (what the metrics score).
+std::string valid_utf8(std::string_view text);
 
 enum class BleuSmooth { exp, floor, add_k, none };
 BleuSmooth bleu_smooth_from_name(std::string_view name);  // "exp", "floor", "add-k", "none"

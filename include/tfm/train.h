@@ -211,6 +211,7 @@ struct EvalReport {
   std::string positive_label;       // classifier: the class precision/recall/F1 are of
   std::map<std::string, std::string> signatures;  // seq2seq: sacreBLEU signature of "bleu" and "chrf"
   std::vector<std::string> hypotheses;  // seq2seq: the decoded translations that were scored, in order
+  std::int64_t beam = 0;            // seq2seq: the beam size they were decoded with (1: greedy)
 };
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt);
 

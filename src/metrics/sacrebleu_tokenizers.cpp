@@ -170,13 +170,10 @@ BleuTokenizer default_bleu_tokenizer(const std::vector<std::string>& references)
   return letters > 0 && 2 * han >= letters ? BleuTokenizer::zh : BleuTokenizer::t13a;
 }
 
+std::string valid_utf8(std::string_view text) { return detail::encode_utf8(detail::decode_utf8(text)); }
+
 std::string rstrip_whitespace(std::string_view line) {
-  const std::u32string s = detail::decode_utf8(line);
-  const std::size_t keep = detail::py_rstrip(s).size();
-  // Cut the original bytes (not the decoded text) so that nothing else changes.
-  std::size_t bytes = line.size();
-  for (std::size_t n = s.size(); n > keep; --n) bytes -= detail::encode_utf8(std::u32string_view(&s[n - 1], 1)).size();
-  return std::string(line.substr(0, bytes));
+  return detail::encode_utf8(detail::py_rstrip(detail::decode_utf8(line)));
 }
 
 std::string sacrebleu_tokenize(std::string_view line, BleuTokenizer t) {

@@ -9,30 +9,37 @@
 namespace tfm::metrics::detail {
 
 std::u32string decode_utf8(std::string_view s) {
+  // Invalid input becomes U+FFFD once per maximal subpart (the lead byte and the continuation
+  // bytes valid so far), as Python's bytes.decode('utf-8', 'replace') does.
   std::u32string out;
   out.reserve(s.size());
   const auto byte = [&](std::size_t i) { return static_cast<unsigned char>(s[i]); };
   for (std::size_t i = 0; i < s.size();) {
     const unsigned char c = byte(i);
-    std::size_t len = 0;
-    char32_t cp = 0, min = 0;
-    if (c < 0x80) len = 1, cp = c;
-    else if (c >= 0xC2 && c < 0xE0) len = 2, cp = c & 0x1F, min = 0x80;
-    else if (c >= 0xE0 && c < 0xF0) len = 3, cp = c & 0x0F, min = 0x800;
-    else if (c >= 0xF0 && c < 0xF5) len = 4, cp = c & 0x07, min = 0x10000;
-    bool ok = len > 0 && i + len <= s.size();
-    for (std::size_t k = 1; ok && k < len; ++k) {
-      ok = (byte(i + k) & 0xC0) == 0x80;
-      cp = (cp << 6) | (byte(i + k) & 0x3F);
-    }
-    ok = ok && cp >= min && cp <= 0x10FFFF && !(cp >= 0xD800 && cp <= 0xDFFF);
-    if (!ok) {
-      out.push_back(0xFFFD);
+    if (c < 0x80) {
+      out.push_back(c);
       ++i;
       continue;
     }
-    out.push_back(cp);
-    i += len;
+    std::size_t len = 0;
+    char32_t cp = 0;
+    unsigned char lo = 0x80, hi = 0xBF;  // the allowed range of the second byte
+    if (c >= 0xC2 && c <= 0xDF) len = 2, cp = c & 0x1F;
+    else if (c >= 0xE0 && c <= 0xEF) len = 3, cp = c & 0x0F, lo = c == 0xE0 ? 0xA0 : 0x80, hi = c == 0xED ? 0x9F : 0xBF;
+    else if (c >= 0xF0 && c <= 0xF4) len = 4, cp = c & 0x07, lo = c == 0xF0 ? 0x90 : 0x80, hi = c == 0xF4 ? 0x8F : 0xBF;
+    std::size_t k = 1;  // bytes of the sequence accepted so far
+    while (len > 0 && k < len && i + k < s.size()) {
+      const unsigned char b = byte(i + k);
+      if (k == 1 ? (b < lo || b > hi) : (b & 0xC0) != 0x80) break;
+      cp = (cp << 6) | (b & 0x3F);
+      ++k;
+    }
+    if (len > 0 && k == len) {
+      out.push_back(cp);
+    } else {
+      out.push_back(0xFFFD);
+    }
+    i += k;
   }
   return out;
 }

@@ -78,6 +78,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
     cfg.bleu_examples = opt.bleu_examples < 0 ? rep.examples : opt.bleu_examples;
     if (opt.beam > 0) cfg.bleu_beam = opt.beam;
+    rep.beam = cfg.bleu_beam;
     if (!opt.bleu_tokenize.empty()) {
       if (opt.bleu_tokenize != "auto") metrics::bleu_tokenizer_from_name(opt.bleu_tokenize);  // checks the name
       cfg.bleu_tokenize = opt.bleu_tokenize;

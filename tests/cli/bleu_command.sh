@@ -46,8 +46,15 @@ PY
 
 expect_error "has 3 lines but the hypotheses" bash -c "head -3 '$fx/en/ref1.txt' >'$tmp/r3'; '$tfm' bleu '$tmp/r3' '$fx/en/hyp.txt'"
 expect_error "cannot open" "$tfm" bleu "$tmp/missing.txt" "$fx/en/hyp.txt"
-printf 'ok\n\xff\xfe\n' >"$tmp/bad"
-expect_error ":2" "$tfm" bleu "$fx/en/ref1.txt" "$tmp/bad"
+# Bytes that are not UTF-8 (a byte-level BPE model can emit them) count as U+FFFD, one per
+# maximal invalid subpart as Python's errors='replace', with a warning: the lone continuation
+# byte below is one replacement character, the truncated sequence \xe7\x8c another.
+printf 'a \xb4b\n\xe7\x8c c\n' >"$tmp/bad"
+printf 'a \xef\xbf\xbdb\n\xef\xbf\xbd c\n' >"$tmp/replaced"
+"$tfm" bleu "$tmp/replaced" "$tmp/bad" --json -e >"$tmp/bad.json" 2>"$tmp/err"
+grep -qF "2 line(s) are not valid UTF-8 (the first: line 1)" "$tmp/err" || fail "no warning: $(cat "$tmp/err")"
+python3 -c 'import json,sys; s=[json.loads(l)["score"] for l in open(sys.argv[1])]; assert s[0] > 99.999 and s[1] > 99.999, s' \
+  "$tmp/bad.json" || fail "invalid UTF-8 not scored as U+FFFD: $(cat "$tmp/bad.json")"
 if "$tfm" bleu "$fx/en/ref1.txt" "$fx/en/hyp.txt" --tok 13b >/dev/null 2>"$tmp/err"; then fail "--tok 13b accepted"; fi
 grep -qF "13b not in" "$tmp/err" || fail "--tok 13b: $(cat "$tmp/err")"
 echo "bleu_command: ok"

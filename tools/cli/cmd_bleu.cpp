@@ -1,8 +1,11 @@
 // tfm bleu REF [HYP] [--ref REF2 ...] [--tokenize T] [--smooth S] [-m bleu chrf] [--json]
 // Scores a hypothesis file (stdin when HYP is absent) against one or more reference files,
 // one segment a line, as the sacrebleu command line does (lines read with trailing whitespace
-// stripped): corpus BLEU and chrF2, each printed with its sacreBLEU signature.
+// stripped): corpus BLEU and chrF2, each printed with its sacreBLEU signature. Bytes that are
+// not UTF-8 are scored as U+FFFD, with a warning on stderr.
 #include <cstdio>
+#include <fstream>
+#include <iostream>
 
 #include <nlohmann/json.hpp>
 
@@ -42,8 +45,26 @@ void add_bleu_command(CLI::App& app) {
   cmd->add_flag("--json", a->json, "One JSON object per metric (full precision, counts, signature)");
   cmd->callback([a] {
     const auto read = [](const std::string& path) {
-      std::vector<std::string> lines = read_input_lines(path);
-      for (auto& l : lines) l = metrics::rstrip_whitespace(l);
+      std::ifstream file;
+      if (path != "-") {
+        file.open(path, std::ios::binary);
+        TFM_CHECK(file.good(), path, "cannot open the file");
+      }
+      std::istream& in = path == "-" ? std::cin : file;
+      std::vector<std::string> lines;
+      std::size_t invalid = 0, first_invalid = 0;
+      for (std::string line; std::getline(in, line);) {
+        const std::string clean = metrics::valid_utf8(line);
+        if (clean != line && invalid++ == 0) first_invalid = lines.size() + 1;
+        lines.push_back(metrics::rstrip_whitespace(clean));
+      }
+      // Byte-level BPE models can emit a byte sequence that is not UTF-8 (tfm translate prints
+      // what the model wrote): score it as Python's decode(errors='replace') would read it.
+      if (invalid > 0)
+        std::fprintf(stderr,
+                     "tfm bleu: warning: %s: %zu line(s) are not valid UTF-8 (the first: line %zu); each invalid byte "
+                     "sequence counts as U+FFFD\n",
+                     path == "-" ? "stdin" : path.c_str(), invalid, first_invalid);
       return lines;
     };
     const std::vector<std::string> hyps = read(a->hyp);

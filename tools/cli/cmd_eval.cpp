@@ -72,6 +72,7 @@ void add_eval_command(CLI::App& app) {
       for (const auto& [k, v] : r.metrics) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
       for (const auto& [k, sig] : r.signatures) j[k + "_signature"] = sig;
       if (!r.positive_label.empty()) j["positive_label"] = r.positive_label;
+      if (r.task == TaskKind::seq2seq) j["beam"] = r.beam;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -79,6 +80,10 @@ void add_eval_command(CLI::App& app) {
                 r.task == TaskKind::lm ? "tokens" : r.task == TaskKind::classifier ? "examples" : "pairs",
                 static_cast<long long>(r.examples));
     if (!r.positive_label.empty()) std::printf("positive %s (precision, recall, f1)\n", r.positive_label.c_str());
+    // The decoding is printed because it moves BLEU: tfm translate's default is beam 4, eval's
+    // the training config's eval.beam (greedy unless set).
+    if (r.task == TaskKind::seq2seq)
+      std::printf("decoding %s (--beam)\n", r.beam > 1 ? ("beam " + std::to_string(r.beam)).c_str() : "greedy");
     std::printf("\n%-12s %10s\n", "metric", "value");
     for (const auto& [k, v] : r.metrics) {
       const auto sig = r.signatures.find(k);
