@@ -16,5 +16,6 @@ void add_eval_command(CLI::App& app);
 void add_attention_command(CLI::App& app);
 void add_classify_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
+void add_convert_command(CLI::App& app);  // cmd_convert.cpp: directory <-> GGUF
 
 }  // namespace tfm::cli
