@@ -1,0 +1,209 @@
+// GGUF reader/writer: round trips (bit-exact for f32), and malformed files, each refused
+// with one error naming the file, the key or tensor, and the rule — never a crash.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+
+#include "support/test_support.h"
+#include "tfm/gguf_model.h"
+#include "tfm/tfm.h"
+
+using namespace tfm;
+
+namespace {
+
+// Little-endian byte builder for hand-made headers.
+struct Bytes {
+  std::string s;
+  template <class T>
+  Bytes& put(T v) {
+    s.append(reinterpret_cast<const char*>(&v), sizeof v);
+    return *this;
+  }
+  Bytes& str(const std::string& x) {
+    put<std::uint64_t>(x.size());
+    s += x;
+    return *this;
+  }
+};
+
+// A valid file: one u32 key, one F32 tensor "w" of ne = [4, 2] (torch shape (2, 4)).
+Bytes header(std::uint32_t version = 3, std::uint64_t n_tensors = 1, std::uint64_t n_kv = 1) {
+  Bytes b;
+  b.s = "GGUF";
+  b.put<std::uint32_t>(version).put<std::uint64_t>(n_tensors).put<std::uint64_t>(n_kv);
+  return b;
+}
+std::string valid_file(std::uint64_t ne0 = 4, std::uint32_t type = 0, std::uint64_t offset = 0) {
+  Bytes b = header();
+  b.str("general.architecture").put<std::uint32_t>(8).str("llama");
+  b.str("w").put<std::uint32_t>(2).put<std::uint64_t>(ne0).put<std::uint64_t>(2).put<std::uint32_t>(type).put<std::uint64_t>(offset);
+  b.s.append((32 - b.s.size() % 32) % 32, '\0');
+  for (int i = 0; i < 8; ++i) b.put<float>(static_cast<float>(i) * 0.5f);
+  return b.s;
+}
+
+std::string error_of(const std::string& bytes) {
+  try {
+    parse_gguf(bytes, "bad.gguf");
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+void expect_refused(const std::string& bytes, const std::string& rule) {
+  const std::string e = error_of(bytes);
+  EXPECT_NE(e.find("bad.gguf"), std::string::npos) << e;
+  EXPECT_NE(e.find(rule), std::string::npos) << "got: " << e;
+  EXPECT_EQ(e.find('\n'), std::string::npos) << e;
+}
+
+}  // namespace
+
+TEST(Gguf, ValidHandMadeFileParses) {
+  const GgufFile f = parse_gguf(valid_file(), "ok.gguf");
+  ASSERT_EQ(f.tensors.size(), 1u);
+  EXPECT_EQ(f.tensors[0].shape(), (Shape{2, 4}));
+  EXPECT_EQ(f.get_string("general.architecture"), "llama");
+  EXPECT_EQ(f.to_f32(f.tensors[0]).to_floats()[7], 3.5f);
+}
+
+TEST(Gguf, MalformedHeadersAreRefusedNamingTheRule) {
+  std::string s = valid_file();
+  s[0] = 'X';
+  expect_refused(s, "magic");
+  expect_refused(header(1).s, "version 1 is not supported");
+  expect_refused(header(0x03000000u).s, "big-endian");
+  expect_refused(header(7).s, "unknown GGUF version 7");
+  expect_refused(header(3, 1ull << 60, 0).s, "tensor count");
+  expect_refused(header(3, 0, 1ull << 62).s, "metadata count");
+  Bytes b = header(3, 0, 1);
+  b.put<std::uint64_t>(~0ull);  // key length 2^64 - 1
+  b.s.append(16, '\0');
+  expect_refused(b.s, "metadata key #0");
+  Bytes arr = header(3, 0, 1);
+  arr.str("a").put<std::uint32_t>(9).put<std::uint32_t>(8).put<std::uint64_t>(1ull << 61);  // 2^61 strings
+  expect_refused(arr.s, "key 'a': array of");
+  Bytes nested = header(3, 0, 1);
+  nested.str("a").put<std::uint32_t>(9).put<std::uint32_t>(9).put<std::uint64_t>(1);
+  expect_refused(nested.s, "nested arrays");
+  Bytes type = header(3, 0, 1);
+  type.str("a").put<std::uint32_t>(13);
+  expect_refused(type.s, "unknown value type 13");
+  Bytes dup = header(3, 0, 2);
+  dup.str("a").put<std::uint32_t>(4).put<std::uint32_t>(1).str("a").put<std::uint32_t>(4).put<std::uint32_t>(2);
+  expect_refused(dup.s, "key 'a' appears twice");
+  Bytes align = header(3, 0, 1);
+  align.str("general.alignment").put<std::uint32_t>(4).put<std::uint32_t>(24);
+  expect_refused(align.s, "not a power of two");
+  Bytes boolean = header(3, 0, 1);
+  boolean.str("b").put<std::uint32_t>(7).put<std::uint8_t>(2);
+  expect_refused(boolean.s, "must be 0 or 1");
+}
+
+TEST(Gguf, MalformedTensorInfosAreRefusedNamingTheTensor) {
+  auto tensor_file = [](std::uint32_t n_dims, std::vector<std::uint64_t> ne, std::uint32_t type, std::uint64_t off) {
+    Bytes b = header(3, 1, 0);
+    b.str("w").put<std::uint32_t>(n_dims);
+    for (auto d : ne) b.put<std::uint64_t>(d);
+    b.put<std::uint32_t>(type).put<std::uint64_t>(off);
+    b.s.append((32 - b.s.size() % 32) % 32, '\0');
+    b.s.append(64, '\0');
+    return b.s;
+  };
+  expect_refused(tensor_file(5, {1, 1, 1, 1, 1}, 0, 0), "tensor 'w': n_dims 5");
+  expect_refused(tensor_file(2, {0, 4}, 0, 0), "tensor 'w': ne[0] = 0");
+  expect_refused(tensor_file(4, {1ull << 40, 1ull << 40, 1, 1}, 0, 0), "tensor 'w'");
+  expect_refused(tensor_file(1, {16}, 99, 0), "tensor 'w': tensor type type 99 is not supported");
+  expect_refused(tensor_file(1, {256}, 10, 0), "Q2_K is not supported");
+  expect_refused(tensor_file(1, {100}, 12, 0), "row length ne[0] = 100 is not a multiple of Q4_K's block of 256");
+  expect_refused(tensor_file(1, {4}, 0, 3), "offset 3 is not a multiple of the alignment 32");
+  expect_refused(tensor_file(1, {17}, 0, 0), "run past the end");                   // 68 bytes, 64 present
+  expect_refused(tensor_file(1, {64}, 0, ~0ull - 31), "overflows 64 bits");         // offset + size wraps
+  Bytes name = header(3, 1, 0);
+  name.str(std::string(64, 'n'));
+  expect_refused(name.s, "exceeds the limit of 63 bytes");
+  Bytes dup = header(3, 2, 0);
+  for (int i = 0; i < 2; ++i) dup.str("w").put<std::uint32_t>(1).put<std::uint64_t>(4).put<std::uint32_t>(0).put<std::uint64_t>(0);
+  expect_refused(dup.s, "tensor 'w' appears twice");
+}
+
+// Every prefix of a valid file is refused with an error (never a crash or an overrun:
+// the ASan run of the unit tests checks the reads).
+TEST(Gguf, EveryTruncationIsRefused) {
+  const std::string s = valid_file();
+  for (std::size_t n = 0; n < s.size(); ++n) EXPECT_FALSE(error_of(s.substr(0, n)).empty()) << "prefix " << n;
+  EXPECT_TRUE(error_of(s).empty());
+}
+
+TEST(Gguf, WriterRoundTripsF32BitExactAndEncodesF16Bf16Q8_0) {
+  const std::string path = ::testing::TempDir() + "gguf_writer_roundtrip.gguf";
+  const Tensor a = test::random_tensor({3, 64}, 1, -4.0f, 4.0f);
+  const Tensor v = test::random_tensor({7}, 2);
+  std::vector<std::pair<std::string, GgufValue>> meta = {
+      {"general.architecture", GgufValue::string("test")}, {"x.f", GgufValue::f32(0.25f)},
+      {"x.list", GgufValue::string_array({"a", "", "\xe2\x96\x81" "b"})}, {"x.ids", GgufValue::i32_array({-1, 5})}};
+  write_gguf(path, meta,
+             {{"a.f32", a, GgmlType::f32}, {"a.f16", a, GgmlType::f16}, {"a.bf16", a, GgmlType::bf16},
+              {"a.q8", a, GgmlType::q8_0}, {"v", v, GgmlType::f32}},
+             64);
+  const GgufFile f = read_gguf(path);
+  EXPECT_EQ(f.alignment, 64u);
+  EXPECT_EQ(f.get_float("x.f", 0), 0.25);
+  EXPECT_EQ(f.find("x.list")->strings, (std::vector<std::string>{"a", "", "\xe2\x96\x81" "b"}));
+  EXPECT_EQ(f.find("x.ids")->ints, (std::vector<std::int64_t>{-1, 5}));
+  test::expect_bitwise_equal(f.to_f32(*f.find_tensor("a.f32")), a, "f32");
+  test::expect_bitwise_equal(f.to_f32(*f.find_tensor("v")), v, "1-d f32");
+  test::expect_close(f.to_f32(*f.find_tensor("a.f16")), a, 1e-3, 1e-3, "f16");
+  test::expect_close(f.to_f32(*f.find_tensor("a.bf16")), a, 8e-3, 1e-2, "bf16");
+  // Q8_0: each value within half a quantization step (max|block| / 254) of the original.
+  test::expect_close(f.to_f32(*f.find_tensor("a.q8")), a, 0.0, 4.0 / 254 * 1.01, "q8_0");
+  EXPECT_EQ(ggml_type_name(f.find_tensor("a.q8")->type), "Q8_0");
+  EXPECT_THROW(write_gguf(path, {}, {{"odd", Tensor::zeros({2, 31}), GgmlType::q8_0}}), Error);
+}
+
+// Ours -> GGUF -> ours: a GPT-2-family model with a trained byte-level BPE tokenizer is
+// bit-exact in f32 (weights and logits), and its tokenizer encodes the same ids.
+TEST(Gguf, Gpt2ModelAndTokenizerRoundTripBitExact) {
+  ModelConfig c = parse_model_config(
+      R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 32})", "t");
+  Model m = Model::create(c, 7);
+  TokenizerTrainOptions o;
+  o.vocab_size = 300;
+  const Tokenizer tok = Tokenizer::train({"the quick brown fox jumps over the lazy dog", "hello world, hello there"}, o);
+  const std::string path = ::testing::TempDir() + "gguf_gpt2_roundtrip.gguf";
+  save_gguf_model(path, m, tok);
+  LoadedModel b = load_gguf_model(path);
+  EXPECT_EQ(b.config.model_type, "gpt2");
+  for (const auto& [name, t] : m.parameters()) test::expect_bitwise_equal(b.model.parameters().at(name), t, name);
+  for (const char* text : {"the lazy fox", "hello, world!", "unseen words \xc3\xa9t\xc3\xa9"})
+    EXPECT_EQ(b.tokenizer.encode(text), tok.encode(text)) << text;
+  EXPECT_EQ(b.tokenizer.eos_id(), tok.eos_id());
+  // f16 and q8_0 files load too, within their precision.
+  for (GgmlType t : {GgmlType::f16, GgmlType::q8_0}) {
+    save_gguf_model(path, m, tok, {t, "tiny"});
+    LoadedModel q = load_gguf_model(path);
+    const Tensor w = m.parameters().at("transformer.h.0.mlp.c_fc.weight");
+    test::expect_close(q.model.parameters().at("transformer.h.0.mlp.c_fc.weight"), w, 0.0,
+                       t == GgmlType::f16 ? 1e-4 : 2e-3, ggml_type_name(static_cast<std::uint32_t>(t)));
+  }
+}
+
+TEST(Gguf, UnsupportedArchitecturesAndModelsAreRefused) {
+  const std::string path = ::testing::TempDir() + "gguf_arch.gguf";
+  write_gguf(path, {{"general.architecture", GgufValue::string("mamba")}}, {{"w", Tensor::zeros({2}), GgmlType::f32}});
+  try {
+    load_gguf_model(path);
+    FAIL() << "mamba accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("'mamba' is not supported"), std::string::npos) << e.what();
+  }
+  ModelConfig c = model_preset("vaswani");
+  c.vocab_size = 50; c.d_model = 16; c.n_heads = 2; c.d_ff = 32; c.n_layers = 1;
+  TokenizerTrainOptions o;
+  o.vocab_size = 270;
+  EXPECT_THROW(save_gguf_model(path, Model::create(c, 1), Tokenizer::train({"a b c"}, o)), Error);
+}
