@@ -38,3 +38,13 @@ if [ ! -f "$tiktoken_dir/node_modules/.package-lock.json" ] ||
   echo "deps: npm ci in tools/reference/tiktoken"
   (cd "$tiktoken_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# llama.cpp (npm node-llama-cpp with its prebuilt linux-x64 CPU binaries, versions pinned in
+# package-lock.json): the reference for the GGUF tests. NODE_LLAMA_CPP_SKIP_DOWNLOAD makes its
+# postinstall step neither download nor build anything; the tests load with build: "never".
+llamacpp_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/llama-cpp"
+if [ ! -f "$llamacpp_dir/node_modules/.package-lock.json" ] ||
+   [ "$llamacpp_dir/package-lock.json" -nt "$llamacpp_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/llama-cpp"
+  (cd "$llamacpp_dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+fi
