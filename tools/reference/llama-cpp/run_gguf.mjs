@@ -17,7 +17,9 @@ const llama = await getLlama({gpu: false, build: "never", progressLogs: false, l
 const t0 = performance.now();
 const model = await llama.loadModel({modelPath, gpuLayers: 0, useMmap: true});
 const loadMs = performance.now() - t0;
-const context = await model.createContext({contextSize: 64, batchSize: 64, threads: 1});
+// An f32 KV cache (llama.cpp defaults to f16) and no flash attention: F32 files compare at f32 precision.
+const context = await model.createContext({contextSize: 64, batchSize: 64, threads: 1, flashAttention: false,
+                                          experimentalKvCacheKeyType: "F32", experimentalKvCacheValueType: "F32"});
 const sequence = context.getSequence();
 
 const promptTokens = Array.from(model.tokenize(prompt, false));
