@@ -76,3 +76,6 @@ void check(const std::string& arch) {
 TEST(LlamaCppParity, LlamaExportMatchesLlamaCpp) { check("llama"); }
 TEST(LlamaCppParity, Qwen2ExportMatchesLlamaCpp) { check("qwen2"); }
 TEST(LlamaCppParity, Gpt2ExportMatchesLlamaCpp) { check("gpt2"); }
+// Models trained here (make_reference.sh), exported with tfm convert.
+TEST(LlamaCppParity, TrainedLlamaRunsInLlamaCpp) { check("trained-llama"); }
+TEST(LlamaCppParity, TrainedGpt2RunsInLlamaCpp) { check("trained-gpt2"); }
