@@ -4,6 +4,7 @@
 #include <filesystem>
 
 #include "tfm/error.h"
+#include "tfm/gguf_model.h"
 #include "tfm/train.h"
 #include "train/task.h"
 
@@ -25,7 +26,8 @@ const char* task_name(TaskKind k) {
 }  // namespace
 
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
-  TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
+  TFM_CHECK(fs::is_directory(dir) || (is_gguf_path(dir) && fs::is_regular_file(dir)), "eval", "no model directory '",
+            dir, "'");
   LoadedModel lm = load_model_dir(dir);
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
