@@ -5,6 +5,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 #include "kernels/quant_blocks.h"
 #include "support/test_support.h"
@@ -73,4 +74,29 @@ TEST(ParityGguf, LlamaFileRoundTripsThroughTheWriterBitExact) {
     EXPECT_EQ(std::memcmp(src.raw(t), dst.raw(*u), t.nbytes), 0) << t.name;
   }
   EXPECT_EQ(a.tokenizer.encode("hello the world"), b.tokenizer.encode("hello the world"));
+}
+
+// tokenizer.ggml.model "llama" (SentencePiece BPE: scores, byte fallback) converted to
+// tokenizer.json gives sentencepiece's own ids. Needs a tokenizer.json loader that reads the
+// Llama form (normalizer Prepend/Replace, BPE byte_fallback): skipped, saying so, until then.
+TEST(ParityGguf, LlamaSentencePieceVocabEncodesLikeSentencePiece) {
+  const SafetensorsFile f = test::load_fixture("gguf_spm");
+  const GgufFile g = read_gguf(fixture_path("gguf_spm.gguf"));
+  const std::string json = gguf_tokenizer_json(g);
+  std::optional<Tokenizer> tok;
+  try {
+    tok = Tokenizer::from_json(json);
+  } catch (const Error& e) {
+    GTEST_SKIP() << "the tokenizer.json loader does not read the Llama (SentencePiece BPE) form yet: " << e.what();
+  }
+  const char* lines[] = {"Hello world, how are you?", "  leading spaces and  double  spaces",
+                         "ROMEO: O, she doth teach the torches to burn bright!",
+                         "unicode: caf\xc3\xa9 \xc3\xbc" "ber \xe6\x97\xa5\xe6\x9c\xac \xf0\x9f\x98\x80",
+                         "numbers 12345 and symbols #@!"};
+  for (int i = 0; i < 5; ++i) {
+    const std::vector<std::int64_t> want = test::fixture_tensor(f, "ids." + std::to_string(i)).to_ints();
+    const std::vector<std::int32_t> got = tok->encode(lines[i]);
+    EXPECT_EQ(std::vector<std::int64_t>(got.begin(), got.end()), want) << lines[i];
+    EXPECT_EQ(tok->decode(got), lines[i]);
+  }
 }

@@ -51,7 +51,11 @@ void add_generate_command(CLI::App& app) {
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
+    const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model_dir(a->model);
+    if (a->verbose)
+      std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
     SessionOptions so;
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;

@@ -5,6 +5,9 @@ engine's writer, with PyTorch reference logits:
                     untied output, byte-level BPE vocabulary (tokenizer.ggml.model gpt2)
   gguf_qwen2.gguf   qwen2: q/k/v biases, no permutation, tied embeddings, rope theta 1e6
   gguf_gpt2.gguf    gpt2: Conv1D weights transposed, learned positions, tied embeddings
+  gguf_spm.gguf     llama with a SentencePiece BPE vocabulary (tokenizer.ggml.model llama: scores,
+                    token types, byte fallback) trained here with sentencepiece, and the ids
+                    sentencepiece gives a few lines (gguf_spm.safetensors)
   gguf_blocks.gguf  one tensor per block type (random blocks) + gguf_blocks.safetensors with the
                     numpy dequantization of each (quants.py's definitions) and a Q8_0 quantization
 The logits come from the Hugging Face form of each model (before any GGUF permutation).
@@ -200,7 +203,52 @@ def blocks(out):
     save(os.path.join(out, "gguf_blocks.safetensors"), fixture)
 
 
+SPM_LINES = ["Hello world, how are you?", "  leading spaces and  double  spaces",
+             "ROMEO: O, she doth teach the torches to burn bright!", "unicode: caf\u00e9 \u00fcber \u65e5\u672c \U0001F600",
+             "numbers 12345 and symbols #@!"]
+
+
+def spm_llama(out):
+    """A SentencePiece BPE model trained on Shakespeare (Llama-2 style: no normalization, spaces kept),
+    stored as llama.cpp's converter stores it."""
+    import io
+    import pathlib
+
+    import sentencepiece as spm
+
+    text = (pathlib.Path(__file__).resolve().parents[2] / "data" / "tinyshakespeare.txt").read_text()[:60000]
+    model = io.BytesIO()
+    spm.SentencePieceTrainer.train(sentence_iterator=iter(text.splitlines()), model_writer=model, model_type="bpe",
+                                   vocab_size=400, byte_fallback=True, character_coverage=1.0, num_threads=1,
+                                   normalization_rule_name="identity", remove_extra_whitespaces=False,
+                                   minloglevel=2)
+    sp = spm.SentencePieceProcessor(model_proto=model.getvalue())
+    n = sp.get_piece_size()
+    tokens = [sp.id_to_piece(i) for i in range(n)]
+    scores = [sp.get_score(i) for i in range(n)]
+    types = [2 if sp.is_unknown(i) else 3 if sp.is_control(i) else 5 if sp.is_unused(i) else 6 if sp.is_byte(i) else 1
+             for i in range(n)]
+    meta = [("general.architecture", (S, "llama")), ("llama.context_length", (g.U32, 32)),
+            ("llama.embedding_length", (g.U32, 8)), ("llama.block_count", (g.U32, 1)),
+            ("llama.feed_forward_length", (g.U32, 16)), ("llama.attention.head_count", (g.U32, 2)),
+            ("tokenizer.ggml.model", (S, "llama")), ("tokenizer.ggml.tokens", (A, (S, tokens))),
+            ("tokenizer.ggml.scores", (A, (g.F32, scores))), ("tokenizer.ggml.token_type", (A, (g.I32, types))),
+            ("tokenizer.ggml.bos_token_id", (g.U32, sp.bos_id())), ("tokenizer.ggml.eos_token_id", (g.U32, sp.eos_id())),
+            ("tokenizer.ggml.unknown_token_id", (g.U32, sp.unk_id())),
+            ("tokenizer.ggml.add_bos_token", (g.BOOL, False))]
+    ts = [tensor("token_embd.weight", W(n, 8))]
+    for name, shape in [("attn_norm", (8,)), ("attn_q", (8, 8)), ("attn_k", (8, 8)), ("attn_v", (8, 8)),
+                        ("attn_output", (8, 8)), ("ffn_norm", (8,)), ("ffn_gate", (16, 8)), ("ffn_up", (16, 8)),
+                        ("ffn_down", (8, 16))]:
+        ts.append(tensor(f"blk.0.{name}.weight", W(*shape)))
+    ts.append(tensor("output_norm.weight", W(8)))
+    g.write_gguf(os.path.join(out, "gguf_spm.gguf"), meta, ts)
+    ids = {f"ids.{i}": torch.tensor(sp.encode(line), dtype=torch.int64) for i, line in enumerate(SPM_LINES)}
+    save(os.path.join(out, "gguf_spm.safetensors"), ids)
+
+
 def make(out):
+    spm_llama(out)
     llama_like(out, "llama")
     llama_like(out, "qwen2")
     gpt2(out)
