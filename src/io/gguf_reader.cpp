@@ -8,10 +8,12 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
 #include <cstring>
 #include <set>
 
 #include "io/gguf_types.h"
+#include "kernels/parallel.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
 #include "tfm/gguf.h"
@@ -263,7 +265,14 @@ Tensor GgufFile::to_f32(const GgufTensorInfo& t) const {
   Tensor out = Tensor::empty(t.shape(), DType::f32);
   const GgmlTypeTraits* tr = ggml_traits(t.type);
   TFM_CHECK(tr != nullptr, path, "tensor '", t.name, "': unsupported type ", ggml_type_name(t.type));
-  tr->to_f32(raw(t), out.data<float>(), t.numel());
+  // Blocks are independent: dequantize contiguous runs of them on the engine's threads.
+  const auto blocks = static_cast<std::int64_t>(static_cast<std::uint64_t>(t.numel()) / tr->block);
+  const auto block = static_cast<std::int64_t>(tr->block), block_bytes = static_cast<std::int64_t>(tr->bytes);
+  const unsigned char* src = raw(t);
+  float* dst = out.data<float>();
+  kernels::parallel_for(blocks, std::max<std::int64_t>(1, (1 << 16) / block), [&](std::int64_t b0, std::int64_t b1) {
+    tr->to_f32(src + b0 * block_bytes, dst + b0 * block, (b1 - b0) * block);
+  });
   return out;
 }
 
