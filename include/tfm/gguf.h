@@ -99,8 +99,12 @@ class GgufFile {
   // shape() (every supported type dequantized).
   const unsigned char* raw(const GgufTensorInfo& t) const;
   Tensor to_f32(const GgufTensorInfo& t) const;
+  // Hands the tensor's pages of a memory-mapped file back to the kernel (they are read again
+  // if used later), so loading a model does not hold the file and the f32 copy at once.
+  void release(const GgufTensorInfo& t) const;
 
   std::shared_ptr<const unsigned char> bytes;  // the whole file (mapping or buffer)
+  bool mapped = false;                         // bytes is an mmap of the file
 };
 
 GgufFile read_gguf(const std::string& path);

@@ -49,7 +49,7 @@ Tensor permute_rope_rows(const Tensor& w, std::int64_t n_heads, bool to_gguf) {
   return out;
 }
 
-Tensor transpose2d(const Tensor& w) { return contiguous(transpose(w, 0, 1)).clone(); }
+Tensor transpose2d(const Tensor& w) { return contiguous(transpose(w, 0, 1)); }  // a fresh (out, in) copy
 
 struct Names {
   std::string gguf, hf;
@@ -181,6 +181,7 @@ LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
               cfg.n_layers, " layers", tied ? " (tied embeddings)" : "");
     const Names& n = *it->second;
     Tensor w = f.to_f32(t);
+    f.release(t);
     if (n.fix == Names::rope_q) w = permute_rope_rows(w, cfg.n_heads, false);
     if (n.fix == Names::rope_k) w = permute_rope_rows(w, cfg.kv_heads(), false);
     if (n.fix == Names::transpose) {

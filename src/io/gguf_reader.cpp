@@ -249,7 +249,9 @@ GgufFile parse(std::shared_ptr<const unsigned char> bytes, std::uint64_t size, c
 GgufFile read_gguf(const std::string& path) {
   std::uint64_t size = 0;
   auto bytes = map_file(path, size);
-  return parse(std::move(bytes), size, path);
+  GgufFile f = parse(std::move(bytes), size, path);
+  f.mapped = true;
+  return f;
 }
 
 GgufFile parse_gguf(std::string bytes, const std::string& where) {
@@ -260,6 +262,14 @@ GgufFile parse_gguf(std::string bytes, const std::string& where) {
 }
 
 const unsigned char* GgufFile::raw(const GgufTensorInfo& t) const { return bytes.get() + data_offset + t.offset; }
+
+void GgufFile::release(const GgufTensorInfo& t) const {
+  if (!mapped || t.nbytes == 0) return;
+  const auto page = static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+  const std::uint64_t begin = (data_offset + t.offset + page - 1) / page * page;  // whole pages inside the tensor
+  const std::uint64_t end = (data_offset + t.offset + t.nbytes) / page * page;
+  if (begin < end) ::madvise(const_cast<unsigned char*>(bytes.get()) + begin, end - begin, MADV_DONTNEED);
+}
 
 Tensor GgufFile::to_f32(const GgufTensorInfo& t) const {
   Tensor out = Tensor::empty(t.shape(), DType::f32);
