@@ -207,3 +207,37 @@ TEST(Gguf, UnsupportedArchitecturesAndModelsAreRefused) {
   o.vocab_size = 270;
   EXPECT_THROW(save_gguf_model(path, Model::create(c, 1), Tokenizer::train({"a b c"}, o)), Error);
 }
+
+// Random byte corruptions of a real model file (header, metadata, tensor infos): each one
+// loads or is refused with tfm::Error — no crash, no read outside the file (ASan run).
+TEST(Gguf, RandomCorruptionsLoadOrAreRefused) {
+  ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 270, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+          "num_attention_heads": 2, "num_key_value_heads": 1, "max_position_embeddings": 16})", "t");
+  TokenizerTrainOptions o;
+  o.vocab_size = 270;
+  const std::string path = ::testing::TempDir() + "gguf_corrupt_src.gguf";
+  save_gguf_model(path, Model::create(c, 3), Tokenizer::train({"abc abd abe"}, o));
+  std::ifstream in(path, std::ios::binary);
+  const std::string good((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const GgufFile ref = parse_gguf(good, "x");
+  const std::size_t header_end = static_cast<std::size_t>(ref.data_offset);
+  std::uint64_t state = 12345;
+  auto next = [&] { return state = state * 6364136223846793005ull + 1442695040888963407ull, state >> 33; };
+  int loaded = 0, refused = 0;
+  for (int trial = 0; trial < 300; ++trial) {
+    std::string bad = good;
+    const int flips = 1 + static_cast<int>(next() % 4);
+    for (int k = 0; k < flips; ++k) bad[next() % header_end] = static_cast<char>(next() & 0xff);
+    try {
+      const GgufFile f = parse_gguf(bad, "corrupt.gguf");
+      for (const auto& t : f.tensors) f.to_f32(t);
+      gguf_to_model(f);
+      ++loaded;
+    } catch (const Error&) {
+      ++refused;
+    }
+  }
+  EXPECT_EQ(loaded + refused, 300);
+  EXPECT_GT(refused, 0);
+}
