@@ -143,6 +143,71 @@ ModelConfig config_from_gguf(const GgufFile& f, const std::string& arch, bool ti
   return parse_model_config(j.dump(), f.path);
 }
 
+
+// ---- the engine's own scheme ("transformer") -------------------------------------------------
+// A decoder-only model in the engine's scheme that computes exactly what Hugging Face's GPT-2
+// or Llama computes is written under that family's names. Returns the family ("" when the
+// model is neither) and fills `hf` with the renamed tensors.
+std::string engine_family(const ModelConfig& c) {
+  const bool common = c.architecture == Architecture::decoder_only && c.head == HeadKind::lm &&
+                      c.norm_placement == NormPlacement::pre && c.final_norm && !c.embedding_norm &&
+                      !c.scale_embeddings && c.scale_attention_scores && c.sliding_window == 0 &&
+                      c.type_vocab_size == 0 && c.dim_head() * c.n_heads == c.d_model;
+  if (common && c.norm == NormKind::layer_norm && c.position == PositionKind::learned && c.bias &&
+      c.activation == FfnActivation::gelu_tanh && c.kv_heads() == c.n_heads)
+    return "gpt2";
+  if (common && c.norm == NormKind::rms_norm && c.position == PositionKind::rope &&
+      c.rope_pairing == RopePairing::halves && !c.bias && c.activation == FfnActivation::swiglu)
+    return "llama";
+  return "";
+}
+
+std::map<std::string, Tensor> engine_to_hf(const ModelConfig& c, const std::string& family,
+                                           const std::map<std::string, Tensor>& p) {
+  std::map<std::string, Tensor> hf;
+  auto get = [&](const std::string& n) { return p.at(n); };
+  for (std::int64_t i = 0; i < c.n_layers; ++i) {
+    const std::string e = "decoder.layers." + std::to_string(i) + ".";
+    if (family == "gpt2") {
+      const std::string h = "transformer.h." + std::to_string(i) + ".";
+      for (const char* w : {"weight", "bias"}) {
+        hf[h + "ln_1." + w] = get(e + "self_attn_norm." + w);
+        hf[h + "ln_2." + w] = get(e + "ffn_norm." + w);
+      }
+      // Conv1D (in, out): the fused c_attn is [Wq; Wk; Wv] transposed.
+      hf[h + "attn.c_attn.weight"] = transpose2d(concat({get(e + "self_attn.q_proj.weight"), get(e + "self_attn.k_proj.weight"),
+                                                         get(e + "self_attn.v_proj.weight")}, 0));
+      hf[h + "attn.c_attn.bias"] = concat({get(e + "self_attn.q_proj.bias"), get(e + "self_attn.k_proj.bias"),
+                                           get(e + "self_attn.v_proj.bias")}, 0);
+      hf[h + "attn.c_proj.weight"] = transpose2d(get(e + "self_attn.o_proj.weight"));
+      hf[h + "attn.c_proj.bias"] = get(e + "self_attn.o_proj.bias");
+      hf[h + "mlp.c_fc.weight"] = transpose2d(get(e + "ffn.up_proj.weight"));
+      hf[h + "mlp.c_fc.bias"] = get(e + "ffn.up_proj.bias");
+      hf[h + "mlp.c_proj.weight"] = transpose2d(get(e + "ffn.down_proj.weight"));
+      hf[h + "mlp.c_proj.bias"] = get(e + "ffn.down_proj.bias");
+    } else {
+      const std::string h = "model.layers." + std::to_string(i) + ".";
+      hf[h + "input_layernorm.weight"] = get(e + "self_attn_norm.weight");
+      hf[h + "post_attention_layernorm.weight"] = get(e + "ffn_norm.weight");
+      for (const char* n : {"q_proj", "k_proj", "v_proj", "o_proj"})
+        hf[h + "self_attn." + n + ".weight"] = get(e + "self_attn." + n + ".weight");
+      for (const char* n : {"gate_proj", "up_proj", "down_proj"})
+        hf[h + "mlp." + n + ".weight"] = get(e + "ffn." + n + ".weight");
+    }
+  }
+  const std::string embd = family == "gpt2" ? "transformer.wte.weight" : "model.embed_tokens.weight";
+  hf[embd] = get("embed_tokens.weight");
+  if (family == "gpt2") {
+    hf["transformer.wpe.weight"] = get("embed_positions.weight");
+    hf["transformer.ln_f.weight"] = get("decoder.norm.weight");
+    hf["transformer.ln_f.bias"] = get("decoder.norm.bias");
+  } else {
+    hf["model.norm.weight"] = get("decoder.norm.weight");
+  }
+  if (!c.tie_embeddings) hf["lm_head.weight"] = get("lm_head.weight");
+  return hf;
+}
+
 }  // namespace
 
 bool is_gguf_path(const std::string& path) {
@@ -214,9 +279,18 @@ LoadedModel load_gguf_model(const std::string& path, GgufModelInfo* info) { retu
 // ---- writing ---------------------------------------------------------------------------------
 void save_gguf_model(const std::string& path, const Model& model, const Tokenizer& tokenizer,
                      const GgufSaveOptions& opt) {
-  const ModelConfig& c = model.config();
+  ModelConfig c = model.config();
   TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, path,
             "only decoder-only language models can be written to GGUF");
+  std::map<std::string, Tensor> renamed;  // engine-scheme models, under the family's names
+  if (c.model_type == "transformer") {
+    const std::string family = engine_family(c);
+    TFM_CHECK(!family.empty(), path,
+              "this model's components match neither GPT-2 (pre-LayerNorm, learned positions, tanh GELU, biases) nor "
+              "Llama (pre-RMSNorm, rotate-half RoPE, SwiGLU, no biases), the families llama.cpp runs");
+    renamed = engine_to_hf(c, family, model.parameters());
+    c.model_type = family;
+  }
   std::string arch;
   if (c.model_type == "gpt2") {
     arch = "gpt2";
@@ -224,8 +298,7 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
     TFM_CHECK(c.sliding_window == 0, path, "sliding-window attention is not written to GGUF");
     arch = c.bias ? "qwen2" : "llama";  // q/k/v biases without o/FFN biases: Qwen2's layout
   } else {
-    fail(path, "model_type '", c.model_type,
-         "' cannot be written to GGUF (llama and gpt2 can: train with \"model_type\": \"llama\" or \"gpt2\")");
+    fail(path, "model_type '", c.model_type, "' cannot be written to GGUF (llama, gpt2 and equivalent \"transformer\" models can)");
   }
   const std::string p = arch + ".";
   std::vector<std::pair<std::string, GgufValue>> meta;
@@ -261,7 +334,7 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
   }
   tokenizer_to_gguf(tokenizer, meta);
 
-  const auto& params = model.parameters();
+  const auto& params = renamed.empty() ? model.parameters() : renamed;
   std::vector<GgufTensorOut> out;
   for (const auto& n : name_table(arch, c.n_layers, c.tie_embeddings, arch == "qwen2")) {
     auto it = params.find(n.hf);

@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # llama.cpp's view of GGUF files the engine writes: tfm convert re-exports each
 # llama.cpp-convention fixture (tools/reference/ref_gguf.py) with the engine's own writer, and
-# exports two models trained here (tfm train, 40 steps on 20 kB of Shakespeare, llama and gpt2
-# families with a trained byte-level BPE tokenizer); then llama.cpp (node-llama-cpp,
-# tools/reference/llama-cpp) tokenizes the prompt, scores the ids and decodes greedily.
+# exports two models trained here (tfm train, 40 steps on 20 kB of Shakespeare, with a trained
+# byte-level BPE tokenizer: model_type llama, and the engine's own scheme with GPT-2's
+# components); then llama.cpp (node-llama-cpp, tools/reference/llama-cpp) tokenizes the
+# prompt, scores the ids and decodes greedily.
 # tests/gguf_llamacpp/test_llamacpp_parity.cpp compares.
 #   make_reference.sh TFM SOURCE_DIR FIXTURE_DIR
 set -euo pipefail
@@ -23,7 +24,10 @@ for fam in llama gpt2; do
     model='"model_type": "llama", "hidden_size": 32, "intermediate_size": 64, "num_hidden_layers": 2,
            "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 64'
   else
-    model='"model_type": "gpt2", "n_embd": 32, "n_layer": 2, "n_head": 4, "n_positions": 64'
+    # the engine's own scheme with GPT-2's components: written as the gpt2 family
+    model='"model_type": "transformer", "architecture": "decoder_only", "d_model": 32, "n_layers": 2, "n_heads": 4,
+           "d_ff": 128, "max_positions": 64, "activation": "gelu_tanh", "position": "learned", "dropout": 0.0,
+           "attention_dropout": 0.0, "embedding_dropout": 0.0'
   fi
   cat > "$fix/trained_$fam.json" <<EOF
 {"task": "lm", "seed": 1, "model": {$model},

@@ -241,3 +241,36 @@ TEST(Gguf, RandomCorruptionsLoadOrAreRefused) {
   EXPECT_EQ(loaded + refused, 300);
   EXPECT_GT(refused, 0);
 }
+
+// Models in the engine's own scheme whose components are GPT-2's or Llama's are written under
+// that family's names and compute the same logits after the round trip; others are refused.
+TEST(Gguf, EngineSchemeModelsExportAsTheirFamily) {
+  TokenizerTrainOptions o;
+  o.vocab_size = 280;
+  const Tokenizer tok = Tokenizer::train({"the quick brown fox", "jumps over the lazy dog"}, o);
+  const char* gpt2_like = R"({"model_type": "transformer", "architecture": "decoder_only", "vocab_size": 280,
+      "d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64, "max_positions": 32, "activation": "gelu_tanh",
+      "position": "learned", "norm": "layer_norm", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0})";
+  const char* llama_like = R"({"model_type": "transformer", "architecture": "decoder_only", "vocab_size": 280,
+      "d_model": 32, "n_heads": 4, "n_kv_heads": 2, "n_layers": 2, "d_ff": 48, "max_positions": 32, "activation": "swiglu",
+      "position": "rope", "norm": "rms_norm", "bias": false, "tie_embeddings": false, "dropout": 0.0,
+      "attention_dropout": 0.0, "embedding_dropout": 0.0})";
+  const std::string path = ::testing::TempDir() + "gguf_engine_scheme.gguf";
+  for (const auto& [json, family] : {std::pair{gpt2_like, "gpt2"}, std::pair{llama_like, "llama"}}) {
+    Model m = Model::create(parse_model_config(json, family), 5);
+    save_gguf_model(path, m, tok);
+    LoadedModel b = load_gguf_model(path);
+    EXPECT_EQ(b.config.model_type, family);
+    ModelInputs in;
+    in.input_ids = Tensor::from_ints({3, 70, 101, 200, 9, 44, 2}, {1, 7});
+    test::expect_close(b.model.forward(in).logits, m.forward(in).logits, 1e-5, 1e-6, family);
+  }
+  ModelConfig gelu = parse_model_config(gpt2_like, "gelu");
+  gelu.activation = FfnActivation::gelu;  // erf GELU: llama.cpp's gpt2 has the tanh form only
+  try {
+    save_gguf_model(path, Model::create(gelu, 1), tok);
+    FAIL() << "erf-GELU model written";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("match neither GPT-2"), std::string::npos) << e.what();
+  }
+}
