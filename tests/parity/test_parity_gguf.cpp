@@ -35,6 +35,8 @@ void check_logits(const std::string& arch) {
 TEST(ParityGguf, LlamaConventionFileMatchesTorchLogits) { check_logits("llama"); }
 TEST(ParityGguf, Qwen2ConventionFileMatchesTorchLogits) { check_logits("qwen2"); }
 TEST(ParityGguf, Gpt2ConventionFileMatchesTorchLogits) { check_logits("gpt2"); }
+// Every matrix quantized (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0): dequantized at load.
+TEST(ParityGguf, QuantizedLlamaFileMatchesTorchOnItsDequantizedWeights) { check_logits("llama_quant"); }
 
 TEST(ParityGguf, EveryBlockTypeDequantizesLikeGgufPy) {
   const SafetensorsFile f = test::load_fixture("gguf_blocks");

@@ -179,13 +179,18 @@ DEQUANT = {"Q8_0": dequant_q8_0, "Q4_0": dequant_q4_0, "Q4_1": dequant_q4_1, "Q5
            "Q4_K": dequant_q4_k, "Q5_K": dequant_q5_k, "Q6_K": dequant_q6_k}
 
 
-def random_blocks(tname, n_blocks, rng):
-    """Random block bytes whose fp16 scale fields hold finite values of a sane size."""
+# Scales giving weights of roughly unit-0.1 size: d times the largest |q| (and sub-scale) of each type.
+WEIGHT_SCALE = {"Q8_0": 0.1 / 127, "Q4_0": 0.1 / 8, "Q4_1": 0.1 / 15, "Q5_0": 0.1 / 16,
+                "Q4_K": 0.1 / (63 * 15), "Q5_K": 0.1 / (63 * 31), "Q6_K": 0.1 / (127 * 32)}
+
+
+def random_blocks(tname, n_blocks, rng, scale=0.05):
+    """Random block bytes whose fp16 scale fields hold finite values in [-scale, scale]."""
     _, _, size = GGML[tname]
     b = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
 
     def put_f16(col):
-        b[:, col:col + 2] = (rng.uniform(-0.05, 0.05, size=(n_blocks, 1)).astype(np.float16)).view(np.uint8)
+        b[:, col:col + 2] = (rng.uniform(-scale, scale, size=(n_blocks, 1)).astype(np.float16)).view(np.uint8)
 
     if tname in ("Q8_0", "Q4_0", "Q5_0"):
         put_f16(0)

@@ -5,6 +5,8 @@ engine's writer, with PyTorch reference logits:
                     untied output, byte-level BPE vocabulary (tokenizer.ggml.model gpt2)
   gguf_qwen2.gguf   qwen2: q/k/v biases, no permutation, tied embeddings, rope theta 1e6
   gguf_gpt2.gguf    gpt2: Conv1D weights transposed, learned positions, tied embeddings
+  gguf_llama_quant.gguf  llama whose matrices are random blocks of every quantized type (Q4_K, Q5_K,
+                    Q6_K, Q8_0, Q4_0, Q4_1, Q5_0); the reference model uses their numpy dequantization
   gguf_spm.gguf     llama with a SentencePiece BPE vocabulary (tokenizer.ggml.model llama: scores,
                     token types, byte fallback) trained here with sentencepiece, and the ids
                     sentencepiece gives a few lines (gguf_spm.safetensors)
@@ -137,6 +139,65 @@ def llama_like(out, arch):
     save(os.path.join(out, f"gguf_{arch}.safetensors"), {"input_ids": ids, "logits": logits})
 
 
+def llama_quant(out):
+    """Every matrix a random quantized tensor (in GGUF row order); torch runs on the numpy
+    dequantization, un-permuted back to Hugging Face's Q/K order."""
+    torch.manual_seed(24)
+    rng = np.random.default_rng(24)
+    V, tok_meta = byte_level_vocab()
+    C, H, KV, FF, ctx, eps, theta = 256, 4, 2, 512, 64, 1e-5, 10000.0
+    D = C // H
+
+    def quant(name, tname, shape):
+        n_blocks = int(np.prod(shape)) // g.GGML[tname][1]
+        raw = g.random_blocks(tname, n_blocks, rng, g.WEIGHT_SCALE[tname])
+        w = torch.from_numpy(g.DEQUANT[tname](raw).reshape(shape).astype(np.float32))
+        return (name, tname, raw.tobytes(), list(shape)), w
+
+    def unpermute(w, n_head):  # inverse of permute_qk
+        return w.reshape(n_head, w.shape[0] // n_head // 2, 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+    ts, w = [], {}
+    for name, tname, shape in [("token_embd.weight", "Q6_K", (V, C)), ("blk.0.attn_q.weight", "Q4_K", (H * D, C)),
+                               ("blk.0.attn_k.weight", "Q5_K", (KV * D, C)), ("blk.0.attn_v.weight", "Q6_K", (KV * D, C)),
+                               ("blk.0.attn_output.weight", "Q8_0", (C, H * D)), ("blk.0.ffn_gate.weight", "Q4_0", (FF, C)),
+                               ("blk.0.ffn_up.weight", "Q4_1", (FF, C)), ("blk.0.ffn_down.weight", "Q5_0", (C, FF)),
+                               ("output.weight", "Q8_0", (V, C))]:
+        t, w[name] = quant(name, tname, shape)
+        ts.append(t)
+    n1, n2, nf = (1 + 0.1 * torch.randn(C) for _ in range(3))
+    ts += [tensor("blk.0.attn_norm.weight", n1), tensor("blk.0.ffn_norm.weight", n2), tensor("output_norm.weight", nf)]
+    q_w, k_w = unpermute(w["blk.0.attn_q.weight"], H), unpermute(w["blk.0.attn_k.weight"], KV)
+
+    T = 10
+    ids = torch.randint(0, V, (1, T))
+    pos = torch.arange(T)
+
+    def rms(x, g_):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + eps) * g_
+
+    x = w["token_embd.weight"][ids]
+    a = rms(x, n1)
+    q = (a @ q_w.T).reshape(1, T, H, D).transpose(1, 2)
+    k = (a @ k_w.T).reshape(1, T, KV, D).transpose(1, 2)
+    v = (a @ w["blk.0.attn_v.weight"].T).reshape(1, T, KV, D).transpose(1, 2)
+    q, k = rope_halves(q, pos, theta), rope_halves(k, pos, theta)
+    k, v = k.repeat_interleave(H // KV, 1), v.repeat_interleave(H // KV, 1)
+    x = x + attention(q, k, v, T).transpose(1, 2).reshape(1, T, C) @ w["blk.0.attn_output.weight"].T
+    m = rms(x, n2)
+    x = x + (F.silu(m @ w["blk.0.ffn_gate.weight"].T) * (m @ w["blk.0.ffn_up.weight"].T)) @ w["blk.0.ffn_down.weight"].T
+    logits = rms(x, nf) @ w["output.weight"].T
+    meta = [("general.architecture", (S, "llama")), ("general.file_type", (g.U32, 15)),
+            ("general.quantization_version", (g.U32, 2)),
+            ("llama.context_length", (g.U32, ctx)), ("llama.embedding_length", (g.U32, C)),
+            ("llama.block_count", (g.U32, 1)), ("llama.feed_forward_length", (g.U32, FF)),
+            ("llama.attention.head_count", (g.U32, H)), ("llama.attention.head_count_kv", (g.U32, KV)),
+            ("llama.rope.freq_base", (g.F32, theta)), ("llama.rope.dimension_count", (g.U32, D)),
+            ("llama.attention.layer_norm_rms_epsilon", (g.F32, eps))] + tok_meta
+    g.write_gguf(os.path.join(out, "gguf_llama_quant.gguf"), meta, ts)
+    save(os.path.join(out, "gguf_llama_quant.safetensors"), {"input_ids": ids, "logits": logits})
+
+
 def gpt2(out):
     torch.manual_seed(23)
     V, tok_meta = byte_level_vocab()
@@ -251,5 +312,6 @@ def make(out):
     spm_llama(out)
     llama_like(out, "llama")
     llama_like(out, "qwen2")
+    llama_quant(out)
     gpt2(out)
     blocks(out)
