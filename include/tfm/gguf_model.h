@@ -36,6 +36,7 @@ ModelConfig gguf_model_config(const GgufFile& file, GgufModelInfo* info = nullpt
 struct GgufSaveOptions {
   GgmlType type = GgmlType::f32;  // for matrices; 1-D tensors stay f32
   std::string name;               // general.name ("" leaves it out)
+  std::string chat_template;      // tokenizer.chat_template ("" leaves it out)
 };
 void save_gguf_model(const std::string& path, const Model& model, const Tokenizer& tokenizer,
                      const GgufSaveOptions& options = {});

@@ -333,6 +333,7 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
     u32("vocab_size", c.vocab_size);
   }
   tokenizer_to_gguf(tokenizer, meta);
+  if (!opt.chat_template.empty()) meta.emplace_back("tokenizer.chat_template", GgufValue::string(opt.chat_template));
 
   const auto& params = renamed.empty() ? model.parameters() : renamed;
   std::vector<GgufTensorOut> out;

@@ -184,8 +184,11 @@ TEST(Gguf, Gpt2ModelAndTokenizerRoundTripBitExact) {
   EXPECT_EQ(b.tokenizer.eos_id(), tok.eos_id());
   // f16 and q8_0 files load too, within their precision.
   for (GgmlType t : {GgmlType::f16, GgmlType::q8_0}) {
-    save_gguf_model(path, m, tok, {t, "tiny"});
-    LoadedModel q = load_gguf_model(path);
+    save_gguf_model(path, m, tok, {t, "tiny", "{{ messages }}"});
+    GgufModelInfo info;
+    LoadedModel q = load_gguf_model(path, &info);
+    EXPECT_EQ(info.name, "tiny");
+    EXPECT_EQ(info.chat_template, "{{ messages }}");
     const Tensor w = m.parameters().at("transformer.h.0.mlp.c_fc.weight");
     test::expect_close(q.model.parameters().at("transformer.h.0.mlp.c_fc.weight"), w, 0.0,
                        t == GgmlType::f16 ? 1e-4 : 2e-3, ggml_type_name(static_cast<std::uint32_t>(t)));

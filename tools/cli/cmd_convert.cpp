@@ -22,9 +22,11 @@ void add_convert_command(CLI::App& app) {
   cmd->add_option("--name", a.name, "general.name written into the GGUF file");
   cmd->callback([] {
     const std::string to = !a.to.empty() ? a.to : is_gguf_path(a.out) ? "gguf" : "hf";
-    LoadedModel m = load_model_dir(a.in);
+    GgufModelInfo info;  // a GGUF input keeps its name and chat template
+    LoadedModel m = is_gguf_path(a.in) ? load_gguf_model(a.in, &info) : load_model_dir(a.in);
     if (to == "gguf") {
-      save_gguf_model(a.out, m.model, m.tokenizer, {ggml_type_from_name(a.type), a.name});
+      save_gguf_model(a.out, m.model, m.tokenizer,
+                      {ggml_type_from_name(a.type), a.name.empty() ? info.name : a.name, info.chat_template});
     } else {
       TFM_CHECK(a.type == "f32", "convert", "--to hf writes f32 safetensors; --type ", a.type, " applies to GGUF only");
       save_model_dir(a.out, m.model, m.tokenizer);
