@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <set>
@@ -143,6 +144,8 @@ void write_tensor_data(Sink& s, const GgufTensorOut& t) {
       for (float x : v) s.put<std::uint16_t>(f32_to_bf16(x));
       break;
     case GgmlType::q8_0: {
+      for (float x : v)  // a block's scale is max|x| / 127: NaN or Inf has no encoding
+        TFM_CHECK(std::isfinite(x), "gguf", "tensor '", t.name, "' holds ", x, ", which Q8_0 cannot encode");
       std::string blocks(static_cast<std::size_t>(n / kernels::kQK) * sizeof(kernels::BlockQ8_0), '\0');
       kernels::quantize_q8_0(v.data(), blocks.data(), n);
       s.bytes(blocks.data(), blocks.size());

@@ -163,6 +163,7 @@ TEST(Gguf, WriterRoundTripsF32BitExactAndEncodesF16Bf16Q8_0) {
   test::expect_close(f.to_f32(*f.find_tensor("a.q8")), a, 0.0, 4.0 / 254 * 1.01, "q8_0");
   EXPECT_EQ(ggml_type_name(f.find_tensor("a.q8")->type), "Q8_0");
   EXPECT_THROW(write_gguf(path, {}, {{"odd", Tensor::zeros({2, 31}), GgmlType::q8_0}}), Error);
+  EXPECT_THROW(write_gguf(path, {}, {{"nan", Tensor::full({1, 32}, NAN), GgmlType::q8_0}}), Error);
 }
 
 // Ours -> GGUF -> ours: a GPT-2-family model with a trained byte-level BPE tokenizer is
