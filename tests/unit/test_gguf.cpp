@@ -2,6 +2,7 @@
 // with one error naming the file, the key or tensor, and the rule — never a crash.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
