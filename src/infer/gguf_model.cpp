@@ -8,6 +8,7 @@
 //   gpt2:  token_embd, position_embd, output_norm, output, blk.N.{attn_norm, attn_qkv,
 //          attn_output, ffn_norm, ffn_up, ffn_down}; Hugging Face's Conv1D (in, out)
 //          weights stored transposed, as (out, in) like every other linear.
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -239,12 +240,21 @@ LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
   const auto table = name_table(arch, cfg.n_layers, tied, arch == "qwen2");
   std::map<std::string, const Names*> by_gguf;
   for (const auto& n : table) by_gguf[n.gguf] = &n;
+  std::map<std::string, Shape> expected;  // Hugging Face name -> shape the metadata implies
+  for (const auto& spec : parameter_specs(cfg)) expected[spec.name] = spec.shape;
+  for (const auto& n : table)
+    TFM_CHECK(f.find_tensor(n.gguf) != nullptr, f.path, "tensor '", n.gguf, "' is missing (", arch, ", ",
+              cfg.n_layers, " layers)");
   std::map<std::string, Tensor> params;
   for (const auto& t : f.tensors) {
     auto it = by_gguf.find(t.name);
     TFM_CHECK(it != by_gguf.end(), f.path, "tensor '", t.name, "' is not part of a ", arch, " model with ",
               cfg.n_layers, " layers", tied ? " (tied embeddings)" : "");
     const Names& n = *it->second;
+    Shape want = expected.at(n.hf);
+    if (n.fix == Names::transpose) std::reverse(want.begin(), want.end());
+    TFM_CHECK(t.shape() == want, f.path, "tensor '", t.name, "' has shape ", shape_str(t.shape()),
+              ", the metadata implies ", shape_str(want));
     Tensor w = f.to_f32(t);
     f.release(t);
     if (n.fix == Names::rope_q) w = permute_rope_rows(w, cfg.n_heads, false);

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <filesystem>
+#include <functional>
 #include <fstream>
 
 #include "support/test_support.h"
@@ -278,4 +279,38 @@ TEST(Gguf, EngineSchemeModelsExportAsTheirFamily) {
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("match neither GPT-2"), std::string::npos) << e.what();
   }
+}
+
+// A model file whose tensors disagree with its metadata names the GGUF tensor.
+TEST(Gguf, TensorsThatDisagreeWithTheMetadataAreNamed) {
+  ModelConfig c = parse_model_config(
+      R"({"model_type": "llama", "vocab_size": 270, "hidden_size": 16, "intermediate_size": 32, "num_hidden_layers": 1,
+          "num_attention_heads": 2, "max_position_embeddings": 16})", "t");
+  TokenizerTrainOptions o;
+  o.vocab_size = 270;
+  const std::string path = ::testing::TempDir() + "gguf_meta.gguf";
+  save_gguf_model(path, Model::create(c, 3), Tokenizer::train({"abc abd abe"}, o));
+  GgufFile f = read_gguf(path);
+  auto error_with = [&](const std::function<void(GgufFile&)>& edit) {
+    GgufFile g = f;
+    edit(g);
+    try {
+      gguf_to_model(g);
+    } catch (const Error& e) {
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  EXPECT_NE(error_with([](GgufFile& g) {
+              for (auto& [k, v] : g.metadata)
+                if (k == "llama.feed_forward_length") v.i = 48;
+            }).find("tensor 'blk.0.ffn_gate.weight' has shape (32,16), the metadata implies (48,16)"),
+            std::string::npos);
+  EXPECT_NE(error_with([](GgufFile& g) { g.tensors.erase(g.tensors.begin() + 3); }).find("is missing"),
+            std::string::npos);
+  EXPECT_NE(error_with([](GgufFile& g) {
+              for (auto& [k, v] : g.metadata)
+                if (k == "llama.rope.dimension_count") v.i = 4;
+            }).find("partial rotary"),
+            std::string::npos);
 }
