@@ -122,7 +122,7 @@ GgufValue read_value(Cursor& c, const std::string& where, const std::string& key
     // count the rest of the file cannot hold is refused before anything is reserved.
     const std::uint64_t min_elem = v.array_type == GgufValueType::string ? 8 : gguf_scalar_size(v.array_type);
     TFM_CHECK(n <= c.left() / min_elem, where, what, ": array of ", n, " ", gguf_value_type_name(v.array_type),
-              " cannot fit in the ", c.left(), " bytes left in the file");
+              " values cannot fit in the ", c.left(), " bytes left in the file");
     if (v.array_type == GgufValueType::string) {
       v.strings.reserve(n);
       for (std::uint64_t k = 0; k < n; ++k) v.strings.push_back(c.string(what + "[" + std::to_string(k) + "]", c.left()));
