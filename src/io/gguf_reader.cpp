@@ -180,6 +180,7 @@ std::shared_ptr<const unsigned char> map_file(const std::string& path, std::uint
   const int err = errno;
   ::close(fd);
   TFM_CHECK(p != MAP_FAILED, path, "mmap failed: ", std::strerror(err));
+  ::madvise(p, size, MADV_WILLNEED);  // a model load reads the whole file: start the read-ahead now
   const std::uint64_t len = size;
   return std::shared_ptr<const unsigned char>(static_cast<const unsigned char*>(p),
                                               [len](const unsigned char* q) { ::munmap(const_cast<unsigned char*>(q), len); });
