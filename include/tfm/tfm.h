@@ -11,6 +11,8 @@
 #include "tfm/dtype.h"
 #include "tfm/error.h"
 #include "tfm/generate.h"
+#include "tfm/gguf.h"
+#include "tfm/gguf_model.h"
 #include "tfm/kv_cache.h"
 #include "tfm/memory_plan.h"
 #include "tfm/metrics.h"

@@ -1,10 +1,11 @@
-// The model directory: config.json + model.safetensors + tokenizer.json.
+// The model directory: config.json + model.safetensors + tokenizer.json (or one .gguf file).
 #include "tfm/model_dir.h"
 
 #include <filesystem>
 
 #include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/gguf_model.h"
 #include "tfm/safetensors.h"
 
 namespace tfm {
@@ -31,6 +32,7 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
 }
 
 LoadedModel load_model_dir(const std::string& dir) {
+  if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
   TFM_CHECK(fs::is_directory(dir), "load", "model directory '", dir, "' does not exist or is not a directory");
   ModelConfig cfg = load_model_config(join(dir, "config.json"));
   const std::string wpath = join(dir, "model.safetensors");

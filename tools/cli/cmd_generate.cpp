@@ -57,7 +57,11 @@ void add_generate_command(CLI::App& app) {
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
     check_model_memory(a->model, a->max_memory, so.ctx_size, so.max_batch);
+    const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a->model, a->adapter);
+    if (a->verbose)
+      std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
     Generator gen(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, gen.cache(), a->verbose);
     GenerateOptions o;
