@@ -1,15 +1,26 @@
-// The model directory: config.json + model.safetensors + tokenizer.json.
+// The model directory: detect its format, read it into a ModelSource, build the Model.
 #include "tfm/model_dir.h"
 
 #include <filesystem>
 
+#include "infer/model_source.h"
 #include "tfm/error.h"
 #include "tfm/safetensors.h"
 
 namespace tfm {
 namespace {
 namespace fs = std::filesystem;
+using infer_detail::ModelSource;
+
 std::string join(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
+
+// The one place that knows the on-disk formats. A new format adds a branch that returns its
+// ModelSource (config, named tensors, generation defaults); everything after is shared.
+ModelSource read_model_source(const std::string& dir) {
+  TFM_CHECK(fs::is_directory(dir), "load", "model directory '", dir, "' does not exist or is not a directory");
+  return infer_detail::read_safetensors_dir(dir);
+}
+
 }  // namespace
 
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
@@ -20,25 +31,32 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   save_safetensors(join(dir, "model.safetensors"), model.parameters(), metadata);
 }
 
-LoadedModel load_model_dir(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir), "load", "model directory '", dir, "' does not exist or is not a directory");
-  ModelConfig cfg = load_model_config(join(dir, "config.json"));
-  const std::string wpath = join(dir, "model.safetensors");
-  const SafetensorsFile w = load_safetensors(wpath);
-  // Owned, writable copies: loaded tensors may view a read-only mapping of the file.
-  std::map<std::string, Tensor> params;
-  for (const auto& [k, t] : w.tensors) params[k] = t.clone();
+LoadedWeights load_model_weights(const std::string& dir) {
+  ModelSource src = read_model_source(dir);
+  // Tensors whose stored dtype is f32 view the file's (copy-on-write) mapping; others are
+  // converted by from_parameters.
   Model model = [&] {
     try {
-      return Model::from_parameters(cfg, std::move(params));
+      return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)));
     } catch (const Error& e) {
-      fail(wpath, "does not match config.json: ", e.what());
+      fail(src.weights_where, "does not match config.json: ", e.what());
     }
   }();
-  Tokenizer tok = Tokenizer::load(join(dir, "tokenizer.json"));
-  TFM_CHECK(tok.vocab_size() <= cfg.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
-            " tokens but the model's vocab_size is ", cfg.vocab_size);
-  return {std::move(cfg), std::move(model), std::move(tok)};
+  return {std::move(src.config), std::move(model), std::move(src.generation)};
+}
+
+Tokenizer load_dir_tokenizer(const std::string& dir) {
+  const std::string path = join(dir, "tokenizer.json");
+  TFM_CHECK(fs::exists(path), dir, "has no tokenizer.json (the tokenizer this engine reads)");
+  return Tokenizer::load(path);
+}
+
+LoadedModel load_model_dir(const std::string& dir) {
+  LoadedWeights w = load_model_weights(dir);
+  Tokenizer tok = load_dir_tokenizer(dir);
+  TFM_CHECK(tok.vocab_size() <= w.config.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
+            " tokens but the model's vocab_size is ", w.config.vocab_size);
+  return {std::move(w.config), std::move(w.model), std::move(tok), std::move(w.generation)};
 }
 
 }  // namespace tfm

@@ -218,7 +218,7 @@ Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& pa
   const Params P(params);
   Layout l;
   if (c.model_type == "gpt2") wire_gpt2(l, c, P);
-  else if (c.model_type == "llama") wire_llama(l, c, P);
+  else if (uses_llama_layout(c)) wire_llama(l, c, P);
   else if (c.model_type == "bert") wire_bert(l, c, P);
   else if (c.model_type == "t5") wire_t5(l, c, P);
   else wire_engine(l, c, P);

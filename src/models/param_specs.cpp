@@ -30,9 +30,9 @@ void norm(Specs& s, const std::string& name, const ModelConfig& c) {
 // ---- the engine's own scheme -------------------------------------------------------------
 void attention(Specs& s, const std::string& p, const ModelConfig& c) {
   const std::int64_t q = c.n_heads * c.dim_head(), kv = c.kv_heads() * c.dim_head();
-  linear(s, p + "q_proj", q, c.d_model, c.bias);
-  linear(s, p + "k_proj", kv, c.d_model, c.bias);
-  linear(s, p + "v_proj", kv, c.d_model, c.bias);
+  linear(s, p + "q_proj", q, c.d_model, c.bias || c.qkv_bias);
+  linear(s, p + "k_proj", kv, c.d_model, c.bias || c.qkv_bias);
+  linear(s, p + "v_proj", kv, c.d_model, c.bias || c.qkv_bias);
   linear(s, p + "o_proj", c.d_model, q, c.bias);
 }
 
@@ -128,10 +128,12 @@ Specs llama_specs(const ModelConfig& c) {
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
     const std::string p = at("model.layers", i);
     s.push_back({p + "input_layernorm.weight", {C}});
-    linear(s, p + "self_attn.q_proj", q, C, c.bias);
-    linear(s, p + "self_attn.k_proj", kv, C, c.bias);
-    linear(s, p + "self_attn.v_proj", kv, C, c.bias);
-    linear(s, p + "self_attn.o_proj", C, q, false);
+    // LlamaAttention: attention_bias puts biases on all four projections (c.bias); Qwen2 has
+    // them on q, k and v only (c.qkv_bias).
+    linear(s, p + "self_attn.q_proj", q, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.k_proj", kv, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.v_proj", kv, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.o_proj", C, q, c.bias);
     s.push_back({p + "post_attention_layernorm.weight", {C}});
     linear(s, p + "mlp.gate_proj", c.d_ff, C, false);
     linear(s, p + "mlp.up_proj", c.d_ff, C, false);
@@ -215,9 +217,13 @@ Specs t5_specs(const ModelConfig& c) {
 
 }  // namespace
 
+bool uses_llama_layout(const ModelConfig& c) {
+  return c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2";
+}
+
 std::vector<ParamSpec> parameter_specs(const ModelConfig& c) {
   if (c.model_type == "gpt2") return gpt2_specs(c);
-  if (c.model_type == "llama") return llama_specs(c);
+  if (uses_llama_layout(c)) return llama_specs(c);
   if (c.model_type == "bert") return bert_specs(c);
   if (c.model_type == "t5") return t5_specs(c);
   return engine_specs(c);
