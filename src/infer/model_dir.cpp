@@ -15,10 +15,21 @@ using infer_detail::ModelSource;
 std::string join(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
 
 // The one place that knows the on-disk formats. A new format adds a branch that returns its
-// ModelSource (config, named tensors, generation defaults); everything after is shared.
-ModelSource read_model_source(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir), "load", "model directory '", dir, "' does not exist or is not a directory");
-  return infer_detail::read_safetensors_dir(dir);
+// ModelSource (config, named tensors, generation defaults, optionally its own tokenizer);
+// everything after is shared. `path` is a directory, or a single-file format's file.
+ModelSource read_model_source(const std::string& path) {
+  TFM_CHECK(fs::is_directory(path), "load", "model directory '", path, "' does not exist or is not a directory");
+  return infer_detail::read_safetensors_dir(path);
+}
+
+Model build_model(ModelSource& src) {
+  // Tensors whose stored dtype is f32 keep viewing the file's (copy-on-write) mapping;
+  // from_parameters converts the others.
+  try {
+    return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)));
+  } catch (const Error& e) {
+    fail(src.weights_where, "does not match config.json: ", e.what());
+  }
 }
 
 }  // namespace
@@ -33,15 +44,7 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
 
 LoadedWeights load_model_weights(const std::string& dir) {
   ModelSource src = read_model_source(dir);
-  // Tensors whose stored dtype is f32 view the file's (copy-on-write) mapping; others are
-  // converted by from_parameters.
-  Model model = [&] {
-    try {
-      return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)));
-    } catch (const Error& e) {
-      fail(src.weights_where, "does not match config.json: ", e.what());
-    }
-  }();
+  Model model = build_model(src);
   return {std::move(src.config), std::move(model), std::move(src.generation)};
 }
 
@@ -52,11 +55,12 @@ Tokenizer load_dir_tokenizer(const std::string& dir) {
 }
 
 LoadedModel load_model_dir(const std::string& dir) {
-  LoadedWeights w = load_model_weights(dir);
-  Tokenizer tok = load_dir_tokenizer(dir);
-  TFM_CHECK(tok.vocab_size() <= w.config.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
-            " tokens but the model's vocab_size is ", w.config.vocab_size);
-  return {std::move(w.config), std::move(w.model), std::move(tok), std::move(w.generation)};
+  ModelSource src = read_model_source(dir);
+  Model model = build_model(src);
+  Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : load_dir_tokenizer(dir);
+  TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
+            " tokens but the model's vocab_size is ", src.config.vocab_size);
+  return {std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
 }
 
 }  // namespace tfm

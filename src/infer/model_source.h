@@ -4,6 +4,7 @@
 #pragma once
 
 #include <map>
+#include <optional>
 #include <string>
 
 #include "tfm/model_config.h"
@@ -17,6 +18,7 @@ struct ModelSource {
   std::map<std::string, Tensor> tensors;  // names as stored; may view a read-only file mapping
   std::string weights_where;              // names the weight file(s) in errors
   GenerationDefaults generation;
+  std::optional<Tokenizer> tokenizer;     // formats that embed one (GGUF); else the directory's files
 };
 
 // config.json + safetensors weights (single file or sharded with an index), optional
