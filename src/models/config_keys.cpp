@@ -284,8 +284,10 @@ ConfigSchema llama_schema(const std::string& type) {
             fixed_key("mlp_bias", false)};
   if (type == "qwen2") {
     s.keys.push_back(fixed_key("use_sliding_window", false));
-    // Qwen2 windows only layers >= max_window_layers, and only with use_sliding_window.
-    s.ignored = {"sliding_window", "max_window_layers"};
+    // Qwen2 windows only layers >= max_window_layers, and only with use_sliding_window: both
+    // keys are inert here (listed before the common sliding_window key, which they shadow).
+    for (const char* k : {"sliding_window", "max_window_layers"})
+      s.keys.push_back({k, [](ModelConfig&, const json&, const std::string&) {}, nullptr});
   } else {
     s.keys.push_back(bool_key("attention_bias", &ModelConfig::bias));
   }
