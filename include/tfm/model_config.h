@@ -60,6 +60,7 @@ struct ModelConfig {
   // ---- positions ----------------------------------------------------------------------
   PositionKind position = PositionKind::learned;
   bool scale_embeddings = false;        // multiply token embeddings by sqrt(d_model) (Vaswani, d2l)
+  RopePairing sinusoid_pairing = RopePairing::adjacent;  // sinusoidal (sin, cos) columns: (2i, 2i+1) or (i, D/2+i) (Marian)
   double rope_base = 10000.0;
   RopePairing rope_pairing = RopePairing::halves;
   std::int64_t relative_buckets = 32;   // T5
@@ -74,6 +75,7 @@ struct ModelConfig {
 
   // ---- embeddings and heads -----------------------------------------------------------
   bool tie_embeddings = true;           // output projection shares the token embedding
+  bool logits_bias = false;             // a learned (1, V) bias added to the LM logits (Marian's final_logits_bias)
   HeadKind head = HeadKind::lm;
   std::int64_t num_labels = 2;          // classifier head
   std::vector<std::string> id2label;    // classifier label names (config.json "id2label"); may be empty

@@ -156,7 +156,7 @@ ConfigKey shared_dropout_key(std::string name) {
 }
 
 ConfigSchema transformer_schema() {
-  ConfigSchema s{"transformer", {}, {}, ModelConfig{}};
+  ConfigSchema s{"transformer", {}, {}, ModelConfig{}, {}};
   s.keys = {enum_key("architecture", &ModelConfig::architecture),
             int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
             int_key("n_heads", &ModelConfig::n_heads, 1), int_key("n_kv_heads", &ModelConfig::n_kv_heads, 0),
@@ -169,6 +169,8 @@ ConfigSchema transformer_schema() {
             bool_key("embedding_norm", &ModelConfig::embedding_norm),
             enum_key("activation", &ModelConfig::activation), bool_key("bias", &ModelConfig::bias),
             bool_key("qkv_bias", &ModelConfig::qkv_bias),
+            enum_key("sinusoid_pairing", &ModelConfig::sinusoid_pairing),
+            bool_key("logits_bias", &ModelConfig::logits_bias),
             enum_key("position", &ModelConfig::position), bool_key("scale_embeddings", &ModelConfig::scale_embeddings),
             double_key("rope_base", &ModelConfig::rope_base, 1, 1e12),
             enum_key("rope_pairing", &ModelConfig::rope_pairing),
@@ -200,7 +202,7 @@ ConfigSchema gpt2_schema() {
   b.activation = FfnActivation::gelu_tanh;  // "gelu_new"
   b.bos_token_id = b.eos_token_id = 50256;
   b.pad_token_id = -1;
-  ConfigSchema s{"gpt2", {}, {}, b};
+  ConfigSchema s{"gpt2", {}, {}, b, {}};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("n_embd", &ModelConfig::d_model, 1),
             int_key("n_layer", &ModelConfig::n_layers, 1), int_key("n_head", &ModelConfig::n_heads, 1),
             int_key("n_positions", &ModelConfig::max_positions, 1),
@@ -254,7 +256,7 @@ ConfigSchema llama_schema(const std::string& type) {
     b.bos_token_id = b.eos_token_id = -1;
     cls = "Qwen2ForCausalLM", base = "Qwen2Model";
   }
-  ConfigSchema s{type, {}, {}, b};
+  ConfigSchema s{type, {}, {}, b, {}};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
             int_key("intermediate_size", &ModelConfig::d_ff, 1),
             int_key("num_hidden_layers", &ModelConfig::n_layers, 1),
@@ -316,7 +318,7 @@ ConfigSchema bert_schema() {
   // BertConfig's defaults (bert-base-uncased).
   b.vocab_size = 30522; b.d_model = 768; b.n_layers = 12; b.n_heads = 12; b.d_ff = 3072;
   b.max_positions = 512; b.type_vocab_size = 2; b.pad_token_id = 0;
-  ConfigSchema s{"bert", {}, {}, b};
+  ConfigSchema s{"bert", {}, {}, b, {}};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("hidden_size", &ModelConfig::d_model, 1),
             int_key("num_hidden_layers", &ModelConfig::n_layers, 1),
             int_key("num_attention_heads", &ModelConfig::n_heads, 1),
@@ -368,7 +370,7 @@ ConfigSchema t5_schema() {
   // T5Config's defaults (t5-small).
   b.vocab_size = 32128; b.d_model = 512; b.head_dim = 64; b.d_ff = 2048; b.n_layers = 6; b.n_heads = 8;
   b.max_positions = 512;
-  ConfigSchema s{"t5", {}, {}, b};
+  ConfigSchema s{"t5", {}, {}, b, {}};
   s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
             int_key("d_kv", &ModelConfig::head_dim, 1), int_key("d_ff", &ModelConfig::d_ff, 1),
             int_key("num_layers", &ModelConfig::n_layers, 1),
@@ -393,16 +395,81 @@ ConfigSchema t5_schema() {
   return s;
 }
 
+// MarianMTModel (the OPUS-MT translators): BART's post-norm encoder-decoder with static
+// sinusoidal positions in Marian's layout (sin | cos halves), scaled embeddings shared by
+// both stacks and the tied head, and final_logits_bias.
+ConfigSchema marian_schema() {
+  ModelConfig b;
+  b.model_type = "marian";
+  b.architecture = Architecture::encoder_decoder;
+  b.norm = NormKind::layer_norm;
+  b.norm_placement = NormPlacement::post;
+  b.norm_eps = 1e-5;  // nn.LayerNorm's default
+  b.final_norm = false;
+  b.position = PositionKind::sinusoidal;
+  b.sinusoid_pairing = RopePairing::halves;
+  b.activation = FfnActivation::silu;  // "swish"
+  b.scale_embeddings = true;
+  b.logits_bias = true;
+  b.dropout = b.embedding_dropout = 0.1;
+  b.attention_dropout = 0.0;
+  // MarianConfig's defaults.
+  b.vocab_size = 58101; b.d_model = 1024; b.n_layers = b.n_decoder_layers = 12; b.n_heads = 16; b.d_ff = 4096;
+  b.max_positions = 1024; b.pad_token_id = b.decoder_start_token_id = 58100; b.eos_token_id = 0; b.bos_token_id = 0;
+  ConfigSchema s{"marian", {}, {}, b, {}};
+  const auto inert = [](const char* name) {  // shadows a common key (first wins): carries nothing here
+    return ConfigKey{name, [](ModelConfig&, const json&, const std::string&) {}, nullptr};
+  };
+  s.keys = {int_key("vocab_size", &ModelConfig::vocab_size, 1), int_key("d_model", &ModelConfig::d_model, 1),
+            int_key("encoder_layers", &ModelConfig::n_layers, 1), int_key("decoder_layers", &ModelConfig::n_decoder_layers, 1),
+            int_key("encoder_attention_heads", &ModelConfig::n_heads, 1), int_key("encoder_ffn_dim", &ModelConfig::d_ff, 1),
+            int_key("max_position_embeddings", &ModelConfig::max_positions, 1),
+            mapped_key<FfnActivation>("activation_function", &ModelConfig::activation,
+                                      {{"swish", FfnActivation::silu}, {"silu", FfnActivation::silu}, {"gelu", FfnActivation::gelu},
+                                       {"relu", FfnActivation::relu}, {"gelu_new", FfnActivation::gelu_tanh}}),
+            bool_key("scale_embedding", &ModelConfig::scale_embeddings), shared_dropout_key("dropout"),
+            double_key("attention_dropout", &ModelConfig::attention_dropout, 0, 0.999),
+            double_key("init_std", &ModelConfig::init_std, 0, 10),
+            bool_key("tie_word_embeddings", &ModelConfig::tie_embeddings),
+            int_key("pad_token_id", &ModelConfig::pad_token_id, -1), int_key("eos_token_id", &ModelConfig::eos_token_id, -1),
+            int_key("bos_token_id", &ModelConfig::bos_token_id, -1),
+            int_key("decoder_start_token_id", &ModelConfig::decoder_start_token_id, -1),
+            architectures_key({{"MarianMTModel", HeadKind::lm}}),
+            fixed_key("normalize_before", false), fixed_key("normalize_embedding", false),
+            fixed_key("add_final_layer_norm", false), fixed_key("static_position_embeddings", true),
+            fixed_key("add_bias_logits", false), fixed_key("share_encoder_decoder_embeddings", true),
+            // BART's legacy classification labels: no meaning for a translator.
+            inert("id2label"), inert("num_labels"),
+            // Checked against the encoder's in finish (one size serves both stacks here).
+            inert("decoder_attention_heads"), inert("decoder_ffn_dim"), inert("decoder_vocab_size")};
+  s.ignored = {"_name_or_path", "activation_dropout", "bad_words_ids", "classif_dropout", "classifier_dropout",
+               "decoder_layerdrop", "encoder_layerdrop", "extra_pos_embeddings", "forced_eos_token_id", "label2id",
+               "max_length", "num_beams", "num_hidden_layers", "transformers_version", "use_cache", "torch_dtype",
+               "gradient_checkpointing", "is_encoder_decoder", "_attn_implementation", "output_past"};
+  s.finish = [](ModelConfig& c, const json& j, const std::string& w) {
+    const auto same = [&](const char* key, std::int64_t want, const char* as) {
+      if (!j.contains(key)) return;
+      TFM_CHECK(j[key].is_number_integer() && j[key].get<std::int64_t>() == want, w, "key '", key, "': ", j[key].dump(),
+                " differs from ", as, " ", want, " (only equal sizes are supported)");
+    };
+    same("decoder_attention_heads", c.n_heads, "encoder_attention_heads");
+    same("decoder_ffn_dim", c.d_ff, "encoder_ffn_dim");
+    same("decoder_vocab_size", c.vocab_size, "vocab_size");
+  };
+  for (auto& k : common_keys()) s.keys.push_back(std::move(k));
+  return s;
+}
+
 }  // namespace
 
 const ConfigSchema& config_schema(const std::string& model_type, const std::string& where) {
   static const std::map<std::string, ConfigSchema> schemas = {
       {"transformer", transformer_schema()}, {"gpt2", gpt2_schema()}, {"llama", llama_schema("llama")},
       {"mistral", llama_schema("mistral")}, {"qwen2", llama_schema("qwen2")},
-      {"bert", bert_schema()}, {"t5", t5_schema()}};
+      {"bert", bert_schema()}, {"t5", t5_schema()}, {"marian", marian_schema()}};
   auto it = schemas.find(model_type);
   TFM_CHECK(it != schemas.end(), where, "key 'model_type': unknown value '", model_type,
-            "' (allowed: transformer, gpt2, llama, mistral, qwen2, bert, t5)");
+            "' (allowed: transformer, gpt2, llama, mistral, qwen2, bert, t5, marian)");
   return it->second;
 }
 

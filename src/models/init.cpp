@@ -67,7 +67,7 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& p = specs[i];
     Tensor t;
-    if (ends_with(p.name, ".bias") || ends_with(p.name, "predictions.bias")) {
+    if (ends_with(p.name, ".bias") || ends_with(p.name, "predictions.bias") || p.name == "final_logits_bias") {
       t = Tensor::zeros(p.shape);
     } else if (c.norm == NormKind::scale_norm && p.shape == Shape{1}) {
       t = Tensor::full(p.shape, static_cast<float>(std::sqrt(static_cast<double>(c.d_model))));  // g = sqrt(d)

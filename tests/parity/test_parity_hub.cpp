@@ -140,3 +140,5 @@ TEST(ParityHub, F32TensorsViewTheFileMapping) {
   const Tensor& b = p.at("transformer.h.1.attn.c_attn.weight");
   EXPECT_EQ(a.storage().get(), b.storage().get()) << "two tensors of one file share the mapping's storage";
 }
+
+TEST(ParityHub, MarianOpusMtWithStaticTablesAndFinalLogitsBias) { check_seq2seq("marian"); }

@@ -382,6 +382,80 @@ def seq2seq_greedy(forward, src, start, n):
     return tgt[0, 1:].clone()
 
 
+# ---- Marian (OPUS-MT) ----------------------------------------------------------------------
+def marian_table(P, C):  # MarianSinusoidalPositionalEmbedding: sin in the first half, cos in the second
+    pos = torch.arange(P, dtype=D64)[:, None]
+    j = torch.arange(C)[None, :]
+    enc = pos / torch.pow(torch.tensor(10000.0, dtype=D64), 2 * (j // 2) / C)
+    out = torch.zeros(P, C, dtype=D64)
+    out[:, : C // 2] = torch.sin(enc[:, 0::2])
+    out[:, C // 2:] = torch.cos(enc[:, 1::2])
+    return out
+
+
+def marian_params(cfg):
+    C, V, I = cfg["d_model"], cfg["vocab_size"], cfg["encoder_ffn_dim"]
+    p = {"model.shared.weight": rnd(V, C), "final_logits_bias": rnd(1, V, std=0.5)}
+    for side in ("encoder", "decoder"):
+        for i in range(cfg[side + "_layers"]):
+            h = f"model.{side}.layers.{i}."
+            for a in ["self_attn"] + (["encoder_attn"] if side == "decoder" else []):
+                for m in ("q_proj", "k_proj", "v_proj", "out_proj"):
+                    p[f"{h}{a}.{m}.weight"], p[f"{h}{a}.{m}.bias"] = rnd(C, C), rnd(C, std=0.1)
+                p[f"{h}{a}_layer_norm.weight"], p[f"{h}{a}_layer_norm.bias"] = near_one(C), rnd(C, std=0.1)
+            p[h + "fc1.weight"], p[h + "fc1.bias"] = rnd(I, C), rnd(I, std=0.1)
+            p[h + "fc2.weight"], p[h + "fc2.bias"] = rnd(C, I), rnd(C, std=0.1)
+            p[h + "final_layer_norm.weight"], p[h + "final_layer_norm.bias"] = near_one(C), rnd(C, std=0.1)
+    return p
+
+
+def marian_forward(cfg, p, src, tgt):
+    H, C = cfg["encoder_attention_heads"], cfg["d_model"]
+    scale = math.sqrt(C) if cfg["scale_embedding"] else 1.0
+    table = marian_table(cfg["max_position_embeddings"], C)
+    E = p["model.shared.weight"]
+
+    def attn(x, kv, pre, add):  # BartAttention: q_proj(x) * head_dim^-0.5
+        q, k, v = (heads(lin(p, pre + n, t), H) for n, t in (("q_proj", x), ("k_proj", kv), ("v_proj", kv)))
+        return lin(p, pre + "out_proj", merge(attend(q, k, v, 1.0 / math.sqrt(q.shape[-1]), add)))
+
+    def ln(x, n):
+        return layer_norm(x, p[n + ".weight"], p[n + ".bias"], 1e-5)
+
+    def ffn(x, h):
+        return lin(p, h + "fc2", F.silu(lin(p, h + "fc1", x)))
+
+    x = E[src] * scale + table[: src.shape[1]]
+    for i in range(cfg["encoder_layers"]):
+        h = f"model.encoder.layers.{i}."
+        x = ln(x + attn(x, x, h + "self_attn.", None), h + "self_attn_layer_norm")
+        x = ln(x + ffn(x, h), h + "final_layer_norm")
+    T = tgt.shape[1]
+    y = E[tgt] * scale + table[:T]
+    for i in range(cfg["decoder_layers"]):
+        h = f"model.decoder.layers.{i}."
+        y = ln(y + attn(y, y, h + "self_attn.", causal(T)), h + "self_attn_layer_norm")
+        y = ln(y + attn(y, x, h + "encoder_attn.", None), h + "encoder_attn_layer_norm")
+        y = ln(y + ffn(y, h), h + "final_layer_norm")
+    return y @ E.T + p["final_logits_bias"]
+
+
+def marian_config(V):
+    return {"_name_or_path": "Helsinki-NLP/opus-mt-en-de", "activation_dropout": 0.0, "activation_function": "swish",
+            "add_bias_logits": False, "add_final_layer_norm": False, "architectures": ["MarianMTModel"],
+            "attention_dropout": 0.0, "bad_words_ids": [[V - 1]], "bos_token_id": 0, "classif_dropout": 0.0,
+            "classifier_dropout": 0.0, "d_model": 16, "decoder_attention_heads": 4, "decoder_ffn_dim": 32,
+            "decoder_layerdrop": 0.0, "decoder_layers": 2, "decoder_start_token_id": V - 1, "decoder_vocab_size": V,
+            "dropout": 0.1, "encoder_attention_heads": 4, "encoder_ffn_dim": 32, "encoder_layerdrop": 0.0,
+            "encoder_layers": 2, "eos_token_id": 0, "extra_pos_embeddings": V, "forced_eos_token_id": 0,
+            "id2label": {"0": "LABEL_0", "1": "LABEL_1", "2": "LABEL_2"}, "init_std": 0.02, "is_encoder_decoder": True,
+            "label2id": {"LABEL_0": 0, "LABEL_1": 1, "LABEL_2": 2}, "max_length": 512, "max_position_embeddings": 32,
+            "model_type": "marian", "normalize_before": False, "normalize_embedding": False, "num_beams": 4,
+            "num_hidden_layers": 2, "pad_token_id": V - 1, "scale_embedding": True,
+            "share_encoder_decoder_embeddings": True, "static_position_embeddings": True, "torch_dtype": "float32",
+            "transformers_version": "4.22.0.dev0", "use_cache": True, "vocab_size": V}
+
+
 # ---- writing hub directories ----------------------------------------------------------------
 def stored(p, dtype):
     """The tensors as the file holds them, and the float64 values the reference computes with."""
@@ -521,3 +595,24 @@ def make(out):
         run = lambda s, t: t5_forward(cfg, p, s, t)
         ref(name, {"input_ids": src, "decoder_input_ids": tgt, "logits": run(src, tgt).float(),
                    "greedy": seq2seq_greedy(run, src, 0, 5)})
+
+    # Marian (OPUS-MT): the static tables, tied copies and lm_head in the file, as converted
+    # checkpoints hold them; decoder_start_token_id = pad.
+    torch.manual_seed(112)
+    V = 33
+    cfg = marian_config(V)
+    disk, p = stored(marian_params(cfg), torch.float32)
+    table = marian_table(cfg["max_position_embeddings"], cfg["d_model"]).float()
+    for side in ("encoder", "decoder"):
+        disk[f"model.{side}.embed_positions.weight"] = table
+        disk[f"model.{side}.embed_tokens.weight"] = disk["model.shared.weight"]
+    disk["lm_head.weight"] = disk["model.shared.weight"]
+    write_dir(os.path.join(root, "marian"), cfg, disk,
+              gen={"bad_words_ids": [[V - 1]], "bos_token_id": 0, "decoder_start_token_id": V - 1, "eos_token_id": 0,
+                   "forced_eos_token_id": 0, "max_length": 512, "num_beams": 4, "pad_token_id": V - 1,
+                   "renormalize_logits": True, "transformers_version": "4.34.0.dev0"})
+    run = lambda s_, t_: marian_forward(cfg, p, s_, t_)
+    msrc = torch.tensor([[5, 19, 7, 26, 11, 0]])
+    mtgt = torch.tensor([[V - 1, 8, 14, 3]])
+    ref("marian", {"input_ids": msrc, "decoder_input_ids": mtgt, "logits": run(msrc, mtgt).float(),
+                   "greedy": seq2seq_greedy(run, msrc, V - 1, 5)})
