@@ -23,6 +23,7 @@ namespace tfm {
 // Decoding defaults a model directory carries (generation_config.json on the hub). Unset
 // fields leave the command's own defaults; command-line flags override all of them.
 struct GenerationDefaults {
+  bool from_file = false;                       // the directory has generation_config.json
   std::vector<std::int64_t> eos_token_ids;      // every id that ends a sequence
   std::optional<std::int64_t> max_length;       // prompt + new tokens (HF's convention)
   std::optional<std::int64_t> max_new_tokens;

@@ -103,6 +103,7 @@ GenerationDefaults parse_generation_config(const std::string& text, const std::s
   }
   TFM_CHECK(j.is_object(), where, "must be a JSON object");
   GenerationDefaults g;
+  g.from_file = true;
   if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
     const json& e = j["eos_token_id"];
     TFM_CHECK(e.is_number_integer() || e.is_array(), where, "key 'eos_token_id' must be an id or a list of ids");

@@ -142,3 +142,17 @@ TEST(ParityHub, F32TensorsViewTheFileMapping) {
 }
 
 TEST(ParityHub, MarianOpusMtWithStaticTablesAndFinalLogitsBias) { check_seq2seq("marian"); }
+
+// tfm eval --stride: perplexity equal to transformers' perplexity guide run on the reference.
+TEST(ParityHub, StridedPerplexityFollowsTheGuide) {
+  LoadedWeights w = load_model_weights(hub_dir("gpt2"));
+  const SafetensorsFile r = reference("gpt2");
+  std::vector<std::int32_t> ids;
+  for (const std::int64_t x : test::fixture_tensor(r, "stream").to_ints()) ids.push_back(static_cast<std::int32_t>(x));
+  for (const auto& [ctx, stride] : std::vector<std::pair<std::int64_t, std::int64_t>>{{8, 3}, {8, 8}, {24, 5}}) {
+    const auto want = test::fixture_tensor(r, "ppl_" + std::to_string(ctx) + "_" + std::to_string(stride)).to_floats();
+    const PerplexityResult got = strided_perplexity(w.model, ids, ctx, stride);
+    EXPECT_EQ(got.predicted, static_cast<std::int64_t>(want[1])) << ctx << "/" << stride;
+    EXPECT_NEAR(got.nll_sum, want[0], 1e-4 * std::abs(want[0])) << ctx << "/" << stride;
+  }
+}

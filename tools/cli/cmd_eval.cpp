@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
+#include "eval_strided.h"
 #include "tfm/runtime.h"
 #include "tfm/train.h"
 
@@ -20,6 +21,7 @@ void add_eval_command(CLI::App& app) {
     std::string dir;
     EvalOptions opt;
     bool json = false, verbose = false;
+    std::int64_t stride = 0;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
@@ -34,9 +36,14 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--beam", args->opt.beam, "seq2seq: beam size for BLEU (default: the training config's, 1 = greedy)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--stride", args->stride,
+                  "LM on --data: strided windows of --ctx tokens (default: max_positions), as in transformers' "
+                  "perplexity guide (docs/formats.md)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
+    if (args->stride > 0) return run_strided_eval(args->dir, args->opt.data_file, args->opt.context, args->stride, args->json);
     const auto t0 = std::chrono::steady_clock::now();
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
     if (args->verbose) {

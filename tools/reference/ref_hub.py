@@ -374,6 +374,28 @@ def t5_config(v11, **over):
     return c
 
 
+def guide_perplexity(step_fn, ids, max_length, stride):
+    """transformers' perplexity guide, verbatim in logic: returns (nll_sum, predicted tokens)."""
+    seq_len = ids.shape[1]
+    nll_sum, n_tokens, prev_end = 0.0, 0, 0
+    for begin in range(0, seq_len, stride):
+        end = min(begin + max_length, seq_len)
+        trg_len = end - prev_end
+        input_ids = ids[:, begin:end]
+        target_ids = input_ids.clone()
+        target_ids[:, :-trg_len] = -100
+        logits = step_fn(input_ids)
+        labels = target_ids[:, 1:]  # the model shifts labels left
+        valid = labels != -100
+        logp = torch.log_softmax(logits[:, :-1], -1).gather(-1, labels.clamp(min=0)[..., None])[..., 0]
+        nll_sum += float(-(logp[valid]).sum())
+        n_tokens += int(valid.sum())
+        prev_end = end
+        if end == seq_len:
+            break
+    return nll_sum, n_tokens
+
+
 def seq2seq_greedy(forward, src, start, n):
     tgt = torch.tensor([[start]])
     for _ in range(n):
@@ -508,7 +530,12 @@ def make(out):
     gen = {"_from_model_config": True, "bos_token_id": 40, "eos_token_id": 40, "transformers_version": "4.26.0.dev0"}
     write_dir(os.path.join(root, "gpt2"), cfg, disk, gen=gen)
     run = lambda x: gpt2_forward(cfg, p, x)
-    ref("gpt2", {"input_ids": ids, "logits": run(ids).float(), "greedy": greedy(run, ids, 6)})
+    stream = torch.randint(0, cfg["vocab_size"], (1, 37))
+    ppl = {}
+    for ctx, stride in ((8, 3), (8, 8), (24, 5)):
+        nll, n = guide_perplexity(run, stream, ctx, stride)
+        ppl[f"ppl_{ctx}_{stride}"] = torch.tensor([nll, float(n)], dtype=torch.float32)
+    ref("gpt2", {"input_ids": ids, "logits": run(ids).float(), "greedy": greedy(run, ids, 6), "stream": stream, **ppl})
 
     # GPT-2 with the prefix and buffers, untied, F16, two shards.
     torch.manual_seed(102)
