@@ -1,7 +1,8 @@
 // Hugging Face hub checkpoints onto the family's parameter names (parameter_specs): the hub
 // stores a model's tensors with or without the base-model prefix (GPT2Model's "wte.weight"
 // vs GPT2LMHeadModel's "transformer.wte.weight"), adds non-parameter buffers, and may or may
-// not carry tied copies and the tensors of heads this model does not use.
+// not carry tied copies and the tensors of heads this model does not use. Older files still
+// name LayerNorm parameters gamma and beta.
 #include <set>
 
 #include "tfm/model_config.h"
@@ -61,6 +62,10 @@ std::map<std::string, Tensor> hub_checkpoint_names(const ModelConfig& c, std::ma
   std::map<std::string, Tensor> out;
   for (auto& [stored, t] : tensors) {
     std::string n = stored;
+    // TensorFlow-era names (bert-base-uncased's file): LayerNorm.gamma/beta, which
+    // transformers renames to weight/bias when loading.
+    if (ends_with(n, ".gamma")) n = n.substr(0, n.size() - 6) + ".weight";
+    else if (ends_with(n, ".beta")) n = n.substr(0, n.size() - 5) + ".bias";
     if (!wanted.count(n) && !prefix.empty() && wanted.count(prefix + n)) n = prefix + n;
     else if (!wanted.count(n) && !prefix.empty() && !starts_with(n, prefix) && !starts_with(n, "lm_head.") &&
              !starts_with(n, "cls.") && !starts_with(n, "classifier.") && n != "final_logits_bias")

@@ -107,7 +107,7 @@ TEST(ParityHub, LlamaAttentionBiasTiedUnprefixed) { check_decoder("llama_bias_ti
 TEST(ParityHub, MistralSlidingWindow) { check_decoder("mistral"); }
 TEST(ParityHub, Qwen2QkvBiasTiedF16ThreeShards) { check_decoder("qwen2_f16"); }
 TEST(ParityHub, BertModelUnprefixedHiddenStates) { check_encoder("bert_model"); }
-TEST(ParityHub, BertForMaskedLmWithTiedDecoderCopies) { check_encoder("bert_mlm"); }
+TEST(ParityHub, BertForMaskedLmWithTiedDecoderCopiesAndGammaBeta) { check_encoder("bert_mlm"); }
 TEST(ParityHub, BertForSequenceClassification) { check_encoder("bert_cls"); }
 TEST(ParityHub, T5TiedWithEmbedCopies) { check_seq2seq("t5"); }
 TEST(ParityHub, T5V11GatedGeluUntiedBf16) { check_seq2seq("t5_v1_1_bf16"); }

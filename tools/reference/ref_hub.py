@@ -600,7 +600,9 @@ def make(out):
         disk["bert.embeddings.position_ids"] = torch.arange(cfg["max_position_embeddings"])[None]
         if head == "none":
             disk = strip(disk, "bert.")
-        if head == "mlm":
+        if head == "mlm":  # as bert-base-uncased's file: TensorFlow-era LayerNorm names
+            disk = {k.replace("LayerNorm.weight", "LayerNorm.gamma").replace("LayerNorm.bias", "LayerNorm.beta"): v
+                    for k, v in disk.items()}
             disk["cls.predictions.decoder.weight"] = disk["bert.embeddings.word_embeddings.weight"]
             disk["cls.predictions.decoder.bias"] = disk["cls.predictions.bias"]
         write_dir(os.path.join(root, name), cfg, disk)
