@@ -19,6 +19,7 @@
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"
+#include "tfm/perplexity.h"
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"

@@ -132,11 +132,12 @@ ModelConfig config_from_gguf(const GgufFile& f, const std::string& arch, bool ti
     TFM_CHECK(scaling == "none", f.path, "key '", p, "rope.scaling.type' = '", scaling,
               "': RoPE scaling is not supported");
     TFM_CHECK(f.get_int(p + "expert_count", 0) == 0, f.path, "key '", p, "expert_count': mixture-of-experts models are not supported");
-    j = {{"model_type", "llama"}, {"vocab_size", vocab}, {"hidden_size", C}, {"intermediate_size", F},
+    // qwen2: Hugging Face's Qwen2 family (q/k/v biases only); llama: no biases.
+    j = {{"model_type", arch == "qwen2" ? "qwen2" : "llama"}, {"vocab_size", vocab}, {"hidden_size", C}, {"intermediate_size", F},
          {"num_hidden_layers", L}, {"num_attention_heads", H}, {"num_key_value_heads", kv}, {"head_dim", head_dim},
          {"max_position_embeddings", ctx}, {"rms_norm_eps", f.get_float(p + "attention.layer_norm_rms_epsilon", 1e-6)},
          {"rope_theta", f.get_float(p + "rope.freq_base", 10000.0)}, {"tie_word_embeddings", tied},
-         {"attention_bias", arch == "qwen2"}, {"attention_dropout", 0.0}};
+         {"attention_dropout", 0.0}};
   }
   const std::int64_t bos = f.get_int("tokenizer.ggml.bos_token_id", -1), eos = f.get_int("tokenizer.ggml.eos_token_id", -1);
   if (bos >= 0) j["bos_token_id"] = bos;
@@ -304,9 +305,11 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
   std::string arch;
   if (c.model_type == "gpt2") {
     arch = "gpt2";
-  } else if (c.model_type == "llama") {
+  } else if (c.model_type == "llama" || c.model_type == "qwen2") {
     TFM_CHECK(c.sliding_window == 0, path, "sliding-window attention is not written to GGUF");
-    arch = c.bias ? "qwen2" : "llama";  // q/k/v biases without o/FFN biases: Qwen2's layout
+    TFM_CHECK(c.model_type == "qwen2" || !c.bias, path,
+              "a llama model with attention biases (attention_bias) is not written to GGUF; Qwen2's q/k/v-only biases are");
+    arch = c.model_type;
   } else {
     fail(path, "model_type '", c.model_type, "' cannot be written to GGUF (llama, gpt2 and equivalent \"transformer\" models can)");
   }
