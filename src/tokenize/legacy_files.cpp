@@ -20,6 +20,15 @@ std::string cfg_token(const json& c, const char* key) {
   return "";
 }
 
+// BERT's names when the config gives none (a bare vocab.txt).
+std::string default_token(const std::string& key, const json& vocab) {
+  static const std::pair<const char*, const char*> bert[] = {
+      {"pad_token", "[PAD]"}, {"unk_token", "[UNK]"}, {"cls_token", "[CLS]"}, {"sep_token", "[SEP]"}, {"mask_token", "[MASK]"}};
+  for (const auto& [k, t] : bert)
+    if (key == k && vocab.contains(t)) return t;
+  return "";
+}
+
 // added_tokens_decoder of tokenizer_config.json, else the config's named special tokens
 // that are in the vocabulary.
 json added_tokens(const json& config, const json& vocab, std::initializer_list<const char*> fallback_names) {
@@ -34,7 +43,7 @@ json added_tokens(const json& config, const json& vocab, std::initializer_list<c
   }
   for (const char* key : fallback_names) {
     std::string tok = cfg_token(config, key);
-    if (tok.empty() && std::string(key) == "cls_token" && vocab.contains("[CLS]")) tok = "[CLS]";
+    if (tok.empty()) tok = default_token(key, vocab);
     if (tok.empty() || !vocab.contains(tok)) continue;
     bool seen = false;
     for (const auto& a : out) seen |= a.at("content") == tok;
@@ -114,12 +123,6 @@ json wordpiece_doc_from_vocab_txt(const std::string& vocab_txt, const json& conf
   json doc;
   doc["version"] = "1.0";
   doc["added_tokens"] = added_tokens(config, vocab, {"pad_token", "unk_token", "cls_token", "sep_token", "mask_token"});
-  if (doc["added_tokens"].empty()) {
-    for (const char* t : {"[PAD]", "[UNK]", "[CLS]", "[SEP]", "[MASK]"})
-      if (vocab.contains(t))
-        doc["added_tokens"].push_back({{"id", vocab.at(t)}, {"content", t}, {"single_word", false}, {"lstrip", false},
-                                       {"rstrip", false}, {"normalized", false}, {"special", true}});
-  }
   doc["normalizer"] = {{"type", "BertNormalizer"}, {"clean_text", true},
                        {"handle_chinese_chars", opt_bool("tokenize_chinese_chars", true)},
                        {"strip_accents", opt_bool("strip_accents", nullptr)},

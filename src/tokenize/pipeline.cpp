@@ -7,6 +7,7 @@
 namespace tfm::tok {
 
 Encoding Pipeline::encode_sequence(std::string_view text, std::int32_t type_id, bool with_tokens) const {
+  check_utf8(text, "tokenizer");  // regexes and normalizers read chars (HF takes a str too)
   PreTokenized pt;
   pt.push_back(Split{Piece{std::string(text), {}, 0, false}, {}, false});
   added.extract(pt, false);

@@ -52,14 +52,18 @@ Tokenizer load_file(const fs::path& file) {
   if (ext == ".model" || ext == ".spm") return tok::load_sentencepiece(file.string(), config);
   if (ext == ".txt") return from_doc(tok::wordpiece_doc_from_vocab_txt(file.string(), raw_config), config);
   const std::string text = tok::read_file(file.string(), "tokenizer");
-  if (ext == ".json" && text.find("\"model\"") == std::string::npos) {
-    // vocab.json of the GPT-2/RoBERTa hub layout: merges.txt beside it
-    const fs::path merges = dir / "merges.txt";
-    TFM_CHECK(is_file(merges), "tokenizer", file.string(), " has no \"model\" (so it is not a tokenizer.json) and no ",
-              merges.string(), " is beside it for a vocab.json");
-    return from_doc(tok::bpe_doc_from_vocab_merges(file.string(), merges.string(), raw_config), config);
+  json doc;
+  try {
+    doc = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(file.string(), "not valid JSON: ", e.what());
   }
-  return Tokenizer::from_json(text, config);
+  if (doc.is_object() && doc.contains("model") && doc.at("model").is_object()) return from_doc(doc, config);
+  // vocab.json of the GPT-2/RoBERTa hub layout (token -> id): merges.txt beside it
+  const fs::path merges = dir / "merges.txt";
+  TFM_CHECK(doc.is_object() && is_file(merges), "tokenizer", file.string(),
+            " is neither a tokenizer.json (no \"model\" object) nor a vocab.json with merges.txt beside it");
+  return from_doc(tok::bpe_doc_from_vocab_merges(file.string(), merges.string(), raw_config), config);
 }
 
 }  // namespace
