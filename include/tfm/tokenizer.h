@@ -25,9 +25,10 @@ namespace tfm {
 
 // pipeline: a tokenizer.json of any shape HF defines (or a file converted to one);
 // sentencepiece: a SentencePiece .model run by libsentencepiece.
-enum class TokenizerKind { char_level, word_level, bpe, pipeline, sentencepiece };
+// wordpiece: only as a training kind (BERT's pipeline; the result is a pipeline tokenizer).
+enum class TokenizerKind { char_level, word_level, bpe, pipeline, sentencepiece, wordpiece };
 const char* tokenizer_kind_name(TokenizerKind kind);
-TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe"
+TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe" | "wordpiece"
 
 struct TokenizerTrainOptions {
   TokenizerKind kind = TokenizerKind::bpe;

@@ -9,6 +9,7 @@
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 #include "tokenize/pretokenizer.h"
+#include "tfm/tokenizer_json.h"
 #include "tokenize/tokenizer_impl.h"
 
 namespace tfm {
@@ -22,6 +23,7 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
     case TokenizerKind::bpe: return "bpe";
     case TokenizerKind::pipeline: return "pipeline";
     case TokenizerKind::sentencepiece: return "sentencepiece";
+    case TokenizerKind::wordpiece: return "wordpiece";
   }
   return "?";
 }
@@ -30,7 +32,8 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name) {
   if (name == "char") return TokenizerKind::char_level;
   if (name == "word") return TokenizerKind::word_level;
   if (name == "bpe") return TokenizerKind::bpe;
-  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word or bpe)");
+  if (name == "wordpiece") return TokenizerKind::wordpiece;
+  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word, bpe or wordpiece)");
 }
 
 void Tokenizer::Impl::finalize(const char* where) {
@@ -103,7 +106,8 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<std::int32
     case TokenizerKind::word_level: tok::whitespace_split(text, spans); break;
     case TokenizerKind::char_level: tok::codepoint_split(text, spans); break;
     case TokenizerKind::pipeline:
-    case TokenizerKind::sentencepiece: return encode_other(text, false, out);
+    case TokenizerKind::sentencepiece:
+    case TokenizerKind::wordpiece: return encode_other(text, false, out);
   }
   for (const Span& s : spans) out.push_back(lookup_or_unk(text.substr(s.begin, s.end - s.begin)));
 }
@@ -140,6 +144,7 @@ Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) 
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts) {
   if (opts.kind == TokenizerKind::bpe) return make_tokenizer(tok::train_bpe(corpus, opts));
+  if (opts.kind == TokenizerKind::wordpiece) return tokenizer_from_json(tok::train_wordpiece_doc(corpus, opts));
   TFM_CHECK(!opts.isolate_cjk, "tokenizer train", "isolate_cjk applies to byte-level BPE only, not ",
             tokenizer_kind_name(opts.kind));
   return make_tokenizer(tok::train_vocab(corpus, opts));
@@ -164,7 +169,12 @@ Tokenizer Tokenizer::from_gpt2_files(const std::string& encoder_json, const std:
 
 Tokenizer Tokenizer::load(const std::string& path) { return load_tokenizer(path); }
 
-std::string Tokenizer::to_json() const { return tok::impl_to_json(*impl_); }
+std::string Tokenizer::to_json() const {
+  if (impl_->source_json) return *impl_->source_json;
+  TFM_CHECK(impl_->kind != TokenizerKind::sentencepiece, "tokenizer save",
+            "a SentencePiece .model tokenizer is saved as its .model file, not tokenizer.json");
+  return tok::impl_to_json(*impl_);
+}
 
 void Tokenizer::save(const std::string& path) const {
   namespace fs = std::filesystem;

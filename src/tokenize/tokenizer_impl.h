@@ -63,6 +63,7 @@ struct Tokenizer::Impl {
   std::shared_ptr<Lazy> lazy = std::make_shared<Lazy>();
   std::shared_ptr<const tok::SpmModel> spm;  // sentencepiece
   TokenizerConfig config;
+  std::shared_ptr<const std::string> source_json;  // pipeline kind: the document to_json() returns
   const tok::Pipeline& full_pipeline() const;
 
   // Validates and derives token_ids, special flags, the byte table, pad/unk/bos/eos and
@@ -90,6 +91,7 @@ Tokenizer::Impl impl_from_json(std::string_view json_text);
 // tokenizer.json document -> Impl: the hand-written paths when has_legacy_shape, else the
 // pipeline; config applied (bos/eos/pad/unk).
 Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerConfig& config);
+nlohmann::json train_wordpiece_doc(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts);
 std::string impl_to_json(const Tokenizer::Impl& impl);
 Tokenizer::Impl impl_from_gpt2_files(const std::string& encoder_json, const std::string& vocab_bpe);
 std::string read_file(const std::string& path, const char* where);

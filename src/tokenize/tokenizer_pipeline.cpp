@@ -25,6 +25,11 @@ Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerCon
     impl.tokens = pl->id_to_token;
     for (const auto& a : pl->added.tokens()) impl.added.push_back({a.content, a.id, a.special});
     impl.pipeline = pl;
+    try {
+      impl.source_json = std::make_shared<const std::string>(doc.dump(2) + "\n");
+    } catch (const nlohmann::json::exception& e) {
+      fail("tokenizer.json", e.what());
+    }
   }
   std::call_once(impl.lazy->once, [&] { impl.lazy->pipeline = pl; });
   impl.config = config;

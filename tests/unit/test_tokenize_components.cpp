@@ -2,6 +2,8 @@
 // documented behaviour; whole-file parity is in tests/tokenizer_parity), and malformed files.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tfm/error.h"
 #include "tfm/tokenizer.h"
 #include "tokenize/components.h"
@@ -237,6 +239,40 @@ TEST(TokPipeline, AddedTokenFlags) {
   const auto e = t.encode_full("a   <m>a");
   EXPECT_EQ(e.offsets[1], (std::pair<std::uint32_t, std::uint32_t>{1, 7}));
   EXPECT_EQ(t.decode(std::vector<std::int32_t>{1, 3, 1}, true), "a a");
+}
+
+}  // namespace
+
+namespace {
+
+TEST(TokWordPieceTrainer, BertPipelineVocabularyAndDeterminism) {
+  std::vector<std::string> corpus;
+  for (int k = 0; k < 60; ++k) {
+    corpus.push_back("The quick brown fox jumps over the lazy dog, again and again: " + std::to_string(k));
+    corpus.push_back("Unaffable lads and lasses jumped; foxes were quicker than dogs!");
+    corpus.push_back("\u4f60\u597d\u4e16\u754c Caf\u00e9 na\u00efve");
+  }
+  tfm::TokenizerTrainOptions o;
+  o.kind = tfm::TokenizerKind::wordpiece;
+  o.vocab_size = 120;
+  const auto t = tfm::Tokenizer::train(corpus, o);
+  EXPECT_EQ(t.kind(), tfm::TokenizerKind::pipeline);
+  EXPECT_EQ(t.vocab_size(), 120);
+  EXPECT_EQ(t.id_to_token(1), "[UNK]");
+  EXPECT_EQ(t.to_json(), tfm::Tokenizer::train(corpus, o).to_json());  // deterministic
+  const auto back = tfm::Tokenizer::from_json(t.to_json());
+  for (const auto& line : corpus) {
+    const auto ids = t.encode(line, true);
+    EXPECT_EQ(ids.front(), 2);  // [CLS]
+    EXPECT_EQ(ids.back(), 3);   // [SEP]
+    EXPECT_EQ(std::count(ids.begin(), ids.end(), 1), 0) << line;  // every training char is in the alphabet
+    EXPECT_EQ(back.encode(line, true), ids);
+  }
+  // Frequent words become single tokens; the rest are ##-pieces.
+  EXPECT_EQ(t.tokenize("the quick"), (V{"the", "quick"}));
+  EXPECT_EQ(t.decode(t.encode("the quick brown fox"), true), "the quick brown fox");
+  o.vocab_size = 5;
+  EXPECT_THROW(tfm::Tokenizer::train(corpus, o), tfm::Error);  // below specials + alphabet
 }
 
 }  // namespace

@@ -42,8 +42,9 @@ void add_tokenizer_commands(CLI::App& app) {
   auto* tok = app.add_subcommand("tokenizer", "Tokenizer tools");
   tok->require_subcommand(1);
   auto targs = std::make_shared<TrainArgs>();
-  auto* train = tok->add_subcommand("train", "Train a char, word or byte-level BPE tokenizer; writes tokenizer.json");
-  train->add_option("--type", targs->type, "char | word | bpe")->check(CLI::IsMember({"char", "word", "bpe"}));
+  auto* train = tok->add_subcommand("train", "Train a char, word, byte-level BPE or WordPiece tokenizer; writes tokenizer.json");
+  train->add_option("--type", targs->type, "char | word | bpe | wordpiece (BERT's pipeline)")
+      ->check(CLI::IsMember({"char", "word", "bpe", "wordpiece"}));
   train->add_option("--vocab-size", targs->vocab_size, "bpe: target size; char/word: cap (0 = all)");
   train->add_option("--min-freq", targs->min_freq, "drop tokens (char/word) or pairs (bpe) seen fewer times");
   train->add_flag("--isolate-cjk", targs->isolate_cjk,
