@@ -90,7 +90,10 @@ Tokenizer::Impl train_bpe(const std::vector<std::string>& corpus, const Tokenize
 Tokenizer::Impl impl_from_json(std::string_view json_text);
 // tokenizer.json document -> Impl: the hand-written paths when has_legacy_shape, else the
 // pipeline; config applied (bos/eos/pad/unk).
-Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerConfig& config);
+Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerConfig& config,
+                                   std::string_view source_text);
+// The same as a Tokenizer; source_text (may be empty) is the file the document was read from.
+Tokenizer tokenizer_from_json_text(const nlohmann::json& doc, const TokenizerConfig& config, std::string_view source_text);
 nlohmann::json train_wordpiece_doc(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts);
 std::string impl_to_json(const Tokenizer::Impl& impl);
 Tokenizer::Impl impl_from_gpt2_files(const std::string& encoder_json, const std::string& vocab_bpe);

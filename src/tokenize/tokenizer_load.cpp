@@ -58,7 +58,8 @@ Tokenizer load_file(const fs::path& file) {
   } catch (const json::exception& e) {
     fail(file.string(), "not valid JSON: ", e.what());
   }
-  if (doc.is_object() && doc.contains("model") && doc.at("model").is_object()) return from_doc(doc, config);
+  if (doc.is_object() && doc.contains("model") && doc.at("model").is_object())
+    return tok::tokenizer_from_json_text(doc, config, text);
   // vocab.json of the GPT-2/RoBERTa hub layout (token -> id): merges.txt beside it
   const fs::path merges = dir / "merges.txt";
   TFM_CHECK(doc.is_object() && is_file(merges), "tokenizer", file.string(),

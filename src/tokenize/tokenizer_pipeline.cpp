@@ -15,7 +15,8 @@ namespace tok {
 bool has_legacy_shape(const nlohmann::json& j);
 Tokenizer::Impl impl_from_document(const nlohmann::json& j);
 
-Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerConfig& config) {
+Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerConfig& config,
+                                   std::string_view source_text) {
   std::shared_ptr<const Pipeline> pl = pipeline_from_document(doc);
   Tokenizer::Impl impl;
   if (has_legacy_shape(doc)) {
@@ -25,8 +26,9 @@ Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerCon
     impl.tokens = pl->id_to_token;
     for (const auto& a : pl->added.tokens()) impl.added.push_back({a.content, a.id, a.special});
     impl.pipeline = pl;
-    try {
-      impl.source_json = std::make_shared<const std::string>(doc.dump(2) + "\n");
+    try {  // what to_json() returns: the file as given, else the document written out
+      impl.source_json = std::make_shared<const std::string>(source_text.empty() ? doc.dump(2) + "\n"
+                                                                                 : std::string(source_text));
     } catch (const nlohmann::json::exception& e) {
       fail("tokenizer.json", e.what());
     }
@@ -151,12 +153,17 @@ Tokenizer Tokenizer::from_json(std::string_view json_text, const TokenizerConfig
   } catch (const nlohmann::json::exception& e) {
     fail("tokenizer.json", "not valid JSON: ", e.what());
   }
-  return tokenizer_from_json(doc, config);
+  return tok::tokenizer_from_json_text(doc, config, json_text);
 }
 
 Tokenizer tokenizer_from_json(const nlohmann::json& doc, const TokenizerConfig& config) {
+  return tok::tokenizer_from_json_text(doc, config, {});
+}
+
+Tokenizer tok::tokenizer_from_json_text(const nlohmann::json& doc, const TokenizerConfig& config,
+                                        std::string_view text) {
   try {
-    return make_tokenizer(tok::impl_from_any_json(doc, config));
+    return make_tokenizer(tok::impl_from_any_json(doc, config, text));
   } catch (const nlohmann::json::exception& e) {
     fail("tokenizer.json", "unexpected structure: ", e.what());
   }
