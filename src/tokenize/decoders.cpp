@@ -94,7 +94,7 @@ class WordPieceDecoder final : public Decoder {
         else if (prefix_.empty())
           ;  // strip_prefix("") always succeeds: nothing to strip
         else
-          t.insert(0, " ");
+          t = " " + t;
       }
       if (cleanup_) t = cleanup(t);
     }
