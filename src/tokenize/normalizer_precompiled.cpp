@@ -58,7 +58,7 @@ class Precompiled final : public Normalizer {
       const char* rep = nullptr;
       if (grapheme.size() < 6 && (rep = transform(grapheme))) {
         modified = true;
-        append(text, align, rep, p.original(gb, ge));
+        append(text, align, rep, p, gb, ge);
         continue;
       }
       for (std::size_t i = gb; i < ge;) {
@@ -66,7 +66,7 @@ class Precompiled final : public Normalizer {
         const auto len = static_cast<std::size_t>(next_cp(p.text, i, cp));
         if (const char* r = transform(std::string_view(p.text.data() + i, len))) {
           modified = true;
-          append(text, align, r, p.original(i, i + len));
+          append(text, align, r, p, i, i + len);
         } else {
           text.append(p.text, i, len);
           align.insert(align.end(), p.align.begin() + static_cast<std::ptrdiff_t>(i),
@@ -81,10 +81,26 @@ class Precompiled final : public Normalizer {
   }
 
  private:
-  static void append(std::string& text, std::vector<Range>& align, const char* rep, Range r) {
-    const std::size_t n = std::strlen(rep);
-    text.append(rep, n);
-    align.insert(align.end(), n, r);
+  // As HF's transform: the i-th new char takes the i-th replaced char's range; new chars
+  // beyond the replaced ones are insertions with the last replaced char's range.
+  static void append(std::string& text, std::vector<Range>& align, const char* rep, const Piece& p, std::size_t b,
+                     std::size_t e) {
+    std::vector<Range> old;
+    for (std::size_t i = b; i < e;) {
+      std::uint32_t cp;
+      const auto len = static_cast<std::size_t>(next_cp(p.text, i, cp));
+      old.push_back(p.align[i]);
+      i += len;
+    }
+    const std::string_view r(rep);
+    std::size_t k = 0;
+    for (std::size_t i = 0; i < r.size(); ++k) {
+      std::uint32_t cp;
+      const auto len = static_cast<std::size_t>(next_cp(r, i, cp));
+      text.append(r.substr(i, len));
+      align.insert(align.end(), len, old.empty() ? Range{0, 0} : old[std::min(k, old.size() - 1)]);
+      i += len;
+    }
   }
   // Darts: the first prefix of key with a value -> the string at that offset.
   const char* transform(std::string_view key) const {

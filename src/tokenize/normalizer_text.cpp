@@ -36,7 +36,7 @@ class Strip final : public Normalizer {
   bool left_, right_;
 };
 
-// Each match is replaced by content, whose bytes are aligned to the matched range.
+// Each match is replaced by content.
 class Replace final : public Normalizer {
  public:
   Replace(const std::string& literal, const std::string& regex, const std::string& content)
@@ -64,7 +64,9 @@ class Replace final : public Normalizer {
       align.insert(align.end(), p.align.begin() + static_cast<std::ptrdiff_t>(prev),
                    p.align.begin() + static_cast<std::ptrdiff_t>(m.begin));
       text += content_;
-      align.insert(align.end(), content_.size(), p.original(m.begin, m.end));
+      // HF: the match is removed and the content inserted after it, aligned to the
+      // match's last char (so "  " -> " " maps to the second space)
+      align.insert(align.end(), content_.size(), m.end > 0 ? p.align[m.end - 1] : Range{0, 0});
       prev = m.end;
     }
     text.append(p.text, prev, std::string::npos);

