@@ -13,6 +13,11 @@ class ByteLevelPre final : public PreTokenizer {
  public:
   ByteLevelPre(bool prefix, bool regex) : add_prefix_space_(prefix), use_regex_(regex) {}
   void pre_tokenize(PreTokenized& pt) const override {
+    if (!add_prefix_space_ && !use_regex_) {  // Llama-3, Qwen: only the flag to set, in place
+      for (Split& s : pt)
+        if (!s.done) s.piece.byte_level = true;
+      return;
+    }
     split_each(pt, [&](const Piece& in, std::vector<Piece>& out) {
       Piece p = in;
       if (add_prefix_space_ && (p.text.empty() || p.text[0] != ' ')) prepend(p, " ");
