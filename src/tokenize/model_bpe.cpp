@@ -12,6 +12,7 @@
 #include "tfm/error.h"
 #include "tokenize/bpe_model.h"
 #include "tokenize/components.h"
+#include "tokenize/flat_string_map.h"
 
 namespace tfm::tok {
 
@@ -132,10 +133,12 @@ class Bpe final : public Model {
       merges_.assign(a, b, {static_cast<std::int32_t>(r), find(merged)});  // a repeated pair: the last wins, as HF
     }
     if (o_.ignore_merges) {
-      std::string bytes;
+      byte_keys_.resize(vocab_.size());
       for (std::size_t id = 0; id < vocab_.size(); ++id)
-        if (token_text_to_bytes(vocab_[id], bytes)) byte_ids_.emplace(bytes, static_cast<std::int32_t>(id));
+        if (!token_text_to_bytes(vocab_[id], byte_keys_[id])) byte_keys_[id].clear();
+      byte_ids_.build(&byte_keys_);
     }
+    fast_ids_.build(&vocab_);
     serial_ = next_model_serial();
   }
 
@@ -144,10 +147,9 @@ class Bpe final : public Model {
     if (o_.ignore_merges) {
       std::int32_t id = -1;
       if (p.byte_level) {
-        auto it = byte_ids_.find(std::string_view(p.text));
-        if (it != byte_ids_.end()) id = it->second;
+        id = byte_ids_.find(p.text);
       } else {
-        id = token_to_id(p.text);
+        id = fast_ids_.find(p.text);
       }
       if (id >= 0) {
         out.push_back({id, {0, static_cast<std::uint32_t>(p.text.size())}, {}});
@@ -217,7 +219,7 @@ class Bpe final : public Model {
       }
       const bool last = i + len >= n;
       if (last) key += o_.end_of_word_suffix;
-      const std::int32_t id = token_to_id(key);
+      const std::int32_t id = fast_ids_.find(key);
       if (id >= 0) {
         if (unk_id >= 0) {
           syms.push_back({unk_id, unk_len});
@@ -254,7 +256,8 @@ class Bpe final : public Model {
   PairMap merges_;
   std::int32_t unk_ = -1;
   std::array<std::int32_t, 256> byte_char_{}, fallback_{};
-  TokenIdMap byte_ids_;
+  std::vector<std::string> byte_keys_;  // ignore_merges: id -> the raw bytes of a byte-level token
+  FlatStringMap byte_ids_, fast_ids_;
   std::uint64_t serial_ = 0;
 };
 
