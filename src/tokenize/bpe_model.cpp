@@ -102,6 +102,17 @@ bool PairMap::insert(std::int32_t a, std::int32_t b, Value v) {
   return true;
 }
 
+void PairMap::assign(std::int32_t a, std::int32_t b, Value v) {
+  if (insert(a, b, v)) return;
+  const std::uint64_t key = pack(a, b);
+  for (std::size_t h = hash(key) & mask_;; h = (h + 1) & mask_) {
+    if (keys_[h] == key) {
+      vals_[h] = v;
+      return;
+    }
+  }
+}
+
 // ---- encoding --------------------------------------------------------------------------
 std::uint64_t next_model_serial() {
   static std::atomic<std::uint64_t> counter{1};

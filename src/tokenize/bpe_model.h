@@ -27,6 +27,7 @@ class PairMap {
   };
   void reserve(std::size_t n);
   bool insert(std::int32_t a, std::int32_t b, Value v);  // false when the pair exists
+  void assign(std::int32_t a, std::int32_t b, Value v);  // insert or overwrite
   Value find(std::int32_t a, std::int32_t b) const {
     if (keys_.empty()) return {};
     const std::uint64_t key = pack(a, b);

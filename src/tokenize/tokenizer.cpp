@@ -9,6 +9,7 @@
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 #include "tokenize/pretokenizer.h"
+#include "tfm/tokenizer_json.h"
 #include "tokenize/tokenizer_impl.h"
 
 namespace tfm {
@@ -20,6 +21,9 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
     case TokenizerKind::char_level: return "char";
     case TokenizerKind::word_level: return "word";
     case TokenizerKind::bpe: return "bpe";
+    case TokenizerKind::pipeline: return "pipeline";
+    case TokenizerKind::sentencepiece: return "sentencepiece";
+    case TokenizerKind::wordpiece: return "wordpiece";
   }
   return "?";
 }
@@ -28,7 +32,8 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name) {
   if (name == "char") return TokenizerKind::char_level;
   if (name == "word") return TokenizerKind::word_level;
   if (name == "bpe") return TokenizerKind::bpe;
-  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word or bpe)");
+  if (name == "wordpiece") return TokenizerKind::wordpiece;
+  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word, bpe or wordpiece)");
 }
 
 void Tokenizer::Impl::finalize(const char* where) {
@@ -61,7 +66,8 @@ void Tokenizer::Impl::finalize(const char* where) {
   unk = find_special({"<unk>", "[UNK]"});
   bos = find_special({"<bos>", "<s>", "[CLS]"});
   eos = find_special({"<eos>", "</s>", "[SEP]", "<|endoftext|>"});
-  if (!template_from_file) {
+  apply_config_and_pipeline();
+  if (!template_from_file && !pipeline && !spm) {
     prefix.clear();
     suffix.clear();
     if (bos >= 0) prefix.push_back(bos);
@@ -99,11 +105,15 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<std::int32
       return;
     case TokenizerKind::word_level: tok::whitespace_split(text, spans); break;
     case TokenizerKind::char_level: tok::codepoint_split(text, spans); break;
+    case TokenizerKind::pipeline:
+    case TokenizerKind::sentencepiece:
+    case TokenizerKind::wordpiece: return encode_other(text, false, out);
   }
   for (const Span& s : spans) out.push_back(lookup_or_unk(text.substr(s.begin, s.end - s.begin)));
 }
 
 void Tokenizer::Impl::encode_into(std::string_view text, bool add_special, std::vector<std::int32_t>& out) const {
+  if (kind == TokenizerKind::pipeline || kind == TokenizerKind::sentencepiece) return encode_other(text, add_special, out);
   if (add_special) out.insert(out.end(), prefix.begin(), prefix.end());
   std::size_t start = 0;
   if (!added.empty()) {
@@ -134,6 +144,7 @@ Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) 
 
 Tokenizer Tokenizer::train(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts) {
   if (opts.kind == TokenizerKind::bpe) return make_tokenizer(tok::train_bpe(corpus, opts));
+  if (opts.kind == TokenizerKind::wordpiece) return tokenizer_from_json(tok::train_wordpiece_doc(corpus, opts));
   TFM_CHECK(!opts.isolate_cjk, "tokenizer train", "isolate_cjk applies to byte-level BPE only, not ",
             tokenizer_kind_name(opts.kind));
   return make_tokenizer(tok::train_vocab(corpus, opts));
@@ -151,26 +162,19 @@ Tokenizer Tokenizer::train_files(const std::vector<std::string>& paths, const To
   return train(corpus, opts);
 }
 
-Tokenizer Tokenizer::from_json(std::string_view json_text) { return make_tokenizer(tok::impl_from_json(json_text)); }
 
 Tokenizer Tokenizer::from_gpt2_files(const std::string& encoder_json, const std::string& vocab_bpe) {
   return make_tokenizer(tok::impl_from_gpt2_files(encoder_json, vocab_bpe));
 }
 
-Tokenizer Tokenizer::load(const std::string& path) {
-  namespace fs = std::filesystem;
-  std::error_code ec;
-  if (fs::is_directory(path, ec)) {
-    const fs::path dir(path);
-    if (fs::exists(dir / "tokenizer.json")) return from_json(tok::read_file((dir / "tokenizer.json").string(), "tokenizer"));
-    if (fs::exists(dir / "encoder.json") && fs::exists(dir / "vocab.bpe"))
-      return from_gpt2_files((dir / "encoder.json").string(), (dir / "vocab.bpe").string());
-    fail("tokenizer", "directory ", path, " holds neither tokenizer.json nor encoder.json + vocab.bpe");
-  }
-  return from_json(tok::read_file(path, "tokenizer"));
-}
+Tokenizer Tokenizer::load(const std::string& path) { return load_tokenizer(path); }
 
-std::string Tokenizer::to_json() const { return tok::impl_to_json(*impl_); }
+std::string Tokenizer::to_json() const {
+  if (impl_->source_json) return *impl_->source_json;
+  TFM_CHECK(impl_->kind != TokenizerKind::sentencepiece, "tokenizer save",
+            "a SentencePiece .model tokenizer is saved as its .model file, not tokenizer.json");
+  return tok::impl_to_json(*impl_);
+}
 
 void Tokenizer::save(const std::string& path) const {
   namespace fs = std::filesystem;
@@ -210,6 +214,7 @@ std::vector<std::vector<std::int32_t>> Tokenizer::encode_batch(const std::vector
 
 std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_special) const {
   const Impl& m = *impl_;
+  if (m.kind == TokenizerKind::pipeline || m.kind == TokenizerKind::sentencepiece) return m.decode_other(ids, skip_special);
   std::string out;
   bool first = true;
   for (std::int32_t id : ids) {
@@ -224,6 +229,7 @@ std::string Tokenizer::decode(std::span<const std::int32_t> ids, bool skip_speci
 }
 
 std::vector<std::string> Tokenizer::tokenize(std::string_view text) const {
+  if (impl_->kind == TokenizerKind::pipeline) return encode_full(text).tokens;
   std::vector<std::string> out;
   for (std::int32_t id : encode(text)) out.push_back(impl_->tokens[id]);
   return out;

@@ -3,7 +3,7 @@
 //          strings (written) or ["a", "b"] pairs (also read). With isolate_cjk the
 //          pre-tokenizer is a Sequence: Split(CJK ideographs, Isolated), then ByteLevel.
 //   word : model WordLevel + WhitespaceSplit pre-tokenizer (decode joins with spaces).
-//   char : model WordLevel + Split on the regex "(?s)." (one piece per code point) + Fuse
+//   char : model WordLevel + Split on the regex "[\s\S]" (one piece per code point) + Fuse
 //          decoder, which is how that format spells a character vocabulary.
 // add_special's template is a TemplateProcessing post-processor.
 #include <nlohmann/json.hpp>
@@ -17,7 +17,8 @@ namespace tfm::tok {
 using nlohmann::json;
 using ojson = nlohmann::ordered_json;
 
-static constexpr const char* kCharPattern = "(?s).";
+static constexpr const char* kCharPattern = "[\\s\\S]";  // one code point, newlines too (Oniguruma/HF syntax)
+static constexpr const char* kOldCharPattern = "(?s).";    // what tfm wrote before; still read
 static constexpr const char* kWhere = "tokenizer.json";
 
 static std::string type_of(const json& j) {
@@ -108,7 +109,7 @@ static Tokenizer::Impl parse(const json& j) {
   } else if (mtype == "WordLevel") {
     if (pre == "Split") {
       const json& pat = j.at("pre_tokenizer").at("pattern");
-      TFM_CHECK(pat.value("Regex", std::string()) == kCharPattern, kWhere, "Split pre-tokenizer pattern ", pat.dump(),
+      TFM_CHECK(pat.value("Regex", std::string()) == kCharPattern || pat.value("Regex", std::string()) == kOldCharPattern, kWhere, "Split pre-tokenizer pattern ", pat.dump(),
                 " is not supported (only the char-level ", kCharPattern, ")");
       impl.kind = TokenizerKind::char_level;
     } else {
@@ -131,6 +132,65 @@ static Tokenizer::Impl parse(const json& j) {
     }
   }
   return impl;
+}
+
+// True when the file is of a shape the hand-written paths above run exactly as HF does
+// (the files this engine writes, GPT-2's): then they encode it, faster than the general
+// pipeline. Anything else goes to the pipeline (pipeline_build.cpp).
+bool has_legacy_shape(const json& j) {
+  if (!j.is_object() || !j.contains("model") || !j.at("model").is_object()) return false;
+  if (!j.value("normalizer", json()).is_null()) return false;
+  if (!j.value("truncation", json()).is_null() || !j.value("padding", json()).is_null()) return false;
+  int normalized = 0, raw = 0;
+  for (const auto& a : j.value("added_tokens", json::array())) {
+    if (a.value("lstrip", false) || a.value("rstrip", false) || a.value("single_word", false)) return false;
+    (a.value("normalized", !a.value("special", false)) ? normalized : raw)++;
+  }
+  if (normalized && raw) return false;  // HF matches the two sets in two passes
+  const json& m = j.at("model");
+  const json pre = j.value("pre_tokenizer", json());
+  const json post = j.value("post_processor", json());
+  const json dec = j.value("decoder", json());
+  auto is_null_or = [&](const json& o, const char* key, const json& v) {
+    return !o.contains(key) || o.at(key).is_null() || o.at(key) == v;
+  };
+  const std::string pp = post.is_null() ? "" : post.value("type", "");
+  if (!(pp.empty() || pp == "TemplateProcessing" || pp == "ByteLevel")) return false;
+  const std::string mtype = m.value("type", m.contains("merges") ? "BPE" : "WordLevel");
+  if (mtype == "BPE") {
+    if (!is_null_or(m, "unk_token", json()) || !is_null_or(m, "continuing_subword_prefix", "") ||
+        !is_null_or(m, "end_of_word_suffix", "") || m.value("byte_fallback", false) || m.value("ignore_merges", false) ||
+        !is_null_or(m, "dropout", json()))
+      return false;
+    if (dec.is_null() || dec.value("type", "") != "ByteLevel") return false;
+    const json* bl = &pre;
+    if (pre.is_object() && pre.value("type", "") == "Sequence") {
+      const json& seq = pre.at("pretokenizers");
+      if (!seq.is_array() || seq.size() != 2 || seq[0].value("type", "") != "Split") return false;
+      const json& sp = seq[0];
+      if (!sp.contains("pattern") || sp.at("pattern").value("Regex", std::string()) != kCjkPattern ||
+          sp.value("behavior", "") != "Isolated" || sp.value("invert", false))
+        return false;
+      bl = &seq[1];
+    }
+    return bl->is_object() && bl->value("type", "") == "ByteLevel" && !bl->value("add_prefix_space", true) &&
+           bl->value("use_regex", true);
+  }
+  if (mtype != "WordLevel" || !pre.is_object()) return false;
+  const std::string pt = pre.value("type", "");
+  if (pt == "WhitespaceSplit") return dec.is_null();
+  const std::string char_pattern = pre.contains("pattern") ? pre.at("pattern").value("Regex", std::string()) : "";
+  return pt == "Split" && (char_pattern == kCharPattern || char_pattern == kOldCharPattern) &&
+         pre.value("behavior", "") == "Isolated" && !pre.value("invert", false) && !dec.is_null() &&
+         dec.value("type", "") == "Fuse";
+}
+
+Tokenizer::Impl impl_from_document(const json& j) {
+  try {
+    return parse(j);
+  } catch (const json::exception& e) {
+    fail(kWhere, "unexpected structure: ", e.what());
+  }
 }
 
 Tokenizer::Impl impl_from_json(std::string_view text) {

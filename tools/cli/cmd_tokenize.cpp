@@ -1,4 +1,5 @@
-// tfm tokenizer train | tfm tokenize | tfm detokenize — thin wrappers over tfm::Tokenizer.
+// tfm tokenizer train | tfm tokenize | tfm detokenize — thin wrappers over tfm::Tokenizer
+// (load_tokenizer: any supported file or model directory).
 #include <chrono>
 #include <cstdio>
 #include <iostream>
@@ -41,8 +42,9 @@ void add_tokenizer_commands(CLI::App& app) {
   auto* tok = app.add_subcommand("tokenizer", "Tokenizer tools");
   tok->require_subcommand(1);
   auto targs = std::make_shared<TrainArgs>();
-  auto* train = tok->add_subcommand("train", "Train a char, word or byte-level BPE tokenizer; writes tokenizer.json");
-  train->add_option("--type", targs->type, "char | word | bpe")->check(CLI::IsMember({"char", "word", "bpe"}));
+  auto* train = tok->add_subcommand("train", "Train a char, word, byte-level BPE or WordPiece tokenizer; writes tokenizer.json");
+  train->add_option("--type", targs->type, "char | word | bpe | wordpiece (BERT's pipeline)")
+      ->check(CLI::IsMember({"char", "word", "bpe", "wordpiece"}));
   train->add_option("--vocab-size", targs->vocab_size, "bpe: target size; char/word: cap (0 = all)");
   train->add_option("--min-freq", targs->min_freq, "drop tokens (char/word) or pairs (bpe) seen fewer times");
   train->add_flag("--isolate-cjk", targs->isolate_cjk,
@@ -68,14 +70,16 @@ void add_tokenizer_commands(CLI::App& app) {
 
   auto eargs = std::make_shared<EncodeArgs>();
   auto* enc = app.add_subcommand("tokenize", "Encode TEXT (or each stdin line) to ids or tokens");
-  enc->add_option("--tokenizer", eargs->tokenizer, "tokenizer.json, model dir, or GPT-2 encoder.json+vocab.bpe dir")
+  enc->add_option("--tokenizer", eargs->tokenizer,
+                  "model directory or file: tokenizer.json, vocab.json (+ merges.txt), vocab.txt, *.model")
       ->required();
   enc->add_flag("--ids", eargs->ids, "print ids (default)");
   enc->add_flag("--tokens", eargs->tokens, "print token strings");
-  enc->add_flag("--add-special", eargs->add_special, "add the tokenizer's <bos>/<eos> around each input");
+  enc->add_flag("--add-special", eargs->add_special,
+                "add the tokenizer's special tokens (its post-processor / template) around each input");
   auto* text_opt = enc->add_option("text", eargs->text, "text to encode (default: each line of stdin)");
   enc->callback([eargs, text_opt] {
-    const Tokenizer t = Tokenizer::load(eargs->tokenizer);
+    const Tokenizer t = load_tokenizer(eargs->tokenizer);
     const auto lines = input_lines(eargs->text, text_opt->count() > 0);
     const auto all = t.encode_batch(lines, eargs->add_special);
     std::string out;
@@ -91,11 +95,13 @@ void add_tokenizer_commands(CLI::App& app) {
 
   auto dargs = std::make_shared<EncodeArgs>();
   auto* dec = app.add_subcommand("detokenize", "Decode IDS (or each stdin line of ids) to text");
-  dec->add_option("--tokenizer", dargs->tokenizer, "tokenizer.json, model dir, or GPT-2 dir")->required();
+  dec->add_option("--tokenizer", dargs->tokenizer,
+                  "model directory or file: tokenizer.json, vocab.json (+ merges.txt), vocab.txt, *.model")
+      ->required();
   dec->add_flag("--skip-special", dargs->add_special, "drop special tokens");
   auto* ids_opt = dec->add_option("ids", dargs->text, "space-separated ids (default: each line of stdin)");
   dec->callback([dargs, ids_opt] {
-    const Tokenizer t = Tokenizer::load(dargs->tokenizer);
+    const Tokenizer t = load_tokenizer(dargs->tokenizer);
     for (const auto& line : input_lines(dargs->text, ids_opt->count() > 0)) {
       std::vector<std::int32_t> ids;
       std::istringstream in(line);
