@@ -60,11 +60,9 @@ LoadedWeights load_model_weights(const std::string& dir) {
   return {std::move(src.config), std::move(model), std::move(src.generation)};
 }
 
-Tokenizer load_dir_tokenizer(const std::string& dir) {
-  const std::string path = join(dir, "tokenizer.json");
-  TFM_CHECK(fs::exists(path), dir, "has no tokenizer.json (the tokenizer this engine reads)");
-  return Tokenizer::load(path);
-}
+// tokenizer.json when present, else the hub's older files (vocab.json + merges.txt, vocab.txt,
+// a SentencePiece .model) with tokenizer_config.json's special tokens: load_tokenizer's rules.
+Tokenizer load_dir_tokenizer(const std::string& dir) { return load_tokenizer(dir); }
 
 LoadedModel load_model_dir(const std::string& dir) {
   if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
