@@ -16,6 +16,7 @@
 // tfm::Error "[chat template] raise_exception: msg"; any other error names its line and column.
 #pragma once
 
+#include <cstddef>
 #include <memory>
 #include <string>
 
@@ -32,9 +33,13 @@ class ChatTemplate {
   explicit ChatTemplate(std::string source);
   std::string render(const nlohmann::ordered_json& context) const;
   const std::string& source() const;
+  // Rendering stops with an error past this many bytes (default 64 MiB): a template loops at
+  // most over its inputs, but can still double a string in a loop.
+  void set_max_output_bytes(std::size_t n) { max_output_bytes_ = n; }
 
  private:
   std::shared_ptr<const chat::Program> program_;
+  std::size_t max_output_bytes_ = std::size_t{64} << 20;
 };
 
 // Parses and renders once.
@@ -53,7 +58,8 @@ struct ChatTemplateConfig {
 // {"name", "template"} entries (the one named "default" is used); tokens may be strings or
 // {"content": ...} objects.
 ChatTemplateConfig chat_template_config(const nlohmann::ordered_json& tokenizer_config);
-// From a model directory's tokenizer_config.json (ChatML, no tokens, when the file is absent).
+// From a model directory's tokenizer_config.json (ChatML, no tokens, when the file is absent;
+// an error when the directory is).
 ChatTemplateConfig load_chat_template_config(const std::string& model_dir);
 
 }  // namespace tfm

@@ -21,7 +21,9 @@ const std::string& ChatTemplate::source() const { return program_->source; }
 std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {
   TFM_CHECK(context.is_object() || context.is_null(), "chat template", "the context must be a JSON object, got ",
             context.type_name());
-  chat::Interpreter interpreter(*program_, chat::Limits{});
+  chat::Limits limits;
+  limits.max_output_bytes = max_output_bytes_;
+  chat::Interpreter interpreter(*program_, limits);
   chat::Env globals;
   chat::add_globals(interpreter, globals);
   if (context.is_object())
@@ -80,6 +82,7 @@ ChatTemplateConfig chat_template_config(const nlohmann::ordered_json& config) {
 }
 
 ChatTemplateConfig load_chat_template_config(const std::string& model_dir) {
+  TFM_CHECK(std::filesystem::is_directory(model_dir), "chat template", "no such model directory: ", model_dir);
   const std::filesystem::path path = std::filesystem::path(model_dir) / "tokenizer_config.json";
   if (!std::filesystem::exists(path)) {
     ChatTemplateConfig c;

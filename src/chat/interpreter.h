@@ -31,7 +31,7 @@ struct CallFailed {
 struct Limits {
   std::size_t max_output_bytes = std::size_t{64} << 20;
   int max_depth = 200;               // nested expressions, blocks and macro calls
-  std::size_t max_list_size = 1000000;  // range() and list concatenation
+  std::size_t max_list_size = 100000;  // range() and list concatenation
 };
 
 class Interpreter {
