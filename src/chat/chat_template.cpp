@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "chat/interpreter.h"
+#include "chat/lexer.h"
 #include "chat/parser.h"
 #include "tfm/error.h"
 
@@ -31,7 +32,7 @@ std::string ChatTemplate::render(const nlohmann::ordered_json& context) const {
   try {
     return interpreter.render(globals);
   } catch (const chat::TemplateRaised& e) {
-    fail("chat template", "raise_exception: ", e.message);
+    fail("chat template", "raise_exception: ", chat::one_line(e.message));
   }
 }
 

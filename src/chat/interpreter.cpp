@@ -44,7 +44,7 @@ struct DepthGuard {
 }  // namespace
 
 void Interpreter::error(const Node& at, const std::string& what) const {
-  fail("chat template", describe_position(program_.source, at.offset), ": ", what);
+  fail("chat template", describe_position(program_.source, at.offset), ": ", one_line(what));
 }
 
 void Interpreter::append(std::string& out, const std::string& s, const Node& at) const {

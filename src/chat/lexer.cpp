@@ -21,6 +21,20 @@ std::string describe_position(const std::string& source, std::size_t offset) {
   return "line " + std::to_string(line) + ", column " + std::to_string(col);
 }
 
+std::string one_line(const std::string& s) {
+  static const char* hex = "0123456789abcdef";
+  std::string out;
+  for (char c : s) {
+    const auto u = static_cast<unsigned char>(c);
+    if (c == '\n') out += "\\n";
+    else if (c == '\r') out += "\\r";
+    else if (c == '\t') out += "\\t";
+    else if (u < 0x20 || u == 0x7f) { out += "\\x"; out += hex[u >> 4]; out += hex[u & 15]; }
+    else out += c;
+  }
+  return out;
+}
+
 namespace {
 
 // The template after preprocessing, each byte remembering where it came from.
@@ -90,7 +104,7 @@ class Lexer {
 
  private:
   [[noreturn]] void error(const std::string& what) const {
-    fail("chat template", describe_position(raw_, src_.origin[std::min(pos_, s_.size())]), ": ", what);
+    fail("chat template", describe_position(raw_, src_.origin[std::min(pos_, s_.size())]), ": ", one_line(what));
   }
   void push(Tok t, std::string v, std::size_t at) {
     tokens_.push_back(Token{t, std::move(v), src_.origin[at]});

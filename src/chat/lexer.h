@@ -24,6 +24,9 @@ struct Token {
 // "line L, column C" (1-based, column in bytes) of a byte offset in `source`.
 std::string describe_position(const std::string& source, std::size_t offset);
 
+// `s` with control characters written as \n, \t, \xHH: error messages stay one line.
+std::string one_line(const std::string& s);
+
 // Throws tfm::Error("chat template", "line L, column C: ...") on a lexical error.
 std::vector<Token> tokenize(const std::string& source);
 

@@ -26,7 +26,7 @@ class Parser {
  private:
   [[noreturn]] void error(const std::string& what) const {
     const std::size_t off = pos_ < toks_.size() ? toks_[pos_].offset : source_.size();
-    fail("chat template", describe_position(source_, off), ": ", what,
+    fail("chat template", describe_position(source_, off), ": ", one_line(what),
          pos_ < toks_.size() ? "" : " (unexpected end of template)");
   }
   bool is(Tok t, std::size_t ahead = 0) const { return pos_ + ahead < toks_.size() && toks_[pos_ + ahead].type == t; }

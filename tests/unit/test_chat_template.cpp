@@ -3,9 +3,13 @@
 // Byte-exact rendering is checked against @huggingface/jinja in tests/chat_template_parity.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
+#include <random>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -143,6 +147,53 @@ TEST(ChatTemplate, ModelDirectoryConfig) {
   EXPECT_THROW(tfm::load_chat_template_config(dir.string()), tfm::Error);
   std::filesystem::remove_all(dir);
   EXPECT_THROW(tfm::load_chat_template_config(dir.string()), tfm::Error);  // no such directory
+}
+
+}  // namespace
+
+namespace {
+
+// Mutated real templates (bytes dropped, duplicated, replaced by syntax characters) must
+// render or fail with a tfm::Error: never crash, hang or leak (this also runs under ASan).
+TEST(ChatTemplate, MutatedTemplatesFailCleanly) {
+  const char* src = std::getenv("TFM_SOURCE_DIR");
+  const std::filesystem::path dir = std::filesystem::path(src ? src : ".") / "data" / "chat_templates";
+  std::vector<std::string> seeds;
+  for (const char* f : {"llama-2-chat.jinja", "mistral-7b-instruct-v0.3.jinja", "llama-3.1-8b-instruct.jinja"}) {
+    std::ifstream in(dir / f);
+    seeds.emplace_back(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+    ASSERT_FALSE(seeds.back().empty()) << (dir / f);
+  }
+  const ordered_json ctx = {
+      {"messages", {{{"role", "system"}, {"content", "s"}}, {{"role", "user"}, {"content", "u"}}}},
+      {"tools", ordered_json::array({{{"function", {{"name", "f"}}}}})},
+      {"add_generation_prompt", true}, {"bos_token", "<s>"}, {"eos_token", "</s>"}};
+  const std::string syntax = "{}%#-|()[].,:'\"\\~+*/ \n";
+  std::mt19937 rng(7);
+  int rendered = 0, failed = 0;
+  for (int i = 0; i < 600; ++i) {
+    std::string t = seeds[static_cast<std::size_t>(i) % seeds.size()];
+    for (int m = 0; m < 3; ++m) {
+      const std::size_t at = rng() % t.size();
+      switch (rng() % 3) {
+        case 0: t.erase(at, 1 + rng() % 8); break;
+        case 1: t.insert(at, t.substr(at, 1 + rng() % 16)); break;
+        default: t[at] = syntax[rng() % syntax.size()];
+      }
+      if (t.empty()) t = "x";
+    }
+    try {
+      tfm::ChatTemplate tmpl(t);
+      tmpl.set_max_output_bytes(1 << 20);
+      tmpl.render(ctx);
+      ++rendered;
+    } catch (const tfm::Error& e) {
+      EXPECT_EQ(std::string(e.what()).find('\n'), std::string::npos) << e.what();
+      ++failed;
+    }
+  }
+  EXPECT_GT(failed, 0);
+  EXPECT_GT(rendered, 0);
 }
 
 }  // namespace
