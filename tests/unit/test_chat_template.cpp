@@ -180,7 +180,7 @@ TEST(ChatTemplate, MutatedTemplatesFailCleanly) {
         case 1: t.insert(at, t.substr(at, 1 + rng() % 16)); break;
         default: t[at] = syntax[rng() % syntax.size()];
       }
-      if (t.empty()) t = "x";
+      if (t.empty()) t.push_back('x');
     }
     try {
       tfm::ChatTemplate tmpl(t);
