@@ -4,8 +4,8 @@
 #     process's with the same global batch (grad_accum 2) within fp32 reduction-order
 #     tolerance, and rank 0 alone writes metrics (6 train lines, not 12); "ranks: 2" printed;
 #  2. bit-exact mode with ZeRO-1 (grad_accum 4): 2 ranks for 3 steps, resumed on 1 process
-#     for 3 more, and 1 process for 3 steps resumed on 2 ranks, both give metrics.jsonl
-#     byte-identical to an uninterrupted one-process run (so the checkpoint holds the whole
+#     for 3 more, and 1 process for 3 steps resumed on 2 ranks, both give metrics.jsonl and
+#     model.safetensors byte-identical to an uninterrupted one-process run (so the checkpoint holds the whole
 #     sharded optimizer state, and resume works from 2 ranks on 1 and from 1 on 2);
 #  3. a rank killed with SIGKILL stops the job (non-zero exit, bounded by a timeout, no hang)
 #     and the last checkpoint resumes.
@@ -66,7 +66,10 @@ cmp "$DIR/e1/metrics.jsonl" "$DIR/e21/metrics.jsonl" || { echo "FAIL: 2 ranks th
 "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e12" --max-steps 3 > "$DIR/e12.log" 2>&1
 $MPI "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e12" --resume "$DIR/e12" > "$DIR/e12b.log" 2>&1 || { echo "FAIL: resume on 2 ranks"; cat "$DIR/e12b.log"; exit 1; }
 cmp "$DIR/e1/metrics.jsonl" "$DIR/e12/metrics.jsonl" || { echo "FAIL: 1 process then 2 ranks differs from 1 process"; diff "$DIR/e1/metrics.jsonl" "$DIR/e12/metrics.jsonl"; exit 1; }
-echo "bit-exact + ZeRO-1: 2->1 and 1->2 resumes give metrics byte-identical to one process"
+for d in e21 e12; do  # the weights too, to the last bit
+  cmp "$DIR/e1/model.safetensors" "$DIR/$d/model.safetensors" || { echo "FAIL: $d weights differ from one process"; exit 1; }
+done
+echo "bit-exact + ZeRO-1: 2->1 and 1->2 resumes give metrics and weights byte-identical to one process"
 
 # 3. a rank killed with SIGKILL
 config long 2 '{}' 100000 2
