@@ -42,7 +42,8 @@ class GradSync {
   void finish();
 
   std::size_t buckets() const { return buckets_.size(); }
-  double wait_seconds() const { return wait_s_; }  // time finish() spent waiting, in total
+  // Time finish() spent waiting for the reductions, over the steps after the probe.
+  double wait_seconds() const { return wait_s_; }
   std::int64_t steps() const { return steps_; }
 
  private:
