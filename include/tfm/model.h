@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/lora.h"
 #include "tfm/model_config.h"
 #include "tfm/tensor.h"
 
@@ -82,6 +83,22 @@ class Model {
   // weights to *sink, in call order (encoder layers, then per decoder layer self and cross).
   // nullptr turns capture off. The outputs equal those with capture off (to rounding).
   void set_attention_capture(std::vector<AttentionMap>* sink);
+
+  // ---- LoRA (lora.h) ---------------------------------------------------------------------
+  // Names of the linear modules ("decoder.layers.0.self_attn.q_proj"), the candidates for LoRA.
+  std::vector<std::string> linear_modules() const;
+  // Fresh factors on every targeted module: A Kaiming-uniform (PEFT's init, bound
+  // 1/sqrt(in)), B zeros, so the model's output is unchanged until B is trained. They join
+  // parameters() as "<module>.lora_A.weight" / ".lora_B.weight". Throws if nothing matches.
+  void add_lora(const LoraConfig& cfg, std::uint64_t seed);
+  // Loaded factors under those names (shapes checked against the modules and cfg.r).
+  void attach_lora(const LoraConfig& cfg, const std::map<std::string, Tensor>& factors);
+  bool has_lora() const;
+  const LoraConfig& lora_config() const;  // valid when has_lora()
+  std::map<std::string, Tensor> lora_parameters() const;
+  // W += scale * B A into every base weight (transposed for in_out layouts), then drops the
+  // factors: the plain model computes what the adapted one did.
+  void merge_lora();
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

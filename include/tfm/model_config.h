@@ -68,6 +68,9 @@ struct ModelConfig {
   double dropout = 0.1;                 // residual branches and FFN
   double attention_dropout = 0.1;
   double embedding_dropout = 0.1;
+  // Stochastic depth: in training, layer i of n skips each residual branch (attention, cross,
+  // FFN) for a whole sequence with rate stochastic_depth * i / (n - 1); 0 turns it off.
+  double stochastic_depth = 0.0;
 
   // ---- embeddings and heads -----------------------------------------------------------
   bool tie_embeddings = true;           // output projection shares the token embedding

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -67,6 +68,11 @@ class Optimizer {
 // at any thread count); when max_norm > 0 and the norm exceeds it, every gradient is scaled
 // by max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm.
 double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm);
+// Gradient noise (Neelakantan et al. 2015): adds N(0, sigma^2) to every gradient element, with
+// sigma^2 = eta / (1 + step)^gamma annealed over the 0-based optimiser step; the draws depend
+// only on (seed, step) and each element's place in name order. Returns sigma.
+double add_gradient_noise(std::map<std::string, Tensor>& params, double eta, double gamma, std::int64_t step,
+                          std::uint64_t seed);
 // Multiply every gradient by s (gradient accumulation averages micro-batches this way).
 void scale_grads(std::map<std::string, Tensor>& params, float s);
 
@@ -92,6 +98,13 @@ struct TrainConfig {
   TaskKind task = TaskKind::lm;
   std::uint64_t seed = 1337;
   std::string model_json;           // the "model" object (vocab_size filled from the tokenizer)
+  // Fine-tuning: start from this model directory's weights and tokenizer; "model" keys then
+  // override its config (a new head: "head", "num_labels", "id2label"; dropout rates).
+  std::string init_from;
+  std::optional<LoraConfig> lora;   // "lora": {r, alpha, dropout, target_modules}
+  // Parameter-name patterns ('*' wildcards) that train; the rest are frozen. Default: all, or
+  // with LoRA the factors and any parameter init_from did not supply (a new head).
+  std::vector<std::string> trainable;
   // tokenizer: train one on the training text, or load a tokenizer.json
   std::string tokenizer_kind = "char";  // char | word | bpe
   std::int64_t tokenizer_vocab_size = 0;
@@ -121,6 +134,8 @@ struct TrainConfig {
   std::int64_t max_steps = 1000;
   double clip_grad_norm = 1.0;      // 0: no clipping
   double label_smoothing = 0.0;
+  double gradient_noise = 0.0;         // eta of add_gradient_noise (0: off); added before clipping
+  double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
   // data parallelism (mpirun -np N tfm train ...; docs/distributed.md). Each rank takes
   // grad_accum / N whole micro-batches of every step, so grad_accum must be a multiple of N.
@@ -201,6 +216,7 @@ struct EvalOptions {
   std::int64_t context = 0;         // LM: window length in tokens (0: the training block_size)
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
+  std::string adapter_dir = "";     // a LoRA adapter to attach (adapter.h), or empty
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;

@@ -3,6 +3,7 @@
 
 #include <filesystem>
 
+#include "tfm/adapter.h"
 #include "tfm/error.h"
 #include "tfm/safetensors.h"
 
@@ -17,7 +18,16 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   fs::create_directories(dir);
   write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
   write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
-  save_safetensors(join(dir, "model.safetensors"), model.parameters(), metadata);
+  if (!model.has_lora()) {
+    save_safetensors(join(dir, "model.safetensors"), model.parameters(), metadata);
+    return;
+  }
+  // A LoRA model: the base weights as usual, the factors beside them in PEFT's layout, which
+  // load_model_dir attaches again.
+  std::map<std::string, Tensor> base = model.parameters();
+  for (const auto& [name, t] : model.lora_parameters()) base.erase(name);
+  save_safetensors(join(dir, "model.safetensors"), base, metadata);
+  save_lora_adapter(dir, model, dir);
 }
 
 LoadedModel load_model_dir(const std::string& dir) {
@@ -35,6 +45,7 @@ LoadedModel load_model_dir(const std::string& dir) {
       fail(wpath, "does not match config.json: ", e.what());
     }
   }();
+  if (fs::exists(join(dir, "adapter_config.json"))) load_lora_adapter(dir, model);  // saved with its LoRA
   Tokenizer tok = Tokenizer::load(join(dir, "tokenizer.json"));
   TFM_CHECK(tok.vocab_size() <= cfg.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
             " tokens but the model's vocab_size is ", cfg.vocab_size);

@@ -107,7 +107,7 @@ ConfigKey id2label_key() {
 std::vector<ConfigKey> common_keys() {
   return {enum_key("head", &ModelConfig::head), int_key("num_labels", &ModelConfig::num_labels, 1),
           enum_key("pooling", &ModelConfig::pooling), int_key("sliding_window", &ModelConfig::sliding_window, 0),
-          id2label_key()};
+          double_key("stochastic_depth", &ModelConfig::stochastic_depth, 0, 0.999), id2label_key()};
 }
 
 // One dropout rate for residual branches and embeddings (BERT's hidden_dropout_prob, T5's

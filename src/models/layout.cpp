@@ -11,7 +11,8 @@ namespace {
 
 class Params {
  public:
-  explicit Params(const std::map<std::string, Tensor>& p) : p_(p) {}
+  Params(const std::map<std::string, Tensor>& p, const LoraWiring& lora, std::map<std::string, bool>* linears)
+      : p_(p), lora_(lora), linears_(linears) {}
   Tensor need(const std::string& name) const {
     auto it = p_.find(name);
     TFM_CHECK(it != p_.end(), "model", "missing parameter '", name, "'");
@@ -22,7 +23,15 @@ class Params {
     return it == p_.end() ? Tensor() : it->second;
   }
   nn::Linear linear(const std::string& name, bool in_out = false) const {
-    return nn::Linear{need(name + ".weight"), maybe(name + ".bias"), in_out};
+    nn::Linear l{need(name + ".weight"), maybe(name + ".bias"), in_out};
+    (*linears_)[name] = in_out;
+    l.lora_a = maybe(name + ".lora_A.weight");
+    if (l.lora_a.defined()) {
+      l.lora_b = need(name + ".lora_B.weight");
+      l.lora_scale = lora_.scale;
+      l.lora_dropout = lora_.dropout;
+    }
+    return l;
   }
   nn::Norm norm(const std::string& name, const ModelConfig& c) const {
     return nn::Norm{c.norm, need(name + ".weight"), maybe(name + ".bias"), c.norm_eps};
@@ -30,6 +39,8 @@ class Params {
 
  private:
   const std::map<std::string, Tensor>& p_;
+  LoraWiring lora_;
+  std::map<std::string, bool>* linears_;
 };
 
 std::string at(const std::string& prefix, std::size_t i) { return prefix + "." + std::to_string(i) + "."; }
@@ -214,8 +225,9 @@ void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
 
 }  // namespace
 
-Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& params) {
-  const Params P(params);
+Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& params, const LoraWiring& lora) {
+  std::map<std::string, bool> linears;
+  const Params P(params, lora, &linears);
   Layout l;
   if (c.model_type == "gpt2") wire_gpt2(l, c, P);
   else if (c.model_type == "llama") wire_llama(l, c, P);
@@ -225,6 +237,7 @@ Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& pa
   for (Stack* s : {&l.encoder, &l.decoder})
     for (std::size_t i = 0; i < s->layers.size(); ++i)
       s->layers[i].self_attn.layer = s->layers[i].cross_attn.layer = static_cast<std::int64_t>(i);
+  l.linear_modules = std::move(linears);
   return l;
 }
 

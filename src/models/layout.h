@@ -37,9 +37,17 @@ struct Layout {
   nn::Linear mlm_dense;
   nn::Norm mlm_norm;
   Tensor mlm_decoder, mlm_bias;  // (V, C), (V)
+  // Every module wired as an nn::Linear, by name, with its weight's layout (true: in_out).
+  std::map<std::string, bool> linear_modules;
+};
+
+// LoRA factors present in the map as <module>.lora_A.weight and <module>.lora_B.weight are
+// attached to that module's Linear with this scale (alpha / r) and dropout.
+struct LoraWiring {
+  double scale = 0.0, dropout = 0.0;
 };
 
 // Throws naming the first parameter the family needs that the map lacks.
-Layout wire_layout(const ModelConfig& cfg, const std::map<std::string, Tensor>& params);
+Layout wire_layout(const ModelConfig& cfg, const std::map<std::string, Tensor>& params, const LoraWiring& lora = {});
 
 }  // namespace tfm

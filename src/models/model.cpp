@@ -146,13 +146,20 @@ nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_len
   return a;
 }
 
+// Layer i of n drops its branches with rate max_rate * i / (n - 1): none in the first layer,
+// max_rate in the last (Huang et al. 2016's linear decay rule, as timm's drop_path_rate).
+double drop_path_rate(const ModelConfig& c, std::size_t i, std::size_t n) {
+  if (c.stochastic_depth <= 0.0) return 0.0;
+  return n > 1 ? c.stochastic_depth * static_cast<double>(i) / static_cast<double>(n - 1) : c.stochastic_depth;
+}
+
 // One layer. Post-norm: x = norm(x + f(x)); pre-norm: x = x + f(norm(x)).
 Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::AttentionSetup& self,
-                 const Tensor* memory, const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+                 const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate, nn::DropoutStream& rng) {
   const bool pre = c.norm_placement == NormPlacement::pre;
   auto sublayer = [&](const nn::Norm& norm, auto&& f) {
-    if (pre) return add(x, rng.apply(f(norm(x)), c.dropout));
-    return norm(add(x, rng.apply(f(x), c.dropout)));
+    if (pre) return add(x, nn::drop_path(rng.apply(f(norm(x)), c.dropout), drop_rate, rng));
+    return norm(add(x, nn::drop_path(rng.apply(f(x), c.dropout), drop_rate, rng)));
   };
   x = sublayer(L.self_norm, [&](const Tensor& h) { return L.self_attn(h, h, self, rng); });
   if (memory != nullptr)
@@ -164,27 +171,31 @@ Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::Atten
 // recomputation in the backward pass replays the same masks from a copy of its start state.
 // What it captures by value (x, the setups, the memory) is what the layer keeps alive.
 Tensor run_layer_checkpointed(const ModelConfig& c, const Layer& L, const Tensor& x, const nn::AttentionSetup& self,
-                              const Tensor* memory, const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+                              const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate,
+                              nn::DropoutStream& rng) {
   const nn::DropoutStream start = rng;
   const Tensor mem = memory != nullptr ? *memory : Tensor();
   const nn::AttentionSetup cross_setup_copy = cross != nullptr ? *cross : nn::AttentionSetup();
   nn::AttentionSetup self_copy = self;
   self_copy.capture = nullptr;  // inspection runs without autograd; never capture twice
   return autograd::checkpoint(
-      "checkpoint_activations", [&] { return run_layer(c, L, x, self, memory, cross, rng); },
-      [&c, &L, x, self_copy, mem, cross_setup_copy, has_memory = memory != nullptr, start] {
+      "checkpoint_activations", [&] { return run_layer(c, L, x, self, memory, cross, drop_rate, rng); },
+      [&c, &L, x, self_copy, mem, cross_setup_copy, has_memory = memory != nullptr, drop_rate, start] {
         nn::DropoutStream replay = start;
         return run_layer(c, L, x, self_copy, has_memory ? &mem : nullptr, has_memory ? &cross_setup_copy : nullptr,
-                         replay);
+                         drop_rate, replay);
       });
 }
 
 Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
                  const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
   const bool checkpointed = m.checkpoint_activations && grad_enabled();
-  for (const Layer& L : s.layers)
-    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, self, memory, cross, rng)
-                     : run_layer(m.cfg, L, x, self, memory, cross, rng);
+  for (std::size_t i = 0; i < s.layers.size(); ++i) {
+    const Layer& L = s.layers[i];
+    const double rate = drop_path_rate(m.cfg, i, s.layers.size());
+    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, self, memory, cross, rate, rng)
+                     : run_layer(m.cfg, L, x, self, memory, cross, rate, rng);
+  }
   if (s.has_final_norm) x = s.final_norm(x);
   if (m.cfg.model_type == "t5") x = rng.apply(x, m.cfg.dropout);  // T5 drops after the final norm too
   return x;

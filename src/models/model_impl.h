@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -24,6 +25,12 @@ struct Model::Impl {
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
+  std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
+
+  // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
+  void rewire() {
+    layout = wire_layout(cfg, params, lora ? LoraWiring{lora->scale(), lora->dropout} : LoraWiring{});
+  }
 
   nn::DropoutStream stream() {
     // A fresh stream per forward: (seed, step, call) fixes every mask of the step.

@@ -13,27 +13,27 @@ Tensor split_heads(const Tensor& x, std::int64_t heads, std::int64_t dh) {
 }
 }  // namespace
 
-Tensor Attention::project_q(const Tensor& x, const AttentionSetup& s) const {
+Tensor Attention::project_q(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
   TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
-  Tensor q = split_heads(q_proj(x), n_heads, head_dim);
+  Tensor q = split_heads(q_proj(x, rng), n_heads, head_dim);
   return s.rope ? rope(q, s.q_positions, s.rope_base, s.rope_pairing) : q;
 }
 
-std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s) const {
+std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
   TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
-  Tensor k = split_heads(k_proj(x), n_kv_heads, head_dim);
-  Tensor v = split_heads(v_proj(x), n_kv_heads, head_dim);
+  Tensor k = split_heads(k_proj(x, rng), n_kv_heads, head_dim);
+  Tensor v = split_heads(v_proj(x, rng), n_kv_heads, head_dim);
   if (s.rope) k = rope(k, s.k_positions, s.rope_base, s.rope_pairing);
   return {k, v};
 }
 
-Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& s) const {
+Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
   if (!qkv_proj.weight.defined()) {
-    auto [k, v] = project_kv(x, s);
-    return {project_q(x, s), k, v};
+    auto [k, v] = project_kv(x, s, rng);
+    return {project_q(x, s, rng), k, v};
   }
   // One GEMM for all three (GPT-2's c_attn), then views of its column blocks.
-  const auto parts = split(qkv_proj(x), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
+  const auto parts = split(qkv_proj(x, rng), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
   Heads h{split_heads(parts[0], n_heads, head_dim), split_heads(parts[1], n_kv_heads, head_dim),
           split_heads(parts[2], n_kv_heads, head_dim)};
   if (s.rope) {
@@ -68,18 +68,18 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
     out = scaled_dot_product_attention(q, k, v, o);
   }
   const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
-  return o_proj(merged);
+  return o_proj(merged, &rng);
 }
 
 Tensor Attention::operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const {
   TFM_CHECK(x_q.dim() == 3 && x_kv.dim() == 3, "attention", "inputs must be (B, T, C), got ", shape_str(x_q.shape()),
             " and ", shape_str(x_kv.shape()));
   if (x_q.storage() == x_kv.storage() && x_q.shape() == x_kv.shape() && x_q.offset() == x_kv.offset()) {
-    const Heads h = project_self(x_q, s);
+    const Heads h = project_self(x_q, s, &rng);
     return attend(h.q, h.k, h.v, s, rng);
   }
-  const auto [k, v] = project_kv(x_kv, s);
-  return attend(project_q(x_q, s), k, v, s, rng);
+  const auto [k, v] = project_kv(x_kv, s, &rng);
+  return attend(project_q(x_q, s, &rng), k, v, s, rng);
 }
 
 }  // namespace tfm::nn

@@ -13,6 +13,13 @@ Tensor DropoutStream::apply(const Tensor& x, double p) {
   return dropout(x, static_cast<float>(p), true, seed_, off);
 }
 
+Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng) {
+  if (rate <= 0.0 || !rng.training()) return branch;
+  Shape mask_shape(static_cast<std::size_t>(branch.dim()), 1);
+  mask_shape[0] = branch.size(0);
+  return mul(branch, rng.apply(Tensor::ones(mask_shape), rate));
+}
+
 std::uint64_t DropoutStream::next_seed() {
   // splitmix64 of (seed, call index): independent streams for kernels with their own counters.
   std::uint64_t z = seed_ + 0x9E3779B97F4A7C15ull * (++calls_);
@@ -21,10 +28,12 @@ std::uint64_t DropoutStream::next_seed() {
   return z ^ (z >> 31);
 }
 
-Tensor Linear::operator()(const Tensor& x) const {
-  if (!in_out) return linear(x, weight, bias);
-  Tensor y = matmul(x, weight);
-  return bias.defined() ? add(y, bias) : y;
+Tensor Linear::operator()(const Tensor& x, DropoutStream* rng) const {
+  Tensor y = in_out ? matmul(x, weight) : linear(x, weight, bias);
+  if (in_out && bias.defined()) y = add(y, bias);
+  if (!lora_a.defined()) return y;
+  const Tensor h = rng != nullptr ? rng->apply(x, lora_dropout) : x;
+  return add(y, mul_scalar(linear(linear(h, lora_a), lora_b), static_cast<float>(lora_scale)));
 }
 
 Tensor Norm::operator()(const Tensor& x) const {
@@ -44,18 +53,18 @@ Tensor Norm::operator()(const Tensor& x) const {
 Tensor FeedForward::operator()(const Tensor& x, DropoutStream& rng) const {
   Tensor h;
   switch (activation) {
-    case FfnActivation::relu: h = relu(up(x)); break;
-    case FfnActivation::gelu: h = gelu(up(x)); break;
-    case FfnActivation::gelu_tanh: h = gelu(up(x), GeluApprox::tanh); break;
-    case FfnActivation::silu: h = silu(up(x)); break;
+    case FfnActivation::relu: h = relu(up(x, &rng)); break;
+    case FfnActivation::gelu: h = gelu(up(x, &rng)); break;
+    case FfnActivation::gelu_tanh: h = gelu(up(x, &rng), GeluApprox::tanh); break;
+    case FfnActivation::silu: h = silu(up(x, &rng)); break;
     // Gated variants (Shazeer 2020): act(x W_gate) * (x W_up).
-    case FfnActivation::swiglu: h = mul(silu(gate(x)), up(x)); break;
+    case FfnActivation::swiglu: h = mul(silu(gate(x, &rng)), up(x, &rng)); break;
     case FfnActivation::geglu:
-      h = mul(gelu(gate(x), glu_gelu_tanh ? GeluApprox::tanh : GeluApprox::none), up(x));
+      h = mul(gelu(gate(x, &rng), glu_gelu_tanh ? GeluApprox::tanh : GeluApprox::none), up(x, &rng));
       break;
-    case FfnActivation::reglu: h = mul(relu(gate(x)), up(x)); break;
+    case FfnActivation::reglu: h = mul(relu(gate(x, &rng)), up(x, &rng)); break;
   }
-  return down(rng.apply(h, dropout));
+  return down(rng.apply(h, dropout), &rng);
 }
 
 }  // namespace tfm::nn

@@ -30,11 +30,23 @@ class DropoutStream {
   std::uint64_t calls_ = 0;
 };
 
+// Stochastic depth (drop path): in training, each sequence (row of dim 0) keeps `branch` with
+// probability 1 - rate, scaled by 1 / (1 - rate) so that inference (identity) sees the same
+// expectation; a dropped sequence's branch is all zeros. The (B, 1, ..., 1) mask is one
+// dropout draw from `rng`, so it is reproducible and replayable. Identity outside training.
+Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng);
+
 struct Linear {
   Tensor weight;        // (out, in); (in, out) when in_out (GPT-2's Conv1D layout)
   Tensor bias;          // (out) or undefined
   bool in_out = false;
-  Tensor operator()(const Tensor& x) const;  // x (..., in) -> (..., out)
+  // LoRA (Hu et al. 2021), when lora_a is defined: y += lora_scale * B (A dropout(x)), with
+  // A (r, in) and B (out, r) whatever the weight's layout (PEFT's convention).
+  Tensor lora_a, lora_b;
+  double lora_scale = 0.0;
+  double lora_dropout = 0.0;
+  // x (..., in) -> (..., out). rng: the LoRA branch's dropout stream (none at inference).
+  Tensor operator()(const Tensor& x, DropoutStream* rng = nullptr) const;
 };
 
 struct Norm {
@@ -87,9 +99,10 @@ struct Attention {
   struct Heads {
     Tensor q, k, v;
   };
-  Heads project_self(const Tensor& x, const AttentionSetup& s) const;
-  Tensor project_q(const Tensor& x, const AttentionSetup& s) const;
-  std::pair<Tensor, Tensor> project_kv(const Tensor& x, const AttentionSetup& s) const;
+  // rng: for the projections' LoRA dropout in training (null elsewhere).
+  Heads project_self(const Tensor& x, const AttentionSetup& s, DropoutStream* rng = nullptr) const;
+  Tensor project_q(const Tensor& x, const AttentionSetup& s, DropoutStream* rng = nullptr) const;
+  std::pair<Tensor, Tensor> project_kv(const Tensor& x, const AttentionSetup& s, DropoutStream* rng = nullptr) const;
   // Attend with projected heads and apply the output projection.
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSetup& s, DropoutStream& rng) const;
 };

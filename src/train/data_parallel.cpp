@@ -11,8 +11,12 @@
 namespace tfm::train_detail {
 namespace {
 
-std::vector<std::pair<std::string, Tensor>> as_list(std::map<std::string, Tensor>& params) {
-  return {params.begin(), params.end()};
+// The parameters that train (a frozen base under LoRA does not), in name order.
+std::vector<std::pair<std::string, Tensor>> trainable(const std::map<std::string, Tensor>& params) {
+  std::vector<std::pair<std::string, Tensor>> out;
+  for (const auto& [name, p] : params)
+    if (p.requires_grad()) out.emplace_back(name, p);
+  return out;
 }
 
 // Optimizer state tensors per parameter element: AdamW's two moments, SGD's momentum buffer.
@@ -28,7 +32,8 @@ std::vector<std::string> state_kinds(const OptimizerConfig& o) {
 
 std::string mib(double bytes) {
   char buf[32];
-  std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
+  if (bytes < 1024.0 * 1024.0) std::snprintf(buf, sizeof buf, "%.1f KiB", bytes / 1024.0);
+  else std::snprintf(buf, sizeof buf, "%.2f MiB", bytes / (1024.0 * 1024.0));
   return buf;
 }
 
@@ -44,15 +49,17 @@ DataParallel::DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>
   first_ = rank_ * local_;
   if (bit_exact_) {
     dist::check_tree_sum(micros_, ranks_, cfg.source + ".distributed.bit_exact: ");
-    tree_ = std::make_unique<dist::TreeSum>(as_list(params));
+    tree_ = std::make_unique<dist::TreeSum>(trainable(params));
   } else if (ranks_ > 1) {
-    sync_ = std::make_unique<dist::GradSync>(as_list(params), static_cast<std::size_t>(bucket_mb_ * 1024 * 1024),
+    sync_ = std::make_unique<dist::GradSync>(trainable(params), static_cast<std::size_t>(bucket_mb_ * 1024 * 1024),
                                              overlap_);
   }
-  if (zero_) {  // contiguous runs of parameters in name order, about 1/N of the elements each
+  if (zero_) {  // contiguous runs of trainable parameters in name order, about 1/N of the elements each
     std::int64_t total = 0, seen = 0;
-    for (const auto& [name, p] : params) total += p.numel();
-    for (const auto& [name, p] : params) {
+    const auto list = trainable(params);
+    for (const auto& [name, p] : list) total += p.numel();
+    for (const auto& [name, p] : params) owner_[name] = 0;  // frozen: no state, never updated
+    for (const auto& [name, p] : list) {
       const double mid = static_cast<double>(seen) + static_cast<double>(p.numel()) / 2.0;
       owner_[name] = std::min(ranks_ - 1, static_cast<int>(mid * ranks_ / static_cast<double>(total)));
       seen += p.numel();
@@ -151,7 +158,7 @@ std::string DataParallel::summary(const OptimizerConfig& ocfg, const std::map<st
   if (zero_) {
     double all = 0, own = 0, largest = 0;
     std::vector<double> per(static_cast<std::size_t>(ranks_), 0.0);
-    for (const auto& [name, p] : params) {
+    for (const auto& [name, p] : trainable(params)) {
       const double b = static_cast<double>(p.numel()) * 4.0 * state_per_element(ocfg);
       all += b;
       per[static_cast<std::size_t>(owner_.at(name))] += b;

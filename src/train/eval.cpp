@@ -3,6 +3,7 @@
 // trainer's evaluate(), so training-time and CLI figures are computed by the same code.
 #include <filesystem>
 
+#include "tfm/adapter.h"
 #include "tfm/error.h"
 #include "tfm/train.h"
 #include "train/task.h"
@@ -27,6 +28,7 @@ const char* task_name(TaskKind k) {
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
   LoadedModel lm = load_model_dir(dir);
+  if (!opt.adapter_dir.empty()) load_lora_adapter(opt.adapter_dir, lm.model);
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
             to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");

@@ -2,8 +2,10 @@
 // global-norm gradient clipping. Updates are element-wise: each element is computed by the
 // same code whatever the thread count.
 #include <cmath>
+#include <vector>
 
 #include "kernels/optimizer.h"
+#include "kernels/random.h"
 #include "kernels/parallel.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -152,6 +154,31 @@ void scale_grads(std::map<std::string, Tensor>& params, float s) {
       for (std::int64_t i = b; i < e; ++i) gd[i] *= s;
     });
   }
+}
+
+double add_gradient_noise(std::map<std::string, Tensor>& params, double eta, double gamma, std::int64_t step,
+                          std::uint64_t seed) {
+  TFM_CHECK(eta >= 0 && gamma >= 0 && step >= 0, "train", "gradient noise needs eta >= 0, gamma >= 0 and step >= 0, got ",
+            eta, ", ", gamma, ", ", step);
+  const double sigma = std::sqrt(eta / std::pow(1.0 + static_cast<double>(step), gamma));
+  if (sigma == 0.0) return 0.0;
+  // One Philox stream per step; elements numbered through the parameters in name order, so
+  // the noise is the same whatever the thread count and which gradients exist.
+  const std::uint64_t stream = seed * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(step) * 0xBF58476D1CE4E5B9ull + 0x6E6F697365ull;
+  std::uint64_t offset = 0;
+  std::vector<float> noise;
+  for (auto& [name, p] : params) {
+    const Tensor g = p.grad();
+    const auto n = static_cast<std::uint64_t>(p.numel());
+    if (g.defined()) {
+      float* gd = f32_data(g, name, "gradient");
+      noise.resize(static_cast<std::size_t>(n));
+      kernels::fill_normal(noise.data(), p.numel(), stream, offset, 0.0f, static_cast<float>(sigma));
+      for (std::int64_t i = 0; i < p.numel(); ++i) gd[i] += noise[static_cast<std::size_t>(i)];
+    }
+    offset += n;
+  }
+  return sigma;
 }
 
 }  // namespace tfm

@@ -87,15 +87,44 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   c.source = where;
   c.json = root.dump();
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
-                                  "training", "eval", "checkpoint", "sample", "distributed"});
+                                  "training", "eval", "checkpoint", "sample", "init_from", "lora", "trainable",
+                                  "distributed"});
   std::string task = "lm";
   top.get_string("task", task, {"lm", "classifier", "seq2seq"});
   c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
   std::int64_t seed = static_cast<std::int64_t>(c.seed);
   top.get_int("seed", seed, 0);
   c.seed = static_cast<std::uint64_t>(seed);
-  TFM_CHECK(top.has("model") && root.at("model").is_object(), where, "needs a \"model\" object");
-  c.model_json = root.at("model").dump();
+  top.get_string("init_from", c.init_from);
+  TFM_CHECK(!c.init_from.empty() || (top.has("model") && root.at("model").is_object()), where,
+            "needs a \"model\" object (or \"init_from\": a model directory to start from)");
+  TFM_CHECK(!top.has("model") || root.at("model").is_object(), where + ".model", "must be an object");
+  c.model_json = top.has("model") ? root.at("model").dump() : "{}";
+  TFM_CHECK(c.init_from.empty() || !top.has("tokenizer"), where, "init_from brings its model's tokenizer: remove "
+            "\"tokenizer\"");
+  if (top.has("lora")) {
+    const Section l(section(root, "lora"), where + ".lora", {"r", "alpha", "dropout", "target_modules"});
+    LoraConfig lc;
+    l.get_int("r", lc.r, 1, 4096);
+    l.get_double("alpha", lc.alpha, 1e-6, 1e6);
+    l.get_double("dropout", lc.dropout, 0.0, 0.999);
+    TFM_CHECK(l.has("target_modules") && l.at("target_modules").is_array() && !l.at("target_modules").empty(),
+              l.key("target_modules"), "must be a non-empty list of module names or patterns (e.g. [\"q_proj\", "
+              "\"v_proj\"])");
+    for (const auto& t : l.at("target_modules")) {
+      TFM_CHECK(t.is_string(), l.key("target_modules"), "entries must be strings, got ", t.dump());
+      lc.target_modules.push_back(t.get<std::string>());
+    }
+    c.lora = lc;
+  }
+  if (top.has("trainable")) {
+    const json& t = root.at("trainable");
+    TFM_CHECK(t.is_array() && !t.empty(), where + ".trainable", "must be a non-empty list of parameter-name patterns");
+    for (const auto& p : t) {
+      TFM_CHECK(p.is_string(), where + ".trainable", "entries must be strings, got ", p.dump());
+      c.trainable.push_back(p.get<std::string>());
+    }
+  }
 
   const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path",
                                                                           "isolate_cjk"});
@@ -160,13 +189,15 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 
   const Section t(section(root, "training"), where + ".training",
                   {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing",
-                   "checkpoint_activations"});
+                   "checkpoint_activations", "gradient_noise", "gradient_noise_gamma"});
   t.get_int("batch_size", c.batch_size, 1);
   t.get_int("grad_accum", c.grad_accum, 1);
   t.get_int("max_steps", c.max_steps, 1);
   t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
   t.get_bool("checkpoint_activations", c.checkpoint_activations);
+  t.get_double("gradient_noise", c.gradient_noise, 0.0, 100.0);
+  t.get_double("gradient_noise_gamma", c.gradient_noise_gamma, 0.0, 10.0);
 
   const Section dp(section(root, "distributed"), where + ".distributed", {"bucket_mb", "overlap", "zero_optimizer", "bit_exact"});
   dp.get_bool("overlap", c.overlap_grad_sync);

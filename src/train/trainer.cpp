@@ -20,6 +20,7 @@
 #include "train/data_parallel.h"
 #include "train/progress.h"
 #include "train/task.h"
+#include "train/fine_tune.h"
 #include "train/train_internal.h"
 
 namespace tfm {
@@ -36,6 +37,7 @@ struct Run {
   std::optional<Optimizer> opt;
   TrainState state;
   std::int64_t max_steps = 0;
+  std::string init_report;  // init_from: what was loaded, initialised and dropped
 };
 
 // The config as DIR/train_config.json records it: the data path made absolute (tfm eval
@@ -82,8 +84,15 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   } else if (!cfg.tokenizer_path.empty()) {
     r.tok = Tokenizer::load(cfg.tokenizer_path);
   }
-  r.data = make_task_data(cfg, r.tok);  // trains the tokenizer when none was given
-  const ModelConfig mc = task_model_config(cfg, r.data, r.tok->vocab_size());
+  std::optional<LoadedModel> base;  // init_from: the starting weights and their tokenizer
+  TrainConfig task_cfg = cfg;
+  if (!cfg.init_from.empty()) {
+    base.emplace(load_model_dir(cfg.init_from));
+    if (!ck) r.tok = base->tokenizer;
+    task_cfg.model_json = init_from_model_json(base->config, cfg.model_json);
+  }
+  r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
+  const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   r.opt.emplace(cfg.optimizer);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed
@@ -97,8 +106,12 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   } else {
     r.model.emplace(Model::create(mc, cfg.seed));
     r.state.seed = cfg.seed;
+    if (base) r.init_report = copy_matching_parameters(base->model, *r.model);
+    if (cfg.lora) r.model->add_lora(*cfg.lora, cfg.seed ^ 0x4C6F5241ull);
   }
-  for (auto& [name, p] : r.model->parameters()) p.requires_grad_();  // the layers share these handles
+  // Which parameters train: the layers share these handles, so the flag reaches them.
+  const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc) : std::vector<std::string>{};
+  for (auto& [name, p] : r.model->parameters()) p.requires_grad_(is_trainable(cfg, name, fresh));
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
   fs::create_directories(opt.out_dir);
@@ -128,6 +141,12 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (writer && r.state.step > 0) curves = reload_metrics(metrics_path, r.state.step);
   if (writer && r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
   Progress progress(opt.quiet || !writer, r.max_steps, cfg.log_every);
+  if (!r.init_report.empty()) progress.message(r.init_report);
+  std::int64_t trainable = 0;
+  for (const auto& [name, p] : params) trainable += p.requires_grad() ? p.numel() : 0;
+  if (trainable != model.parameter_count())
+    progress.message("trainable: " + std::to_string(trainable) + " of " + std::to_string(model.parameter_count()) +
+                     " parameters" + (model.has_lora() ? " (LoRA r " + std::to_string(model.lora_config().r) + ")" : ""));
   progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
@@ -173,6 +192,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       tokens_seen += all[i + 1];
     }
     const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
+    if (cfg.gradient_noise > 0) add_gradient_noise(params, cfg.gradient_noise, cfg.gradient_noise_gamma, step, cfg.seed);
     const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm);
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
       fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",

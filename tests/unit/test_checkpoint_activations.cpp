@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <functional>
+#include <optional>
 
 #include "support/test_support.h"
 #include "tfm/memory_plan.h"
@@ -20,6 +21,7 @@ ModelConfig family_config(Architecture arch) {
   c.vocab_size = 41; c.d_model = 32; c.n_heads = 4; c.n_layers = 3; c.n_decoder_layers = 2; c.d_ff = 48;
   c.max_positions = 32;
   c.dropout = c.attention_dropout = c.embedding_dropout = 0.1;
+  c.stochastic_depth = 0.3;  // its per-sequence masks must be replayed too
   if (arch == Architecture::decoder_only) {  // Llama-style: RMSNorm, SwiGLU, RoPE, GQA
     c.n_kv_heads = 2;
     c.norm = NormKind::rms_norm;
@@ -83,17 +85,25 @@ Step train_step(Model& m, const ModelInputs& in, bool checkpointed) {
   return s;
 }
 
-class CheckpointActivations : public ::testing::TestWithParam<Architecture> {};
+// One training step of a fresh model of the family, without and with checkpointing.
+class CheckpointActivations : public ::testing::TestWithParam<Architecture> {
+ protected:
+  void SetUp() override {
+    model.emplace(Model::create(family_config(GetParam()), 5));
+    for (auto& [name, p] : model->parameters()) p.requires_grad_(true);
+    model->set_training(true);
+    in = inputs(GetParam());
+    plain = train_step(*model, in, false);
+    ckpt = train_step(*model, in, true);
+  }
+  std::optional<Model> model;
+  ModelInputs in;
+  Step plain, ckpt;
+};
 
 }  // namespace
 
 TEST_P(CheckpointActivations, GradientsAreBitIdenticalWithDropoutOn) {
-  Model m = Model::create(family_config(GetParam()), 5);
-  for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
-  m.set_training(true);
-  const ModelInputs in = inputs(GetParam());
-  const Step plain = train_step(m, in, false);
-  const Step ckpt = train_step(m, in, true);
   EXPECT_EQ(plain.loss, ckpt.loss);
   ASSERT_EQ(plain.grads.size(), ckpt.grads.size());
   for (const auto& [name, g] : plain.grads) {
@@ -107,13 +117,7 @@ TEST_P(CheckpointActivations, GradientsAreBitIdenticalWithDropoutOn) {
 
 // The memory planner's training figures (tfm info) against what the allocator holds.
 TEST_P(CheckpointActivations, PlannerEstimatesWhatTheTapeKeeps) {
-  Model m = Model::create(family_config(GetParam()), 5);
-  for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
-  m.set_training(true);
-  const ModelInputs in = inputs(GetParam());
-  const Step plain = train_step(m, in, false);
-  const Step ckpt = train_step(m, in, true);
-  const TrainMemoryPlan plan = plan_training_memory(m.config(), in.input_ids.size(1), in.input_ids.size(0));
+  const TrainMemoryPlan plan = plan_training_memory(model->config(), in.input_ids.size(1), in.input_ids.size(0));
   const auto near = [](std::int64_t estimate, std::size_t measured, const char* what) {
     const double rel = static_cast<double>(estimate) / static_cast<double>(measured);
     EXPECT_GT(rel, 0.8) << what << ": estimate " << estimate << ", measured " << measured;

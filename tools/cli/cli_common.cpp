@@ -4,10 +4,21 @@
 #include <fstream>
 #include <iostream>
 
+#include "tfm/adapter.h"
 #include "tfm/error.h"
 #include "tfm/tokenizer.h"
 
 namespace tfm::cli {
+
+void add_adapter_option(CLI::App* cmd, std::string& adapter) {
+  cmd->add_option("--adapter", adapter, "A LoRA adapter directory (adapter_config.json, adapter_model.safetensors)");
+}
+
+LoadedModel load_model(const std::string& dir, const std::string& adapter) {
+  LoadedModel lm = load_model_dir(dir);
+  if (!adapter.empty()) load_lora_adapter(adapter, lm.model);
+  return lm;
+}
 
 std::vector<std::string> read_input_lines(const std::string& path) {
   std::ifstream file;

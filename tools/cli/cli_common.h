@@ -5,12 +5,19 @@
 #include <string>
 #include <vector>
 
+#include <CLI/CLI.hpp>
+
 #include "tfm/kv_cache.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
 #include "tfm/tokenizer.h"
 
 namespace tfm::cli {
+
+// --adapter DIR: a LoRA adapter (PEFT layout, tfm/adapter.h) on top of -m's model.
+void add_adapter_option(CLI::App* cmd, std::string& adapter);
+// The model directory, with the adapter attached when `adapter` is not empty.
+LoadedModel load_model(const std::string& dir, const std::string& adapter);
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A
 // trailing '\r' is dropped.

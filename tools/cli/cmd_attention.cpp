@@ -3,6 +3,7 @@
 #include <cstdio>
 #include <fstream>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/inspect.h"
@@ -13,11 +14,12 @@ namespace tfm::cli {
 void add_attention_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("attention", "Draw attention weights of a forward pass as SVG heat maps");
   struct Args {
-    std::string model, output;
+    std::string model, adapter, output;
     AttentionQuery q;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
+  add_adapter_option(cmd, args->adapter);
   cmd->add_option("-p,--prompt", args->q.prompt, "Text (the encoder's, or the decoder-only model's)")->required();
   cmd->add_option("--target", args->q.target, "Encoder-decoder: the decoder's text (starts with <bos>, as in training)");
   cmd->add_option("--layer", args->q.layer, "Layer (default: the last)");
@@ -28,7 +30,7 @@ void add_attention_command(CLI::App& app) {
       ->check(CLI::IsMember({"encoder", "decoder"}));
   cmd->add_option("-o,--output", args->output, "SVG file to write")->required();
   cmd->callback([args] {
-    LoadedModel m = load_model_dir(args->model);
+    LoadedModel m = load_model(args->model, args->adapter);
     const AttentionFigure f = attention_figure(m, args->q);
     const std::string svg = heat_maps_svg(f.maps, f.style);
     std::ofstream out(args->output, std::ios::binary);

@@ -13,17 +13,18 @@ namespace tfm::cli {
 void add_classify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("classify", "Classify TEXT, or each line of stdin, with a classifier model");
   struct Args {
-    std::string model, text;
+    std::string model, adapter, text;
     std::size_t batch = 32;
     bool verbose = false;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory")->required();
+  add_adapter_option(cmd, args->adapter);
   cmd->add_option("text", args->text, "Text to classify (default: each line of stdin)");
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
-    LoadedModel m = load_model_dir(args->model);
+    LoadedModel m = load_model(args->model, args->adapter);
     Timings timings;
     auto print = [&](const std::vector<std::string>& texts) {
       const auto rs = timed_prefill(m.tokenizer, texts, timings, [&] { return classify(m, texts); });

@@ -14,12 +14,13 @@ namespace tfm::cli {
 void add_embed_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("embed", "Pooled embeddings of TEXT, or each line of stdin, as JSON lines");
   struct Args {
-    std::string model, text, pooling = "auto";
+    std::string model, adapter, text, pooling = "auto";
     bool normalize = false, verbose = false;
     std::size_t batch = 32;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory")->required();
+  add_adapter_option(cmd, args->adapter);
   cmd->add_option("text", args->text, "Text to embed (default: each line of stdin)");
   cmd->add_option("--pooling", args->pooling,
                   "auto (encoders: the config's pooling; else mean) | mean (valid tokens) | first | last")
@@ -28,7 +29,7 @@ void add_embed_command(CLI::App& app) {
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
-    LoadedModel m = load_model_dir(args->model);
+    LoadedModel m = load_model(args->model, args->adapter);
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
     Timings timings;
     auto run = [&](const std::vector<std::string>& texts) {

@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tfm/runtime.h"
 #include "tfm/train.h"
@@ -23,6 +24,7 @@ void add_eval_command(CLI::App& app) {
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
+  add_adapter_option(cmd, args->opt.adapter_dir);
   cmd->add_option("--data", args->opt.data_file,
                   "Text file (LM), label<TAB>text lines (classifier) or source<TAB>target lines (seq2seq)");
   cmd->add_flag("--header", args->opt.header, "--data's first line is a header");

@@ -17,7 +17,7 @@ namespace tfm::cli {
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
-    std::string model, prompt, file;
+    std::string model, adapter, prompt, file;
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
     std::int64_t seed = -1;
@@ -26,6 +26,7 @@ void add_generate_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
+  add_adapter_option(cmd, a->adapter);
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
   cmd->add_option("--file", a->file, "Generate for each line of this file (batched); prints JSON lines");
   cmd->add_option("-n,--n-predict", a->n, "Tokens to generate at most")->check(CLI::NonNegativeNumber);
@@ -51,7 +52,7 @@ void add_generate_command(CLI::App& app) {
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
-    LoadedModel lm = load_model_dir(a->model);
+    LoadedModel lm = load_model(a->model, a->adapter);
     SessionOptions so;
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;

@@ -14,7 +14,7 @@ namespace tfm::cli {
 void add_translate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate text with an encoder-decoder model (stdin lines when no TEXT)");
   struct Args {
-    std::string model, text;
+    std::string model, adapter, text;
     std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
     double length_penalty = 1.0;
     std::string lp_form = "hf";
@@ -22,6 +22,7 @@ void add_translate_command(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory")->required();
+  add_adapter_option(cmd, a->adapter);
   cmd->add_option("text", a->text, "Sentence to translate (default: each line of stdin)");
   cmd->add_option("--beam", a->beam, "Beam size (1: greedy, batched)")->check(CLI::PositiveNumber);
   cmd->add_option("--n-best", a->n_best, "Translations to print per input")->check(CLI::PositiveNumber);
@@ -34,7 +35,7 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", a->ctx, "Target context size (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
   cmd->callback([a] {
-    LoadedModel lm = load_model_dir(a->model);
+    LoadedModel lm = load_model(a->model, a->adapter);
     BeamOptions b;
     b.beam_size = std::max(a->beam, a->n_best);
     b.n_best = a->n_best;
