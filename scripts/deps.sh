@@ -11,6 +11,7 @@ packages=(
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
+  libicu-dev                             # Unicode categories and case mapping for BLEU/chrF (src/metrics)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.

@@ -25,6 +25,6 @@ TFM_ISA=generic ctest --test-dir build -j "$JOBS" --output-on-failure -LE isa_in
 
 echo "== unit tests under ASan+UBSan"
 cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_SANITIZE=ON -DTFM_BUILD_BENCH=OFF >/dev/null
-cmake --build build-asan -j "$JOBS" --target tfm_unit_tests
+cmake --build build-asan -j "$JOBS" --target tfm_unit_tests tfm_metrics_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$JOBS" --output-on-failure -L unit

@@ -12,6 +12,8 @@
 #include "tfm/error.h"
 #include "tfm/generate.h"
 #include "tfm/kv_cache.h"
+#include "tfm/memory_plan.h"
+#include "tfm/metrics.h"
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"

@@ -120,6 +120,8 @@ struct TrainConfig {
   std::int64_t test_size = 0;       // > 0: this many examples in the test split instead
   std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded for BLEU at each eval
   std::int64_t bleu_beam = 1;       // seq2seq: beam size of that decoding (1: greedy)
+  std::string bleu_tokenize = "auto";  // seq2seq: sacreBLEU tokenizer for BLEU (13a, intl, zh, char,
+                                       // none; auto: zh when the references are Chinese, else 13a)
   std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
   bool header = false;              // skip the first line
   std::string positive_label;       // precision/recall/F1 of this label (default: the last)
@@ -189,6 +191,9 @@ struct TrainOptions {
   std::string resume_dir;           // continue from this checkpoint directory
   bool quiet = false;               // no progress output (tests)
   bool print_sample = true;
+  // > 0: refuse to start (tfm::Error with the plan's breakdown) when the training memory plan
+  // (weights, gradients, optimiser state, activations; memory_plan.h) exceeds this many bytes.
+  std::int64_t max_memory_bytes = 0;
   // Called after every optimiser step with (step, loss); returning false stops the run
   // there with a checkpoint (tests use it to simulate an interruption).
   std::function<bool(std::int64_t, double)> on_step;
@@ -217,13 +222,19 @@ struct EvalOptions {
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
   std::string adapter_dir = "";     // a LoRA adapter to attach (adapter.h), or empty
+  std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
+  std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for
+                                      // the eval batch (plan_memory: batch x context) exceeds it
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;
   std::string data;                 // what was scored, in words
   std::int64_t examples = 0;        // LM: tokens scored; else examples (pairs)
-  std::map<std::string, double> metrics;  // loss (+ perplexity | accuracy, precision, recall, f1 | bleu)
+  std::map<std::string, double> metrics;  // loss (+ perplexity | accuracy, precision, recall, f1 | bleu, chrf)
   std::string positive_label;       // classifier: the class precision/recall/F1 are of
+  std::map<std::string, std::string> signatures;  // seq2seq: sacreBLEU signature of "bleu" and "chrf"
+  std::vector<std::string> hypotheses;  // seq2seq: the decoded translations that were scored, in order
+  std::int64_t beam = 0;            // seq2seq: the beam size they were decoded with (1: greedy)
 };
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt);
 

@@ -3,6 +3,9 @@
 #include "tfm/memory_plan.h"
 
 #include <algorithm>
+#include <cctype>
+#include <cmath>
+#include <cstdio>
 #include <map>
 
 #include "tfm/error.h"
@@ -33,6 +36,15 @@ std::int64_t activations(const ModelConfig& c, std::int64_t rows, std::int64_t l
   const std::int64_t ffn = c.d_ff * (c.gated_ffn() ? 3 : 2);
   const std::int64_t per_row = 3 * C + (H + 2 * KV) * Dh + H * Dh + ffn;
   return 4 * (rows * per_row + logits_rows * c.vocab_size);
+}
+
+std::string mib(std::int64_t bytes) {
+  char buf[48];
+  const double b = static_cast<double>(bytes);
+  if (b >= 1024.0 * 1024 * 1024) std::snprintf(buf, sizeof buf, "%.2f GiB", b / (1024.0 * 1024 * 1024));
+  else if (b >= 1024.0 * 1024) std::snprintf(buf, sizeof buf, "%.1f MiB", b / (1024.0 * 1024));
+  else std::snprintf(buf, sizeof buf, "%.1f KiB", b / 1024.0);
+  return buf;
 }
 
 }  // namespace
@@ -66,6 +78,72 @@ MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t
   }
   p.total_bytes = p.weight_bytes + p.kv_bytes + std::max(p.prefill_bytes, p.decode_bytes);
   return p;
+}
+
+TrainingMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t batch, std::int64_t seq_len,
+                                        int optimizer_buffers) {
+  TFM_CHECK(batch >= 1 && seq_len >= 1, "memory plan", "batch and sequence length must be >= 1");
+  TrainingMemoryPlan p;
+  p.batch = batch;
+  p.seq_len = seq_len;
+  for (const auto& s : parameter_specs(c)) p.weight_bytes += 4 * shape_numel(s.shape);
+  p.gradient_bytes = p.weight_bytes;
+  p.optimizer_bytes = optimizer_buffers * p.weight_bytes;
+  // Autograd keeps every layer's tensors until the backward reaches it, and for most ops both
+  // what goes in and what comes out (norm input and output, linear inputs, the activation's
+  // input and output, dropout masks): twice one layer's live set as plan_memory counts it,
+  // for batch x seq_len rows, times the layer count; plus the logits, their softmax and its
+  // gradient. An encoder-decoder runs its encoder over the source and its decoder (self and
+  // cross attention, counted as two layers) over the target, both seq_len long. Checked
+  // against the allocator's measured peak of real steps (tests/unit/test_memory_limit.cpp).
+  const std::int64_t rows = batch * seq_len;
+  const std::int64_t one_layer = activations(c, rows, 0);
+  std::int64_t layers = c.n_layers;
+  if (c.architecture == Architecture::encoder_decoder) layers = c.n_layers + 2 * c.decoder_layers();
+  const bool lm = c.head == HeadKind::lm;
+  p.activation_bytes = 2 * layers * one_layer + (lm ? 3 * 4 * rows * c.vocab_size : 0);
+  p.total_bytes = p.weight_bytes + p.gradient_bytes + p.optimizer_bytes + p.activation_bytes;
+  return p;
+}
+
+std::string summary(const MemoryPlan& p) {
+  return "weights " + mib(p.weight_bytes) + " + KV cache " + mib(p.kv_bytes) + " + activations " +
+         mib(std::max(p.prefill_bytes, p.decode_bytes)) + " = " + mib(p.total_bytes) + " (context " +
+         std::to_string(p.ctx_size) + " x " + std::to_string(p.batch) + " sequence(s))";
+}
+
+std::string summary(const TrainingMemoryPlan& p) {
+  return "weights " + mib(p.weight_bytes) + " + gradients " + mib(p.gradient_bytes) + " + optimizer state " +
+         mib(p.optimizer_bytes) + " + activations " + mib(p.activation_bytes) + " (estimate, " + std::to_string(p.batch) +
+         " x " + std::to_string(p.seq_len) + " tokens) = " + mib(p.total_bytes);
+}
+
+void check_memory_limit(std::int64_t total_bytes, std::int64_t max_bytes, const std::string& what,
+                        const std::string& breakdown, const std::string& advice) {
+  if (max_bytes <= 0 || total_bytes <= max_bytes) return;
+  fail("--max-memory", what, " needs ", breakdown, ": more than the limit of ", max_bytes, " bytes (", mib(max_bytes),
+       "); ", advice);
+}
+
+std::int64_t parse_byte_size(const std::string& text, const std::string& where) {
+  std::size_t end = 0;
+  double value = -1;
+  try {
+    value = std::stod(text, &end);
+  } catch (const std::exception&) {
+    end = 0;
+  }
+  std::string unit = text.substr(end);
+  for (auto& ch : unit) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+  double scale = 0;
+  if (unit.empty() || unit == "B") scale = 1;
+  else if (unit == "K" || unit == "KB" || unit == "KIB") scale = 1024.0;
+  else if (unit == "M" || unit == "MB" || unit == "MIB") scale = 1024.0 * 1024;
+  else if (unit == "G" || unit == "GB" || unit == "GIB") scale = 1024.0 * 1024 * 1024;
+  else if (unit == "T" || unit == "TB" || unit == "TIB") scale = 1024.0 * 1024 * 1024 * 1024;
+  TFM_CHECK(end > 0 && scale > 0 && std::isfinite(value) && value > 0 && value * scale < 9.0e18, where,
+            "expected a size in bytes such as 2000000000, 512M or 2G (K/M/G/T: powers of 1024), got '", text, "'");
+  return static_cast<std::int64_t>(std::llround(value * scale));
 }
 
 }  // namespace tfm

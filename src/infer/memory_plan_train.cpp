@@ -1,4 +1,4 @@
-// plan_training_memory: what the autograd tape keeps per token, per layer, as the engine's ops
+// plan_activation_memory: what the autograd tape keeps per token, per layer, as the engine's ops
 // record it (fused attention, the training default). The per-layer figures were read off the
 // allocator (memory_stats) for each family and are checked against it in
 // tests/unit/test_checkpoint_activations.cpp:
@@ -39,15 +39,12 @@ std::int64_t embedding_per_token(const ModelConfig& c) {
 
 }  // namespace
 
-TrainMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t seq_len, std::int64_t batch) {
+ActivationMemoryPlan plan_activation_memory(const ModelConfig& c, std::int64_t seq_len, std::int64_t batch) {
   TFM_CHECK(seq_len >= 1 && batch >= 1, "info", "training memory needs seq_len >= 1 and batch >= 1, got ", seq_len,
             " and ", batch);
-  TrainMemoryPlan p;
+  ActivationMemoryPlan p;
   p.seq_len = seq_len;
   p.batch = batch;
-  std::int64_t params = 0;
-  for (const auto& s : parameter_specs(c)) params += shape_numel(s.shape);
-  p.state_bytes = 16 * params;
 
   const std::int64_t tokens = seq_len * batch, C = c.d_model;
   const std::int64_t per_layer = layer_per_token(c);

@@ -1,8 +1,5 @@
-// Seq2seq data (length-bucketed, seeded batches with padding masks) and corpus BLEU.
+// Seq2seq data: length-bucketed, seeded batches with padding masks. (BLEU: src/metrics.)
 #include <algorithm>
-#include <cctype>
-#include <cmath>
-#include <map>
 
 #include "tfm/error.h"
 #include "train/train_internal.h"
@@ -57,62 +54,6 @@ void Seq2SeqData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& s
     ex.push_back(&train_[static_cast<std::size_t>(order_[static_cast<std::size_t>(c % n)])]);
   }
   pack(ex, src, src_lens, dec_in, labels);
-}
-
-std::vector<std::string> bleu_tokens(const std::string& text) {
-  std::vector<std::string> out;
-  std::string word;
-  auto flush = [&] {
-    if (!word.empty()) out.push_back(word);
-    word.clear();
-  };
-  for (std::size_t i = 0; i < text.size();) {
-    const auto c = static_cast<unsigned char>(text[i]);
-    if (c >= 0x80) {  // one UTF-8 code point
-      const std::size_t len = c >= 0xF0 ? 4 : c >= 0xE0 ? 3 : c >= 0xC0 ? 2 : 1;
-      flush();
-      out.push_back(text.substr(i, len));
-      i += len;
-      continue;
-    }
-    if (std::isspace(c)) flush();
-    else if (std::ispunct(c)) flush(), out.emplace_back(1, static_cast<char>(c));
-    else word += static_cast<char>(c);
-    ++i;
-  }
-  flush();
-  return out;
-}
-
-double corpus_bleu(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::vector<std::string>>& refs) {
-  TFM_CHECK(hyps.size() == refs.size(), "bleu", hyps.size(), " hypotheses for ", refs.size(), " references");
-  double correct[4] = {0, 0, 0, 0}, total[4] = {0, 0, 0, 0}, hyp_len = 0, ref_len = 0;
-  for (std::size_t k = 0; k < hyps.size(); ++k) {
-    const auto &h = hyps[k], &r = refs[k];
-    hyp_len += static_cast<double>(h.size());
-    ref_len += static_cast<double>(r.size());
-    for (std::size_t n = 1; n <= 4; ++n) {
-      std::map<std::vector<std::string>, int> ref_counts;
-      for (std::size_t i = 0; i + n <= r.size(); ++i) ++ref_counts[std::vector<std::string>(r.begin() + i, r.begin() + i + n)];
-      std::map<std::vector<std::string>, int> hyp_counts;
-      for (std::size_t i = 0; i + n <= h.size(); ++i) ++hyp_counts[std::vector<std::string>(h.begin() + i, h.begin() + i + n)];
-      for (const auto& [g, cnt] : hyp_counts) {
-        const auto it = ref_counts.find(g);
-        correct[n - 1] += std::min(cnt, it == ref_counts.end() ? 0 : it->second);  // clipped counts
-        total[n - 1] += cnt;
-      }
-    }
-  }
-  if (hyp_len == 0) return 0;
-  double log_sum = 0, smooth = 1;
-  for (int n = 0; n < 4; ++n) {
-    if (total[n] == 0) return 0;
-    double p = correct[n] / total[n];
-    if (correct[n] == 0) p = 1.0 / ((smooth *= 2) * total[n]);  // sacreBLEU 'exp' smoothing
-    log_sum += std::log(p);
-  }
-  const double bp = hyp_len < ref_len ? std::exp(1.0 - ref_len / hyp_len) : 1.0;
-  return 100.0 * bp * std::exp(log_sum / 4.0);
 }
 
 }  // namespace tfm::train_detail

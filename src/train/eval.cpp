@@ -5,6 +5,8 @@
 
 #include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
+#include "tfm/metrics.h"
 #include "tfm/train.h"
 #include "train/task.h"
 
@@ -27,6 +29,16 @@ const char* task_name(TaskKind k) {
 
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
+  if (opt.max_memory_bytes > 0) {  // from the two configs alone, before any weight is read
+    const ModelConfig mc = load_model_config((fs::path(dir) / "config.json").string());
+    const std::string tc_path = (fs::path(dir) / "train_config.json").string();
+    const TrainConfig tc = fs::exists(tc_path) ? load_train_config(tc_path) : TrainConfig{};
+    const std::int64_t batch = opt.batch_size > 0 ? opt.batch_size : tc.batch_size;
+    std::int64_t ctx = task_of(mc) == TaskKind::lm ? (opt.context > 0 ? opt.context : tc.block_size) : tc.max_length;
+    ctx = std::min(ctx, mc.max_positions);
+    const MemoryPlan p = plan_memory(mc, ctx, batch);
+    check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
+  }
   LoadedModel lm = load_model_dir(dir);
   if (!opt.adapter_dir.empty()) load_lora_adapter(opt.adapter_dir, lm.model);
   const TaskKind task = task_of(lm.config);
@@ -68,8 +80,16 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
     cfg.bleu_examples = opt.bleu_examples < 0 ? rep.examples : opt.bleu_examples;
     if (opt.beam > 0) cfg.bleu_beam = opt.beam;
+    rep.beam = cfg.bleu_beam;
+    if (!opt.bleu_tokenize.empty()) {
+      if (opt.bleu_tokenize != "auto") metrics::bleu_tokenizer_from_name(opt.bleu_tokenize);  // checks the name
+      cfg.bleu_tokenize = opt.bleu_tokenize;
+    }
   }
-  rep.metrics = evaluate(d, lm.model, cfg);
+  EvalDetail detail;
+  rep.metrics = evaluate(d, lm.model, cfg, &detail);
+  rep.signatures = std::move(detail.signatures);
+  rep.hypotheses = std::move(detail.hypotheses);
   return rep;
 }
 

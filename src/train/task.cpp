@@ -8,6 +8,7 @@
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
+#include "tfm/metrics.h"
 #include "tfm/ops.h"
 #include "tfm/session.h"
 #include "train/text_reader.h"
@@ -265,7 +266,11 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   return cross_entropy(m.forward(in).logits, targets, -100, ls);  // logits (B, num_labels)
 }
 
-std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg) {
+metrics::BleuTokenizer bleu_tokenizer_for(const TrainConfig& cfg, const std::vector<std::string>& refs) {
+  return cfg.bleu_tokenize == "auto" ? metrics::default_bleu_tokenizer(refs) : metrics::bleu_tokenizer_from_name(cfg.bleu_tokenize);
+}
+
+std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg, EvalDetail* detail) {
   NoGradGuard no_grad;
   m.set_training(false);
   std::map<std::string, double> out;
@@ -285,7 +290,7 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
   } else if (d.kind == TaskKind::seq2seq) {
     const auto& test = d.s2s->test();
     double count = 0;
-    std::vector<std::vector<std::string>> hyps, refs;
+    std::vector<std::string> hyps, refs;
     for (std::size_t first = 0; first < test.size(); first += static_cast<std::size_t>(cfg.batch_size)) {
       std::vector<const PairExample*> ex;
       for (std::size_t i = first; i < std::min(test.size(), first + static_cast<std::size_t>(cfg.batch_size)); ++i) ex.push_back(&test[i]);
@@ -298,13 +303,25 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
       if (static_cast<std::int64_t>(first) >= cfg.bleu_examples) continue;
       for (const auto& ids : decode_for_bleu(m, *d.tok, in.input_ids, in.valid_lens, cfg.max_length, cfg.bleu_beam)) {
         if (static_cast<std::int64_t>(hyps.size()) >= cfg.bleu_examples) break;
-        hyps.push_back(bleu_tokens(d.tok->decode(ids, /*skip_special=*/true)));
-        refs.push_back(bleu_tokens(d.test_refs[hyps.size() - 1]));
+        hyps.push_back(d.tok->decode(ids, /*skip_special=*/true));
+        refs.push_back(d.test_refs[hyps.size() - 1]);
       }
     }
     out["loss"] = sum / count;
     out["perplexity"] = std::exp(out["loss"]);
-    if (!hyps.empty()) out["bleu"] = corpus_bleu(hyps, refs);
+    if (!hyps.empty()) {
+      metrics::BleuOptions bo;
+      bo.tokenize = bleu_tokenizer_for(cfg, refs);
+      const auto bleu = metrics::corpus_bleu(hyps, {refs}, bo);
+      const auto chrf = metrics::corpus_chrf(hyps, {refs});
+      out["bleu"] = bleu.score;
+      out["chrf"] = chrf.score;
+      if (detail) {
+        detail->signatures["bleu"] = bleu.signature;
+        detail->signatures["chrf"] = chrf.signature;
+        detail->hypotheses = std::move(hyps);
+      }
+    }
   } else {
     std::vector<std::int64_t> pred, truth;
     for (std::int64_t first = 0; first < d.cls->test_size(); first += cfg.batch_size) {  // the whole test split

@@ -34,8 +34,15 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
 // Mean loss of the micro-batch of cfg.batch_size examples at `cursor`; `tokens` gets the
 // number of input tokens it held.
 Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens);
+// What evaluate() computed besides the numbers: seq2seq's decoded hypotheses (one per scored
+// test pair, in order) and the sacreBLEU signature of each translation metric.
+struct EvalDetail {
+  std::vector<std::string> hypotheses;
+  std::map<std::string, std::string> signatures;  // "bleu", "chrf"
+};
 // Held-out metrics: always "loss"; LM adds "perplexity"; classifier "accuracy", "precision",
-// "recall", "f1".
-std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg);
+// "recall", "f1"; seq2seq "bleu" and "chrf" (sacreBLEU's, src/metrics) of the first
+// cfg.bleu_examples test pairs.
+std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig& cfg, EvalDetail* detail = nullptr);
 
 }  // namespace tfm::train_detail

@@ -205,12 +205,13 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   dp.get_bool("zero_optimizer", c.zero_optimizer);
   dp.get_bool("bit_exact", c.bit_exact);
 
-  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam"});
+  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize"});
   e.get_int("every", c.eval_every, 1);
   e.get_int("batches", c.eval_batches, 1);
   e.get_int("log_every", c.log_every, 1);
   e.get_int("bleu_examples", c.bleu_examples, 0);
   e.get_int("beam", c.bleu_beam, 1);
+  e.get_string("bleu_tokenize", c.bleu_tokenize, {"auto", "13a", "intl", "zh", "char", "none"});
   const Section k(section(root, "checkpoint"), where + ".checkpoint", {"every"});
   k.get_int("every", c.checkpoint_every, 0);
   const Section sm(section(root, "sample"), where + ".sample", {"prompt", "tokens", "temperature"});

@@ -134,13 +134,6 @@ class Seq2SeqData {
   std::vector<std::int64_t> order_;
 };
 
-// Corpus BLEU as sacreBLEU computes it (4-gram, brevity penalty, 'exp' smoothing of zero
-// n-gram matches), on token lists; returns 0..100.
-double corpus_bleu(const std::vector<std::vector<std::string>>& hyps, const std::vector<std::vector<std::string>>& refs);
-// sacreBLEU's zh tokenisation, simplified: every non-ASCII code point is a token of its own,
-// ASCII runs split at spaces with punctuation as separate tokens.
-std::vector<std::string> bleu_tokens(const std::string& text);
-
 // splitmix64: a tiny, well-mixed hash for deriving per-epoch and per-use seeds.
 std::uint64_t mix64(std::uint64_t x);
 

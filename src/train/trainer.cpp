@@ -12,6 +12,7 @@
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
@@ -62,6 +63,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
   j["eval"]["bleu_examples"] = cfg.bleu_examples;
+  j["eval"]["bleu_tokenize"] = cfg.bleu_tokenize;
   return j.dump();
 }
 
@@ -93,6 +95,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
+  if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
+    const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
+    const TrainingMemoryPlan plan = plan_training_memory(
+        mc, cfg.batch_size, cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, buffers);
+    check_memory_limit(plan.total_bytes, opt.max_memory_bytes, "training " + cfg.source, summary(plan),
+                       "lower training.batch_size (grad_accum keeps the effective batch), the sequence length or the model size");
+  }
   r.opt.emplace(cfg.optimizer);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed
@@ -212,12 +221,17 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const bool last = r.state.step == r.max_steps;
     const bool stop = dp.stop_requested(opt.on_step && !opt.on_step(r.state.step, loss));
     if ((r.state.step % cfg.eval_every == 0 || last) && writer) {
-      result.val_metrics = evaluate(r.data, model, cfg);
+      EvalDetail detail;
+      result.val_metrics = evaluate(r.data, model, cfg, &detail);
       result.val_loss = result.val_metrics.at("loss");
       std::string line = R"({"step":)" + std::to_string(r.state.step) + R"(,"split":"val")", text;
       for (const auto& [k, v] : result.val_metrics) {
         line += ",\"" + k + "\":" + fmt(v);
         text += (text.empty() ? "" : ", ") + k + " " + fmt(v);
+        const auto sig = detail.signatures.find(k);  // BLEU/chrF: the sacreBLEU signature beside the score
+        if (sig == detail.signatures.end()) continue;
+        line += ",\"" + k + "_signature\":" + json(sig->second).dump();
+        text += " (" + sig->second + ")";
       }
       append_metrics_line(metrics_path, line + "}");
       curves.val_loss.push_back({r.state.step, result.val_loss});

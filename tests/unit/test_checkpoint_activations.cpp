@@ -117,7 +117,7 @@ TEST_P(CheckpointActivations, GradientsAreBitIdenticalWithDropoutOn) {
 
 // The memory planner's training figures (tfm info) against what the allocator holds.
 TEST_P(CheckpointActivations, PlannerEstimatesWhatTheTapeKeeps) {
-  const TrainMemoryPlan plan = plan_training_memory(model->config(), in.input_ids.size(1), in.input_ids.size(0));
+  const ActivationMemoryPlan plan = plan_activation_memory(model->config(), in.input_ids.size(1), in.input_ids.size(0));
   const auto near = [](std::int64_t estimate, std::size_t measured, const char* what) {
     const double rel = static_cast<double>(estimate) / static_cast<double>(measured);
     EXPECT_GT(rel, 0.8) << what << ": estimate " << estimate << ", measured " << measured;

@@ -204,14 +204,15 @@ TEST(TrainClassifier, ScoresByHand) {
   EXPECT_DOUBLE_EQ(none.f1, 0.0);
 }
 
-TEST(TrainSeq2Seq, BleuFollowsSacreBleu) {
-  using train_detail::bleu_tokens;
-  using train_detail::corpus_bleu;
-  EXPECT_NEAR(corpus_bleu({bleu_tokens("the cat sat on the mat")}, {bleu_tokens("the cat is on the mat")}),
-              100.0 * std::pow(5.0 / 6 * 3.0 / 5 * 1.0 / 4 * 1.0 / 6, 0.25), 1e-9);  // p4 = 0 -> 1/(2*3)
-  EXPECT_NEAR(corpus_bleu({bleu_tokens("我爱你。")}, {bleu_tokens("我爱你。")}), 100.0, 1e-9);
-  EXPECT_EQ(bleu_tokens("我爱 you, Tom."), (std::vector<std::string>{"我", "爱", "you", ",", "Tom", "."}));
-  // Brevity penalty: a 3-token hypothesis against a 6-token reference.
-  EXPECT_NEAR(corpus_bleu({bleu_tokens("a b c d")}, {bleu_tokens("a b c d e f g h")}), 100.0 * std::exp(1.0 - 8.0 / 4),
-              1e-9);
+TEST(TrainConfigParse, BleuTokenizerIsChecked) {
+  // eval.bleu_tokenize: auto (zh for Chinese targets, else 13a) or one of sacreBLEU's names.
+  const std::string base = R"({"task": "seq2seq", "model": {"preset": "vaswani"}, "data": {"train": "x.tsv"}, "eval": )";
+  EXPECT_EQ(parse_train_config(base + "{}}", "c.json").bleu_tokenize, "auto");
+  EXPECT_EQ(parse_train_config(base + R"({"bleu_tokenize": "intl"}})", "c.json").bleu_tokenize, "intl");
+  try {
+    parse_train_config(base + R"({"bleu_tokenize": "13b"}})", "c.json");
+    FAIL() << "13b accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("c.json.eval.bleu_tokenize"), std::string::npos) << e.what();
+  }
 }

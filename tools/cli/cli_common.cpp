@@ -6,6 +6,8 @@
 
 #include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/memory_plan.h"
+#include "tfm/model_config.h"
 #include "tfm/tokenizer.h"
 
 namespace tfm::cli {
@@ -35,6 +37,20 @@ std::vector<std::string> read_input_lines(const std::string& path) {
     lines.push_back(line);
   }
   return lines;
+}
+
+void add_max_memory_option(CLI::App* cmd, std::string& spec) {
+  cmd->add_option("--max-memory", spec,
+                  "Refuse to start when the memory plan (tfm info -m) exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
+}
+
+void check_model_memory(const std::string& dir, const std::string& spec, std::int64_t ctx, std::int64_t batch) {
+  if (spec.empty()) return;
+  const std::int64_t max = parse_byte_size(spec, "--max-memory");
+  const ModelConfig c = load_model_config(dir + "/config.json");
+  const MemoryPlan p = plan_memory(c, ctx, batch);
+  check_memory_limit(p.total_bytes, max, "the model in " + dir, summary(p),
+                     "lower --ctx-size or the batch (tfm info -m " + dir + " prints the plan)");
 }
 
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {

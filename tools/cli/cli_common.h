@@ -1,6 +1,7 @@
 // Helpers shared by the commands that run a model directory.
 #pragma once
 
+#include <CLI/CLI.hpp>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -25,6 +26,12 @@ std::vector<std::string> read_input_lines(const std::string& path);
 // One line on stderr before work starts: the model, the context and the KV cache's memory;
 // with verbose, the parameter and weight figures too.
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose);
+// --max-memory BYTES on an inference command (stored as given; parsed by check_model_memory).
+void add_max_memory_option(CLI::App* cmd, std::string& spec);
+// Refuses to go on (tfm::Error naming the memory planner's breakdown, as tfm info -m prints
+// it) when the plan for DIR's model with ctx positions (0: the model's) x batch sequences
+// exceeds the --max-memory limit. Reads DIR/config.json only, before any weight is loaded.
+void check_model_memory(const std::string& dir, const std::string& spec, std::int64_t ctx, std::int64_t batch);
 // Prefill and decode tokens/s on stderr.
 void report_timings(const Timings& t);
 // Runs fn (one forward pass over texts) and adds its time and the texts' token count to t's

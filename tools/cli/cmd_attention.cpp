@@ -14,7 +14,7 @@ namespace tfm::cli {
 void add_attention_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("attention", "Draw attention weights of a forward pass as SVG heat maps");
   struct Args {
-    std::string model, adapter, output;
+    std::string model, adapter, output, max_memory;
     AttentionQuery q;
   };
   auto args = std::make_shared<Args>();
@@ -29,7 +29,9 @@ void add_attention_command(CLI::App& app) {
   cmd->add_option("--stack", args->q.stack, "encoder | decoder (default: the model's main stack)")
       ->check(CLI::IsMember({"encoder", "decoder"}));
   cmd->add_option("-o,--output", args->output, "SVG file to write")->required();
+  add_max_memory_option(cmd, args->max_memory);
   cmd->callback([args] {
+    check_model_memory(args->model, args->max_memory, 0, 1);
     LoadedModel m = load_model(args->model, args->adapter);
     const AttentionFigure f = attention_figure(m, args->q);
     const std::string svg = heat_maps_svg(f.maps, f.style);

@@ -15,6 +15,7 @@ void add_classify_command(CLI::App& app) {
   struct Args {
     std::string model, adapter, text;
     std::size_t batch = 32;
+    std::string max_memory;
     bool verbose = false;
   };
   auto args = std::make_shared<Args>();
@@ -22,8 +23,10 @@ void add_classify_command(CLI::App& app) {
   add_adapter_option(cmd, args->adapter);
   cmd->add_option("text", args->text, "Text to classify (default: each line of stdin)");
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
+    check_model_memory(args->model, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     LoadedModel m = load_model(args->model, args->adapter);
     Timings timings;
     auto print = [&](const std::vector<std::string>& texts) {

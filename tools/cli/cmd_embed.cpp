@@ -17,6 +17,7 @@ void add_embed_command(CLI::App& app) {
     std::string model, adapter, text, pooling = "auto";
     bool normalize = false, verbose = false;
     std::size_t batch = 32;
+    std::string max_memory;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory")->required();
@@ -27,8 +28,10 @@ void add_embed_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "mean", "first", "last"}));
   cmd->add_flag("--normalize", args->normalize, "Scale each vector to unit L2 norm");
   cmd->add_option("--batch", args->batch, "Lines per forward pass")->check(CLI::Range(1, 4096));
+  add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
+    check_model_memory(args->model, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     LoadedModel m = load_model(args->model, args->adapter);
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
     Timings timings;

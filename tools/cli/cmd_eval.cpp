@@ -1,6 +1,9 @@
-// tfm eval -m DIR [--data FILE] [--header] [--batch B] [--ctx N] [--bleu-examples N] [--json]
+// tfm eval -m DIR [--data FILE] [--header] [--batch B] [--ctx N] [--bleu-examples N] [--beam K]
+//          [--tokenize T] [--hyps FILE] [--json]
 // Scores a trained model directory: LM loss/perplexity, classifier accuracy/precision/recall/
-// F1, seq2seq loss + corpus BLEU (greedy). Without --data: the held-out split that
+// F1, seq2seq loss + corpus BLEU and chrF2 (sacreBLEU's, each printed with its signature) of
+// greedy or beam decoding; --hyps writes the translations scored, one a line (the same text
+// tfm translate prints for those sources). Without --data: the held-out split that
 // DIR/train_config.json names (the same seeded split the training run evaluated on).
 #include <chrono>
 #include <cmath>
@@ -10,7 +13,10 @@
 
 #include "cli_common.h"
 #include "commands.h"
+#include "tfm/error.h"
+#include "tfm/memory_plan.h"
 #include "tfm/runtime.h"
+#include "tfm/safetensors.h"
 #include "tfm/train.h"
 
 namespace tfm::cli {
@@ -20,6 +26,7 @@ void add_eval_command(CLI::App& app) {
   struct Args {
     std::string dir;
     EvalOptions opt;
+    std::string hyps_file, max_memory;
     bool json = false, verbose = false;
   };
   auto args = std::make_shared<Args>();
@@ -36,11 +43,24 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--beam", args->opt.beam, "seq2seq: beam size for BLEU (default: the training config's, 1 = greedy)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--tokenize,--tok", args->opt.bleu_tokenize,
+                  "seq2seq: BLEU tokenizer 13a, intl, zh, char, none or auto (default: the training config's eval.bleu_tokenize, "
+                  "auto: zh for Chinese targets, else 13a)")
+      ->check(CLI::IsMember({"auto", "13a", "intl", "zh", "char", "none"}));
+  cmd->add_option("--hyps", args->hyps_file, "seq2seq: write the scored translations to this file, one a line");
+  add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
     const auto t0 = std::chrono::steady_clock::now();
+    if (!args->max_memory.empty()) args->opt.max_memory_bytes = parse_byte_size(args->max_memory, "--max-memory");
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);
+    if (!args->hyps_file.empty()) {
+      TFM_CHECK(r.task == TaskKind::seq2seq, "eval", "--hyps applies to seq2seq models only");
+      std::string text;
+      for (const auto& h : r.hypotheses) text += h + "\n";
+      write_file_atomic(args->hyps_file, text);
+    }
     if (args->verbose) {
       const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       std::fprintf(stderr, "tfm: scored %lld %s in %.3f s (%.1f/s)\n", static_cast<long long>(r.examples),
@@ -51,7 +71,9 @@ void add_eval_command(CLI::App& app) {
       nlohmann::json j{{"model", args->dir}, {"task", task}, {"data", r.data}, {"examples", r.examples},
                        {"threads", num_threads()}};
       for (const auto& [k, v] : r.metrics) j[k] = std::isfinite(v) ? nlohmann::json(v) : nlohmann::json(nullptr);
+      for (const auto& [k, sig] : r.signatures) j[k + "_signature"] = sig;
       if (!r.positive_label.empty()) j["positive_label"] = r.positive_label;
+      if (r.task == TaskKind::seq2seq) j["beam"] = r.beam;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
@@ -59,8 +81,16 @@ void add_eval_command(CLI::App& app) {
                 r.task == TaskKind::lm ? "tokens" : r.task == TaskKind::classifier ? "examples" : "pairs",
                 static_cast<long long>(r.examples));
     if (!r.positive_label.empty()) std::printf("positive %s (precision, recall, f1)\n", r.positive_label.c_str());
+    // The decoding is printed because it moves BLEU: tfm translate's default is beam 4, eval's
+    // the training config's eval.beam (greedy unless set).
+    if (r.task == TaskKind::seq2seq)
+      std::printf("decoding %s (--beam)\n", r.beam > 1 ? ("beam " + std::to_string(r.beam)).c_str() : "greedy");
     std::printf("\n%-12s %10s\n", "metric", "value");
-    for (const auto& [k, v] : r.metrics) std::printf("%-12s %10.4f\n", k.c_str(), v);
+    for (const auto& [k, v] : r.metrics) {
+      const auto sig = r.signatures.find(k);
+      std::printf("%-12s %10.4f%s%s\n", k.c_str(), v, sig == r.signatures.end() ? "" : "  ",
+                  sig == r.signatures.end() ? "" : sig->second.c_str());
+    }
   });
 }
 

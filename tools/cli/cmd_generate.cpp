@@ -17,7 +17,7 @@ namespace tfm::cli {
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
-    std::string model, adapter, prompt, file;
+    std::string model, adapter, prompt, file, max_memory;
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
     std::int64_t seed = -1;
@@ -47,15 +47,17 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-context-shift", a->no_shift, "Stop when the context is full (default: keep its last half)");
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
+  add_max_memory_option(cmd, a->max_memory);
   cmd->callback([a, cmd] {
     const bool has_prompt = cmd->count("--prompt") > 0;
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
-    LoadedModel lm = load_model(a->model, a->adapter);
     SessionOptions so;
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
+    check_model_memory(a->model, a->max_memory, so.ctx_size, so.max_batch);
+    LoadedModel lm = load_model(a->model, a->adapter);
     Generator gen(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, gen.cache(), a->verbose);
     GenerateOptions o;

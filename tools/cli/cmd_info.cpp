@@ -44,10 +44,12 @@ void print_memory_plan(const ModelConfig& c, std::int64_t ctx, std::int64_t batc
   line("total", p.total_bytes, "weights + KV cache + the larger activation figure");
   std::printf("(activations: the largest tensors live in one layer — hidden states, q/k/v, FFN hidden — plus\n"
               " the logits; allocator slack and kernel scratch are not counted)\n");
-  const TrainMemoryPlan t = plan_training_memory(c, p.ctx_size, p.batch);
+  const ActivationMemoryPlan t = plan_activation_memory(c, p.ctx_size, p.batch);
+  const TrainingMemoryPlan step = plan_training_memory(c, p.batch, p.ctx_size, 2);
   std::printf("\ntraining: one step on %lld sequence(s) of %lld tokens\n", static_cast<long long>(t.batch),
               static_cast<long long>(t.seq_len));
-  line("weights+grads+AdamW", t.state_bytes, "f32: 16 bytes a parameter");
+  line("weights+grads+AdamW", step.weight_bytes + step.gradient_bytes + step.optimizer_bytes,
+       "f32: 16 bytes a parameter");
   line("activations", t.activation_bytes, "estimate: what autograd keeps for the backward pass");
   line("  checkpointed", t.checkpointed_bytes(),
        "training.checkpoint_activations: layer inputs " + human_bytes(static_cast<double>(t.checkpoint_kept_bytes)) +

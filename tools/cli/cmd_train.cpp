@@ -1,4 +1,5 @@
-// tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--checkpoint-activations]
+// tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--max-memory BYTES]
+//   [--checkpoint-activations]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
 // Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel; an error on any
 // rank stops the whole job (dist::abort_job) instead of leaving the others waiting.
@@ -8,6 +9,7 @@
 
 #include "commands.h"
 #include "dist/comm.h"
+#include "tfm/memory_plan.h"
 #include "tfm/train.h"
 
 namespace tfm::cli {
@@ -24,6 +26,7 @@ void add_train_command(CLI::App& app) {
     std::string config, out = "runs/train", resume;
     std::int64_t max_steps = -1;
     std::int64_t seed = -1;
+    std::string max_memory;
     bool quiet = false;
     bool checkpoint_activations = false;
   };
@@ -36,6 +39,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress output");
   cmd->add_flag("--checkpoint-activations", args->checkpoint_activations,
                 "Recompute each layer's forward in the backward pass (less memory, same gradients)");
+  cmd->add_option("--max-memory", args->max_memory,
+                  "Refuse to start when the training memory plan exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
   cmd->callback([args] {
     TrainConfig cfg = load_train_config(args->config);
     if (args->checkpoint_activations) cfg.checkpoint_activations = true;
@@ -45,6 +50,7 @@ void add_train_command(CLI::App& app) {
     opt.max_steps = args->max_steps;
     opt.resume_dir = args->resume;
     opt.quiet = args->quiet;
+    if (!args->max_memory.empty()) opt.max_memory_bytes = parse_byte_size(args->max_memory, "--max-memory");
     opt.on_step = [](std::int64_t, double) { return !g_interrupted.load(); };
     auto previous = std::signal(SIGINT, on_sigint);
     TrainResult r;

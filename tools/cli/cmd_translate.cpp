@@ -17,7 +17,7 @@ void add_translate_command(CLI::App& app) {
     std::string model, adapter, text;
     std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
     double length_penalty = 1.0;
-    std::string lp_form = "hf";
+    std::string lp_form = "hf", max_memory;
     bool verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -34,7 +34,9 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("-b,--batch", a->batch, "Greedy: sentences decoded together")->check(CLI::PositiveNumber);
   cmd->add_option("-c,--ctx-size", a->ctx, "Target context size (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
+  add_max_memory_option(cmd, a->max_memory);
   cmd->callback([a] {
+    check_model_memory(a->model, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
     LoadedModel lm = load_model(a->model, a->adapter);
     BeamOptions b;
     b.beam_size = std::max(a->beam, a->n_best);

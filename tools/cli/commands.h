@@ -17,5 +17,6 @@ void add_attention_command(CLI::App& app);
 void add_classify_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
+void add_bleu_command(CLI::App& app);
 
 }  // namespace tfm::cli
