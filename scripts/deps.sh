@@ -12,6 +12,7 @@ packages=(
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   libicu-dev                             # Unicode categories and case mapping for BLEU/chrF (src/metrics)
+  python3-sentencepiece                  # SentencePiece reference for GGUF llama vocabularies (ref_gguf.py)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.
@@ -39,4 +40,14 @@ if [ ! -f "$tiktoken_dir/node_modules/.package-lock.json" ] ||
    [ "$tiktoken_dir/package-lock.json" -nt "$tiktoken_dir/node_modules/.package-lock.json" ]; then
   echo "deps: npm ci in tools/reference/tiktoken"
   (cd "$tiktoken_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# llama.cpp (npm node-llama-cpp with its prebuilt linux-x64 CPU binaries, versions pinned in
+# package-lock.json): the reference for the GGUF tests. NODE_LLAMA_CPP_SKIP_DOWNLOAD makes its
+# postinstall step neither download nor build anything; the tests load with build: "never".
+llamacpp_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/llama-cpp"
+if [ ! -f "$llamacpp_dir/node_modules/.package-lock.json" ] ||
+   [ "$llamacpp_dir/package-lock.json" -nt "$llamacpp_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/llama-cpp"
+  (cd "$llamacpp_dir" && NODE_LLAMA_CPP_SKIP_DOWNLOAD=true npm ci --omit=optional --no-audit --no-fund --loglevel=error)
 fi

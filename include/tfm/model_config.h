@@ -3,14 +3,16 @@
 // Parsed once, at the edge, from a config.json; model code reads only this struct. The file
 // names its family with "model_type":
 //   "transformer"  the engine's own keys (any combination of components; docs/design.md)
-//   "gpt2", "llama", "bert", "t5"  Hugging Face's keys for those models, so their
-//                  config.json files (and checkpoints, see parameter_specs) line up.
+//   "gpt2", "llama", "mistral", "qwen2", "bert", "t5"  Hugging Face's keys for those
+//                  models, so their config.json files (and checkpoints, see parameter_specs)
+//                  line up; mistral and qwen2 share llama's layout (sliding window; q/k/v biases).
 // A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5) and the
 // remaining keys override it. Unknown keys and bad values are errors that name the key and
 // the allowed values.
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -53,10 +55,12 @@ struct ModelConfig {
   // ---- feed-forward -------------------------------------------------------------------
   FfnActivation activation = FfnActivation::gelu;
   bool bias = true;                     // biases in attention and FFN linears
+  bool qkv_bias = false;                // q/k/v projections carry biases even when bias is false (Qwen2)
 
   // ---- positions ----------------------------------------------------------------------
   PositionKind position = PositionKind::learned;
   bool scale_embeddings = false;        // multiply token embeddings by sqrt(d_model) (Vaswani, d2l)
+  RopePairing sinusoid_pairing = RopePairing::adjacent;  // sinusoidal (sin, cos) columns: (2i, 2i+1) or (i, D/2+i) (Marian)
   double rope_base = 10000.0;
   RopePairing rope_pairing = RopePairing::halves;
   std::int64_t relative_buckets = 32;   // T5
@@ -74,6 +78,7 @@ struct ModelConfig {
 
   // ---- embeddings and heads -----------------------------------------------------------
   bool tie_embeddings = true;           // output projection shares the token embedding
+  bool logits_bias = false;             // a learned (1, V) bias added to the LM logits (Marian's final_logits_bias)
   HeadKind head = HeadKind::lm;
   std::int64_t num_labels = 2;          // classifier head
   std::vector<std::string> id2label;    // classifier label names (config.json "id2label"); may be empty
@@ -114,6 +119,14 @@ struct ParamSpec {
   Shape shape;
 };
 std::vector<ParamSpec> parameter_specs(const ModelConfig& cfg);
+// llama, mistral and qwen2 share LlamaForCausalLM's names and layout.
+bool uses_llama_layout(const ModelConfig& cfg);
+// A Hugging Face hub checkpoint's tensors under parameter_specs' names: the base-model prefix
+// (transformer., model., bert.) is added where the file omits it; known buffers (attn.bias,
+// attn.masked_bias, rotary_emb.inv_freq, position_ids, Marian's sinusoidal table), tied
+// copies and tensors of heads the model lacks are dropped. Anything else is kept as stored,
+// for Model::from_parameters to refuse. docs/formats.md lists the rules.
+std::map<std::string, Tensor> hub_checkpoint_names(const ModelConfig& cfg, std::map<std::string, Tensor> tensors);
 
 // Readable strings of the enums (the values config.json accepts).
 const char* to_string(Architecture v);

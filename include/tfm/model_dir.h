@@ -1,10 +1,18 @@
-// The model directory every command reads: DIR/config.json (the ModelConfig, Hugging Face key
-// names for the HF families), DIR/model.safetensors and DIR/tokenizer.json. Training adds
-// DIR/checkpoint/ for resuming (train.h).
+// The model directory every command reads. Two layouts are accepted (docs/formats.md):
+//   - the engine's: DIR/config.json (the ModelConfig, Hugging Face key names for the HF
+//     families), DIR/model.safetensors and DIR/tokenizer.json; training adds DIR/checkpoint/
+//     for resuming (train.h);
+//   - a Hugging Face hub directory as published: config.json, model.safetensors or sharded
+//     model-0000k-of-0000N.safetensors + model.safetensors.index.json, generation_config.json,
+//     tokenizer files. Names with or without the base-model prefix, known buffers and tied
+//     copies are mapped onto the family's names (hub_checkpoint_names in model_config.h).
 #pragma once
 
+#include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
+#include <vector>
 
 #include "tfm/model.h"
 #include "tfm/model_config.h"
@@ -12,18 +20,45 @@
 
 namespace tfm {
 
+// Decoding defaults a model directory carries (generation_config.json on the hub). Unset
+// fields leave the command's own defaults; command-line flags override all of them.
+struct GenerationDefaults {
+  bool from_file = false;                       // the directory has generation_config.json
+  std::vector<std::int64_t> eos_token_ids;      // every id that ends a sequence
+  std::optional<std::int64_t> max_length;       // prompt + new tokens (HF's convention)
+  std::optional<std::int64_t> max_new_tokens;
+  std::optional<bool> do_sample;
+  std::optional<double> temperature, top_p, repetition_penalty, length_penalty;
+  std::optional<std::int64_t> top_k, num_beams, decoder_start_token_id, pad_token_id, bos_token_id;
+  std::optional<bool> early_stopping;
+};
+
 struct LoadedModel {
   ModelConfig config;
   Model model;
   Tokenizer tokenizer;
+  GenerationDefaults generation = {};
+};
+
+// The weights side of a directory, without its tokenizer (for callers that feed ids).
+struct LoadedWeights {
+  ModelConfig config;
+  Model model;
+  GenerationDefaults generation;
 };
 
 // Writes the three files, each atomically (temp file, fsync, rename). `metadata` goes into
 // the safetensors header's __metadata__.
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
                     const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
-// Loads the three files; throws naming the bad file (missing, malformed, or weights that do
-// not match config.json: the first missing, unexpected or mis-shaped tensor).
+// Loads a directory of either layout; throws naming the bad file (missing, malformed, or
+// weights that do not match config.json: the first missing, unexpected or mis-shaped tensor).
 LoadedModel load_model_dir(const std::string& dir);
+LoadedWeights load_model_weights(const std::string& dir);
+// The tokenizer of a model directory (tokenizer.json today; one call so every format's
+// tokenizer files plug in here).
+Tokenizer load_dir_tokenizer(const std::string& dir);
+// The decoding defaults of generation_config.json text (`where` names it in errors).
+GenerationDefaults parse_generation_config(const std::string& json_text, const std::string& where);
 
 }  // namespace tfm

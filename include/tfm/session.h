@@ -31,6 +31,9 @@ struct SessionOptions {
   std::int64_t ctx_size = 0;    // positions per sequence (prompt + generated); 0: the model's max_positions
   std::int64_t max_batch = 1;   // sequences decoded together (cache slots)
   std::int64_t max_source = 0;  // encoder-decoder: source tokens per sentence; 0: max_positions
+  // Encoder-decoder: the first decoder token; < 0: the tokenizer's <bos>, else the config's
+  // decoder_start_token_id (hub directories give it in generation_config.json).
+  std::int64_t decoder_start_id = -1;
 };
 
 struct GenerateOptions {
@@ -38,6 +41,7 @@ struct GenerateOptions {
   SamplingOptions sampling;           // temperature <= 0: greedy
   std::vector<std::string> stop;      // stop strings: generation ends before the first one
   bool stop_at_eos = true;            // the tokenizer's <eos> (when it has one) ends generation
+  std::vector<std::int32_t> eos_ids;  // more ids that end it when stop_at_eos (generation_config.json)
   // When a sequence fills the context: keep its last half and go on (llama.cpp's context
   // shift; the kept tokens are re-read at positions 0..), or stop with reason "context".
   bool context_shift = true;

@@ -1,16 +1,40 @@
-// The model directory: config.json + model.safetensors + tokenizer.json.
+// The model directory: detect its format, read it into a ModelSource, build the Model (or one
+// .gguf file, read by gguf_model.cpp).
 #include "tfm/model_dir.h"
 
 #include <filesystem>
 
 #include "tfm/adapter.h"
+#include "infer/model_source.h"
 #include "tfm/error.h"
+#include "tfm/gguf_model.h"
 #include "tfm/safetensors.h"
 
 namespace tfm {
 namespace {
 namespace fs = std::filesystem;
+using infer_detail::ModelSource;
+
 std::string join(const std::string& dir, const char* file) { return (fs::path(dir) / file).string(); }
+
+// The one place that knows the on-disk formats. A new format adds a branch that returns its
+// ModelSource (config, named tensors, generation defaults, optionally its own tokenizer);
+// everything after is shared. `path` is a directory, or a single-file format's file.
+ModelSource read_model_source(const std::string& path) {
+  TFM_CHECK(fs::is_directory(path), "load", "model directory '", path, "' does not exist or is not a directory");
+  return infer_detail::read_safetensors_dir(path);
+}
+
+Model build_model(ModelSource& src) {
+  // Tensors whose stored dtype is f32 keep viewing the file's (copy-on-write) mapping;
+  // from_parameters converts the others.
+  try {
+    return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)));
+  } catch (const Error& e) {
+    fail(src.weights_where, "does not match config.json: ", e.what());
+  }
+}
+
 }  // namespace
 
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
@@ -30,26 +54,27 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   save_lora_adapter(dir, model, dir);
 }
 
+LoadedWeights load_model_weights(const std::string& dir) {
+  ModelSource src = read_model_source(dir);
+  Model model = build_model(src);
+  return {std::move(src.config), std::move(model), std::move(src.generation)};
+}
+
+Tokenizer load_dir_tokenizer(const std::string& dir) {
+  const std::string path = join(dir, "tokenizer.json");
+  TFM_CHECK(fs::exists(path), dir, "has no tokenizer.json (the tokenizer this engine reads)");
+  return Tokenizer::load(path);
+}
+
 LoadedModel load_model_dir(const std::string& dir) {
-  TFM_CHECK(fs::is_directory(dir), "load", "model directory '", dir, "' does not exist or is not a directory");
-  ModelConfig cfg = load_model_config(join(dir, "config.json"));
-  const std::string wpath = join(dir, "model.safetensors");
-  const SafetensorsFile w = load_safetensors(wpath);
-  // Owned, writable copies: loaded tensors may view a read-only mapping of the file.
-  std::map<std::string, Tensor> params;
-  for (const auto& [k, t] : w.tensors) params[k] = t.clone();
-  Model model = [&] {
-    try {
-      return Model::from_parameters(cfg, std::move(params));
-    } catch (const Error& e) {
-      fail(wpath, "does not match config.json: ", e.what());
-    }
-  }();
+  if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
+  ModelSource src = read_model_source(dir);
+  Model model = build_model(src);
   if (fs::exists(join(dir, "adapter_config.json"))) load_lora_adapter(dir, model);  // saved with its LoRA
-  Tokenizer tok = Tokenizer::load(join(dir, "tokenizer.json"));
-  TFM_CHECK(tok.vocab_size() <= cfg.vocab_size, join(dir, "tokenizer.json"), "has ", tok.vocab_size(),
-            " tokens but the model's vocab_size is ", cfg.vocab_size);
-  return {std::move(cfg), std::move(model), std::move(tok)};
+  Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : load_dir_tokenizer(dir);
+  TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
+            " tokens but the model's vocab_size is ", src.config.vocab_size);
+  return {std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
 }
 
 }  // namespace tfm

@@ -183,7 +183,7 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
       }
       const std::span<const float> row(logits.data() + r * V, static_cast<std::size_t>(V));
       const std::int32_t tok = sampler.sample(row, hist, 0, static_cast<std::uint64_t>(step));
-      if (tok == eos) {
+      if (tok == eos || (o.stop_at_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end())) {
         out.stop_reason = "eos";
         continue;
       }
@@ -283,7 +283,9 @@ Translator::Translator(Model& model, const Tokenizer& tok, SessionOptions opt)
   TFM_CHECK(c.architecture == Architecture::encoder_decoder && c.head == HeadKind::lm, "translate",
             "needs an encoder-decoder model; this one is ", to_string(c.architecture),
             c.architecture == Architecture::decoder_only ? " (use tfm generate)" : "");
-  start_id_ = tok.bos_id() >= 0 ? tok.bos_id() : static_cast<std::int32_t>(c.decoder_start_token_id);
+  start_id_ = opt.decoder_start_id >= 0 ? static_cast<std::int32_t>(opt.decoder_start_id)
+              : tok.bos_id() >= 0      ? tok.bos_id()
+                                       : static_cast<std::int32_t>(c.decoder_start_token_id);
   model_.set_training(false);
 }
 

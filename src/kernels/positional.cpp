@@ -10,14 +10,14 @@
 
 namespace tfm::kernels {
 
-void sinusoidal_table(float* out, std::int64_t T, std::int64_t D, std::int64_t start, double base) {
+void sinusoidal_table(float* out, std::int64_t T, std::int64_t D, std::int64_t start, double base, bool halves) {
   parallel_for(T, 16, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const double p = static_cast<double>(start + t);
       for (std::int64_t i = 0; i < D / 2; ++i) {
         const double angle = p / std::pow(base, static_cast<double>(2 * i) / static_cast<double>(D));
-        out[t * D + 2 * i] = static_cast<float>(std::sin(angle));
-        out[t * D + 2 * i + 1] = static_cast<float>(std::cos(angle));
+        out[t * D + (halves ? i : 2 * i)] = static_cast<float>(std::sin(angle));
+        out[t * D + (halves ? D / 2 + i : 2 * i + 1)] = static_cast<float>(std::cos(angle));
       }
     }
   });

@@ -7,7 +7,9 @@ namespace tfm::kernels {
 
 // out (T, D): out[p, 2i] = sin(p / base^(2i/D)), out[p, 2i+1] = cos(p / base^(2i/D))
 // (Vaswani et al. eqs. for PE; the seeds' eqs. 9-10; D even). Positions start at `start`.
-void sinusoidal_table(float* out, std::int64_t T, std::int64_t D, std::int64_t start, double base);
+// halves: frequency i's sin at column i and cos at column D/2 + i (Marian, fairseq);
+// otherwise sin at 2i and cos at 2i + 1 (Vaswani).
+void sinusoidal_table(float* out, std::int64_t T, std::int64_t D, std::int64_t start, double base, bool halves = false);
 
 // Rotary embedding applied in place to rows of x: rows (N) of D values, row r at position
 // pos[r % T]... callers pass per-row positions directly: pos (N). Pairs rotate by angle

@@ -114,8 +114,8 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
     const std::string& key = it.key();
     if (key == "model_type" || key == "preset") continue;
     const ConfigKey* found = nullptr;
-    for (const auto& k : schema.keys)
-      if (k.name == key) found = &k;
+    for (const auto& k : schema.keys)  // the first entry wins: a family's key before the common one
+      if (found == nullptr && k.name == key) found = &k;
     if (found) {
       found->read(cfg, it.value(), where);
       continue;
@@ -134,6 +134,7 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
          closest.empty() ? "" : " (did you mean '" + closest + "'?)", "; allowed: model_type, preset, ", allowed);
   }
   cfg.model_type = type;
+  if (schema.finish) schema.finish(cfg, j, where);
   if (cfg.d_ff == 0) cfg.d_ff = 4 * cfg.d_model;  // GPT-2's n_inner: null
   validate_model_config(cfg, where);
   return cfg;

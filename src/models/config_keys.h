@@ -22,6 +22,8 @@ struct ConfigSchema {
   std::vector<ConfigKey> keys;
   std::vector<std::string> ignored;  // keys of the ecosystem's files that carry nothing for us
   ModelConfig base;                  // the fixed choices of the family (before keys apply)
+  // Checks across keys, after all are read (the file's key order is not the schema's).
+  std::function<void(ModelConfig&, const nlohmann::json& file, const std::string& where)> finish;
 };
 
 const ConfigSchema& config_schema(const std::string& model_type, const std::string& where);

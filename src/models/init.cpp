@@ -67,7 +67,7 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& p = specs[i];
     Tensor t;
-    if (ends_with(p.name, ".bias") || ends_with(p.name, "predictions.bias")) {
+    if (ends_with(p.name, ".bias") || ends_with(p.name, "predictions.bias") || p.name == "final_logits_bias") {
       t = Tensor::zeros(p.shape);
     } else if (c.norm == NormKind::scale_norm && p.shape == Shape{1}) {
       t = Tensor::full(p.shape, static_cast<float>(std::sqrt(static_cast<double>(c.d_model))));  // g = sqrt(d)
@@ -86,7 +86,7 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
     // BERT's and Llama's word embeddings are nn.Embedding(padding_idx=pad_token_id): Hugging
     // Face's _init_weights zeroes that row.
     const bool padded_embedding = (c.model_type == "bert" && p.name == "bert.embeddings.word_embeddings.weight") ||
-                                  (c.model_type == "llama" && p.name == "model.embed_tokens.weight");
+                                  (uses_llama_layout(c) && p.name == "model.embed_tokens.weight");
     if (padded_embedding && c.pad_token_id >= 0 && c.pad_token_id < p.shape[0]) {
       float* row = t.data<float>() + c.pad_token_id * p.shape[1];  // (V, C) contiguous
       for (std::int64_t j = 0; j < p.shape[1]; ++j) row[j] = 0.0f;

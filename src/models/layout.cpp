@@ -23,7 +23,10 @@ class Params {
     return it == p_.end() ? Tensor() : it->second;
   }
   nn::Linear linear(const std::string& name, bool in_out = false) const {
-    nn::Linear l{need(name + ".weight"), maybe(name + ".bias"), in_out};
+    nn::Linear l;
+    l.weight = need(name + ".weight");
+    l.bias = maybe(name + ".bias");
+    l.in_out = in_out;
     (*linears_)[name] = in_out;
     l.lora_a = maybe(name + ".lora_A.weight");
     if (l.lora_a.defined()) {
@@ -108,6 +111,7 @@ void wire_engine(Layout& l, const ModelConfig& c, const Params& P) {
   if (c.architecture == Architecture::encoder_decoder)
     wire_engine_stack(l.decoder, "decoder", c.decoder_layers(), true, c, P);
   l.lm_head = c.tie_embeddings ? l.tok_emb : P.maybe("lm_head.weight");
+  l.logits_bias = P.maybe("final_logits_bias");
   if (c.head == HeadKind::classifier) l.classifier = P.linear("classifier");
   if (c.head == HeadKind::masked_lm) {
     l.mlm_dense = P.linear("mlm_head.dense");
@@ -186,6 +190,35 @@ void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
   }
 }
 
+// MarianMTModel (BART's layout): post-norm layers, fc1/fc2, no final norms, the shared
+// embedding for both stacks and the tied head, plus final_logits_bias.
+void wire_marian(Layout& l, const ModelConfig& c, const Params& P) {
+  constexpr std::array<const char*, 4> names{"q_proj", "k_proj", "v_proj", "out_proj"};
+  l.tok_emb = P.need("model.shared.weight");
+  for (const char* side : {"encoder", "decoder"}) {
+    const bool dec = std::string(side) == "decoder";
+    Stack& s = dec ? l.decoder : l.encoder;
+    const std::size_t n = static_cast<std::size_t>(dec ? c.decoder_layers() : c.n_layers);
+    for (std::size_t i = 0; i < n; ++i) {
+      const std::string p = at("model." + std::string(side) + ".layers", i);
+      Layer L;
+      L.self_attn = attention(P, c, p + "self_attn.", names);
+      L.self_norm = P.norm(p + "self_attn_layer_norm", c);
+      if (dec) {
+        L.cross_attn = attention(P, c, p + "encoder_attn.", names);
+        L.cross_norm = P.norm(p + "encoder_attn_layer_norm", c);
+      }
+      L.ffn = ffn_shape(c);
+      L.ffn.up = P.linear(p + "fc1");
+      L.ffn.down = P.linear(p + "fc2");
+      L.ffn_norm = P.norm(p + "final_layer_norm", c);
+      s.layers.push_back(L);
+    }
+  }
+  l.lm_head = c.tie_embeddings ? l.tok_emb : P.need("lm_head.weight");
+  l.logits_bias = P.need("final_logits_bias");
+}
+
 constexpr std::array<const char*, 4> kT5Names{"q", "k", "v", "o"};
 
 void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
@@ -230,9 +263,10 @@ Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& pa
   const Params P(params, lora, &linears);
   Layout l;
   if (c.model_type == "gpt2") wire_gpt2(l, c, P);
-  else if (c.model_type == "llama") wire_llama(l, c, P);
+  else if (uses_llama_layout(c)) wire_llama(l, c, P);
   else if (c.model_type == "bert") wire_bert(l, c, P);
   else if (c.model_type == "t5") wire_t5(l, c, P);
+  else if (c.model_type == "marian") wire_marian(l, c, P);
   else wire_engine(l, c, P);
   for (Stack* s : {&l.encoder, &l.decoder})
     for (std::size_t i = 0; i < s->layers.size(); ++i)

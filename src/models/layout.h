@@ -32,6 +32,7 @@ struct Layout {
   Stack encoder, decoder;
   Tensor lm_head;        // (V, C): the token embedding itself when tied
   double lm_scale = 1.0;  // T5 rescales tied outputs by d_model^-1/2
+  Tensor logits_bias;    // (1, V) added to the LM logits (Marian's final_logits_bias), or undefined
   nn::Linear pooler;     // BERT's pooler (weight undefined elsewhere)
   nn::Linear classifier;
   nn::Linear mlm_dense;

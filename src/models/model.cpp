@@ -93,7 +93,7 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
               " exceed max_positions ", c.max_positions);
     x = add(x, embedding(position_ids(T, offset), l.pos_emb));
   } else if (c.position == PositionKind::sinusoidal) {
-    x = add(x, sinusoidal_positions(T, c.d_model, offset));
+    x = add(x, sinusoidal_positions(T, c.d_model, offset, 10000.0, c.sinusoid_pairing));
   }
   if (l.type_emb.defined()) {
     const Tensor t = types.defined() ? types : Tensor::zeros(ids.shape(), DType::i64);
@@ -243,6 +243,7 @@ Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
     case HeadKind::lm: {
       TFM_CHECK(l.lm_head.defined(), "model", "no lm_head weight");
       const Tensor h = l.lm_scale != 1.0 ? mul_scalar(hidden, static_cast<float>(l.lm_scale)) : hidden;
+      if (l.logits_bias.defined()) return add(linear(h, l.lm_head), l.logits_bias);  // + (1, V) broadcast
       return linear(h, l.lm_head);  // (B, T, V)
     }
     case HeadKind::masked_lm: {

@@ -30,9 +30,9 @@ void norm(Specs& s, const std::string& name, const ModelConfig& c) {
 // ---- the engine's own scheme -------------------------------------------------------------
 void attention(Specs& s, const std::string& p, const ModelConfig& c) {
   const std::int64_t q = c.n_heads * c.dim_head(), kv = c.kv_heads() * c.dim_head();
-  linear(s, p + "q_proj", q, c.d_model, c.bias);
-  linear(s, p + "k_proj", kv, c.d_model, c.bias);
-  linear(s, p + "v_proj", kv, c.d_model, c.bias);
+  linear(s, p + "q_proj", q, c.d_model, c.bias || c.qkv_bias);
+  linear(s, p + "k_proj", kv, c.d_model, c.bias || c.qkv_bias);
+  linear(s, p + "v_proj", kv, c.d_model, c.bias || c.qkv_bias);
   linear(s, p + "o_proj", c.d_model, q, c.bias);
 }
 
@@ -63,6 +63,7 @@ void heads(Specs& s, const ModelConfig& c) {
   switch (c.head) {
     case HeadKind::lm:
       if (!c.tie_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, c.d_model}});
+      if (c.logits_bias) s.push_back({"final_logits_bias", {1, c.vocab_size}});
       break;
     case HeadKind::classifier:
       linear(s, "classifier", c.num_labels, c.d_model, true);
@@ -128,10 +129,12 @@ Specs llama_specs(const ModelConfig& c) {
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
     const std::string p = at("model.layers", i);
     s.push_back({p + "input_layernorm.weight", {C}});
-    linear(s, p + "self_attn.q_proj", q, C, c.bias);
-    linear(s, p + "self_attn.k_proj", kv, C, c.bias);
-    linear(s, p + "self_attn.v_proj", kv, C, c.bias);
-    linear(s, p + "self_attn.o_proj", C, q, false);
+    // LlamaAttention: attention_bias puts biases on all four projections (c.bias); Qwen2 has
+    // them on q, k and v only (c.qkv_bias).
+    linear(s, p + "self_attn.q_proj", q, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.k_proj", kv, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.v_proj", kv, C, c.bias || c.qkv_bias);
+    linear(s, p + "self_attn.o_proj", C, q, c.bias);
     s.push_back({p + "post_attention_layernorm.weight", {C}});
     linear(s, p + "mlp.gate_proj", c.d_ff, C, false);
     linear(s, p + "mlp.up_proj", c.d_ff, C, false);
@@ -213,13 +216,41 @@ Specs t5_specs(const ModelConfig& c) {
   return s;
 }
 
+Specs marian_specs(const ModelConfig& c) {
+  const std::int64_t C = c.d_model, q = c.n_heads * c.dim_head();
+  Specs s{{"model.shared.weight", {c.vocab_size, C}}};
+  for (const char* side : {"encoder", "decoder"}) {
+    const bool dec = std::string(side) == "decoder";
+    for (std::int64_t i = 0; i < (dec ? c.decoder_layers() : c.n_layers); ++i) {
+      const std::string p = at("model." + std::string(side) + ".layers", i);
+      for (const char* a : {"self_attn", "encoder_attn"}) {
+        if (!dec && std::string(a) == "encoder_attn") continue;
+        for (const char* m : {"k_proj", "v_proj", "q_proj"}) linear(s, p + a + "." + m, q, C, true);
+        linear(s, p + a + ".out_proj", C, q, true);
+        norm(s, p + a + "_layer_norm", c);
+      }
+      linear(s, p + "fc1", c.d_ff, C, true);
+      linear(s, p + "fc2", C, c.d_ff, true);
+      norm(s, p + "final_layer_norm", c);
+    }
+  }
+  if (!c.tie_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, C}});
+  s.push_back({"final_logits_bias", {1, c.vocab_size}});
+  return s;
+}
+
 }  // namespace
+
+bool uses_llama_layout(const ModelConfig& c) {
+  return c.model_type == "llama" || c.model_type == "mistral" || c.model_type == "qwen2";
+}
 
 std::vector<ParamSpec> parameter_specs(const ModelConfig& c) {
   if (c.model_type == "gpt2") return gpt2_specs(c);
-  if (c.model_type == "llama") return llama_specs(c);
+  if (uses_llama_layout(c)) return llama_specs(c);
   if (c.model_type == "bert") return bert_specs(c);
   if (c.model_type == "t5") return t5_specs(c);
+  if (c.model_type == "marian") return marian_specs(c);
   return engine_specs(c);
 }
 

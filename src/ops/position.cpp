@@ -8,11 +8,11 @@
 
 namespace tfm {
 
-Tensor sinusoidal_positions(std::int64_t T, std::int64_t D, std::int64_t start, double base) {
+Tensor sinusoidal_positions(std::int64_t T, std::int64_t D, std::int64_t start, double base, RopePairing pairing) {
   TFM_CHECK(T >= 0 && D > 0 && D % 2 == 0, "sinusoidal_positions", "need T >= 0 and an even D > 0, got T=", T,
             " D=", D);
   Tensor out = Tensor::empty({T, D});
-  kernels::sinusoidal_table(out.data<float>(), T, D, start, base);
+  kernels::sinusoidal_table(out.data<float>(), T, D, start, base, pairing == RopePairing::halves);
   return out;
 }
 

@@ -7,6 +7,7 @@
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
 #include "tfm/metrics.h"
+#include "tfm/gguf_model.h"
 #include "tfm/train.h"
 #include "train/task.h"
 
@@ -28,8 +29,9 @@ const char* task_name(TaskKind k) {
 }  // namespace
 
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
-  TFM_CHECK(fs::is_directory(dir), "eval", "no model directory '", dir, "'");
-  if (opt.max_memory_bytes > 0) {  // from the two configs alone, before any weight is read
+  TFM_CHECK(fs::is_directory(dir) || (is_gguf_path(dir) && fs::is_regular_file(dir)), "eval", "no model directory '",
+            dir, "'");
+  if (opt.max_memory_bytes > 0 && fs::is_directory(dir)) {  // from the two configs alone, before any weight is read
     const ModelConfig mc = load_model_config((fs::path(dir) / "config.json").string());
     const std::string tc_path = (fs::path(dir) / "train_config.json").string();
     const TrainConfig tc = fs::exists(tc_path) ? load_train_config(tc_path) : TrainConfig{};

@@ -89,7 +89,7 @@ TEST(ModelConfig, ErrorsNameTheKeyAndTheAllowedValues) {
   e = error_of(R"({"n_heads": 4, "n_kv_heads": 3})");
   EXPECT_NE(e.find("n_kv_heads"), std::string::npos) << e;
   e = error_of(R"({"model_type": "mamba"})");
-  EXPECT_NE(e.find("allowed: transformer, gpt2, llama, bert, t5"), std::string::npos) << e;
+  EXPECT_NE(e.find("allowed: transformer, gpt2, llama, mistral, qwen2, bert, t5, marian"), std::string::npos) << e;
   e = error_of(R"({"dropout": 1.5})");
   EXPECT_NE(e.find("[0, 0.999]"), std::string::npos) << e;
   e = error_of("{\"d_model\": 64,");

@@ -15,6 +15,7 @@
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
+#include "eval_strided.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
 #include "tfm/train.h"
@@ -28,6 +29,7 @@ void add_eval_command(CLI::App& app) {
     EvalOptions opt;
     std::string hyps_file, max_memory;
     bool json = false, verbose = false;
+    std::int64_t stride = 0;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
@@ -49,9 +51,14 @@ void add_eval_command(CLI::App& app) {
       ->check(CLI::IsMember({"auto", "13a", "intl", "zh", "char", "none"}));
   cmd->add_option("--hyps", args->hyps_file, "seq2seq: write the scored translations to this file, one a line");
   add_max_memory_option(cmd, args->max_memory);
+  cmd->add_option("--stride", args->stride,
+                  "LM on --data: strided windows of --ctx tokens (default: max_positions), as in transformers' "
+                  "perplexity guide (docs/formats.md)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
+    if (args->stride > 0) return run_strided_eval(args->dir, args->opt.data_file, args->opt.context, args->stride, args->json);
     const auto t0 = std::chrono::steady_clock::now();
     if (!args->max_memory.empty()) args->opt.max_memory_bytes = parse_byte_size(args->max_memory, "--max-memory");
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);

@@ -53,14 +53,37 @@ void add_generate_command(CLI::App& app) {
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
+    check_model_memory(a->model, a->max_memory, a->ctx, a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
+    const auto load_start = std::chrono::steady_clock::now();
+    LoadedModel lm = load_model(a->model, a->adapter);
+    if (a->verbose)
+      std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
+                   std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
+    // A hub directory's generation_config.json sets what the command line leaves out, with
+    // transformers' meaning: no do_sample means greedy; max_length counts the prompt.
+    const GenerationDefaults& g = lm.generation;
+    const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
+    if (g.from_file) {
+      if (!given("--temp")) a->temp = g.do_sample.value_or(false) ? g.temperature.value_or(1.0) : 0.0;
+      if (!given("--top-k") && g.do_sample.value_or(false)) a->top_k = g.top_k.value_or(50);
+      if (!given("--top-p") && g.do_sample.value_or(false)) a->top_p = g.top_p.value_or(1.0);
+      if (!given("--min-p") && g.do_sample.value_or(false)) a->min_p = 0.0;
+      if (!given("--repeat-penalty") && g.repetition_penalty) a->repeat_penalty = *g.repetition_penalty;
+      if (!given("--beam") && !given("--file") && g.num_beams.value_or(1) > 1 && !g.do_sample.value_or(false))
+        a->beam = *g.num_beams;
+      if (!given("--n-predict")) {
+        if (g.max_new_tokens) a->n = *g.max_new_tokens;
+        else if (g.max_length && has_prompt)
+          a->n = std::max<std::int64_t>(0, *g.max_length - static_cast<std::int64_t>(lm.tokenizer.encode(a->prompt).size()));
+      }
+    }
     SessionOptions so;
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
-    check_model_memory(a->model, a->max_memory, so.ctx_size, so.max_batch);
-    LoadedModel lm = load_model(a->model, a->adapter);
     Generator gen(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, gen.cache(), a->verbose);
     GenerateOptions o;
+    for (const std::int64_t id : g.eos_token_ids) o.eos_ids.push_back(static_cast<std::int32_t>(id));
     o.max_new_tokens = a->n;
     o.stop = a->stop;
     o.stop_at_eos = !a->ignore_eos;
@@ -92,6 +115,7 @@ void add_generate_command(CLI::App& app) {
       b.n_best = a->n_best;
       b.max_new_tokens = a->n;
       b.eos_id = a->ignore_eos ? -1 : lm.tokenizer.eos_id();
+      if (!a->ignore_eos && b.eos_id < 0 && !g.eos_token_ids.empty()) b.eos_id = static_cast<std::int32_t>(g.eos_token_ids[0]);
       const auto hyps = gen.beam(a->prompt, b);
       for (std::size_t i = 0; i < hyps.size(); ++i) {
         const std::string text = gen.decode(hyps[i].tokens);

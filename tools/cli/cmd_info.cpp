@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "commands.h"
+#include "gguf_info.h"
 #include "model_summary.h"
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
@@ -63,10 +64,16 @@ void add_info_command(CLI::App& app) {
   static std::string config, dir;
   static std::int64_t ctx = 0, batch = 1;
   cmd->add_option("config", config, "A model config.json, or a preset name (vaswani, gpt2, llama, bert, t5)");
-  cmd->add_option("-m,--model", dir, "A model directory: its architecture and the memory plan");
+  cmd->add_option("-m,--model", dir, "A model directory or .gguf file: its architecture, tensor types and the memory plan");
   cmd->add_option("-c,--ctx-size", ctx, "Memory plan: positions per sequence (0: the model's max_positions)");
   cmd->add_option("-b,--batch", batch, "Memory plan: sequences decoded together");
   cmd->callback([] {
+    if (!dir.empty() && std::filesystem::is_regular_file(dir)) {  // -m FILE.gguf
+      const ModelConfig c = print_gguf_info(dir);
+      print_model_summary(c, dir);
+      print_memory_plan(c, ctx, batch);
+      return;
+    }
     if (!dir.empty()) {
       TFM_CHECK(std::filesystem::is_directory(dir), "info", "no model directory '", dir, "'");
       const std::string path = (std::filesystem::path(dir) / "config.json").string();

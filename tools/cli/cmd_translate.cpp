@@ -35,17 +35,28 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("-c,--ctx-size", a->ctx, "Target context size (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
   add_max_memory_option(cmd, a->max_memory);
-  cmd->callback([a] {
+  cmd->callback([a, cmd] {
     check_model_memory(a->model, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
     LoadedModel lm = load_model(a->model, a->adapter);
+    // generation_config.json (hub directories) sets what the command line leaves out.
+    const GenerationDefaults& g = lm.generation;
+    if (cmd->count("--beam") == 0 && g.num_beams) a->beam = *g.num_beams;
+    if (cmd->count("--length-penalty") == 0 && g.length_penalty) a->length_penalty = *g.length_penalty;
+    if (cmd->count("--max-tokens") == 0) {
+      if (g.max_new_tokens) a->max_tokens = *g.max_new_tokens;
+      else if (g.max_length) a->max_tokens = std::max<std::int64_t>(1, *g.max_length - 1);  // it counts the start token
+    }
     BeamOptions b;
     b.beam_size = std::max(a->beam, a->n_best);
     b.n_best = a->n_best;
     b.length_penalty = a->length_penalty;
     b.penalty_form = a->lp_form == "gnmt" ? LengthPenalty::gnmt : LengthPenalty::hf;
     b.max_new_tokens = a->max_tokens > 0 ? a->max_tokens : lm.config.max_positions;
+    if (g.early_stopping) b.early_stopping = *g.early_stopping;
+    if (lm.tokenizer.eos_id() < 0 && !g.eos_token_ids.empty()) b.eos_id = static_cast<std::int32_t>(g.eos_token_ids[0]);
     SessionOptions so;
     so.ctx_size = a->ctx;
+    if (g.decoder_start_token_id) so.decoder_start_id = *g.decoder_start_token_id;
     so.max_batch = b.beam_size > 1 ? b.beam_size : a->batch;
     Translator tr(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, tr.cache(), a->verbose);

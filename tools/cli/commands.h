@@ -18,5 +18,6 @@ void add_classify_command(CLI::App& app);
 void add_embed_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_bleu_command(CLI::App& app);
+void add_convert_command(CLI::App& app);  // cmd_convert.cpp: directory <-> GGUF
 
 }  // namespace tfm::cli

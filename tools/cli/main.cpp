@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_embed_command(app);
   tfm::cli::add_merge_command(app);
   tfm::cli::add_bleu_command(app);
+  tfm::cli::add_convert_command(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {

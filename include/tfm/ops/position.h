@@ -15,7 +15,10 @@ enum class RopePairing { halves, adjacent };
 
 // (T, D) table: PE(p, 2i) = sin(p / base^(2i/D)), PE(p, 2i+1) = cos(p / base^(2i/D)) for
 // p = start .. start+T-1 (Vaswani et al. 2017, section 3.5). A constant: no gradient.
-Tensor sinusoidal_positions(std::int64_t T, std::int64_t D, std::int64_t start = 0, double base = 10000.0);
+// pairing says where frequency i's (sin, cos) sit: adjacent (2i, 2i+1) as above, or halves
+// (i, D/2 + i) as Marian's and fairseq's tables.
+Tensor sinusoidal_positions(std::int64_t T, std::int64_t D, std::int64_t start = 0, double base = 10000.0,
+                            RopePairing pairing = RopePairing::adjacent);
 
 // Rotate x (..., T, D) by position-dependent angles p * base^(-2i/D); positions (T) i64
 // gives each row's position (e.g. start..start+T-1 with a KV cache). Differentiable in x.

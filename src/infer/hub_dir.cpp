@@ -1,0 +1,140 @@
+// Reading a directory of config.json + safetensors weights: the engine's own layout and
+// Hugging Face hub directories (single or sharded weights, generation_config.json).
+#include <filesystem>
+#include <nlohmann/json.hpp>
+#include <optional>
+#include <set>
+
+#include "infer/model_source.h"
+#include "tfm/error.h"
+#include "tfm/safetensors.h"
+
+namespace tfm {
+namespace infer_detail {
+namespace {
+
+namespace fs = std::filesystem;
+using json = nlohmann::json;
+
+std::string join(const std::string& dir, const std::string& file) { return (fs::path(dir) / file).string(); }
+
+// Pickle checkpoints run code when unpickled, so they are never read; say how to convert.
+[[noreturn]] void refuse_pickle(const std::string& dir, const std::string& file) {
+  fail(join(dir, file), "is a PyTorch pickle checkpoint, which is refused (unpickling can run arbitrary code); "
+       "convert it to model.safetensors, e.g. in Python: model.save_pretrained(dir, safe_serialization=True)");
+}
+
+// model.safetensors.index.json: {"metadata": {...}, "weight_map": {"tensor": "shard file"}}.
+// Every shard is a plain file name in the directory; every tensor of a shard must be listed
+// for that shard, and every listed tensor must be in its shard.
+void read_sharded(const std::string& dir, const std::string& index_path, ModelSource& src) {
+  json idx;
+  try {
+    idx = json::parse(read_file(index_path));
+  } catch (const json::exception& e) {
+    fail(index_path, "not valid JSON: ", e.what());
+  }
+  TFM_CHECK(idx.is_object() && idx.contains("weight_map") && idx["weight_map"].is_object(), index_path,
+            "needs an object \"weight_map\": {tensor name: shard file}");
+  std::map<std::string, std::set<std::string>> shards;  // file -> tensor names
+  for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
+    TFM_CHECK(it.value().is_string(), index_path, "weight_map entry '", it.key(), "' is not a file name");
+    const std::string f = it.value().get<std::string>();
+    TFM_CHECK(!f.empty() && f.find('/') == std::string::npos && f.find('\\') == std::string::npos && f != "." &&
+                  f != "..",
+              index_path, "weight_map entry '", it.key(), "' names '", f, "', not a file of this directory");
+    shards[f].insert(it.key());
+  }
+  TFM_CHECK(!shards.empty(), index_path, "weight_map is empty");
+  for (const auto& [file, names] : shards) {
+    const std::string path = join(dir, file);
+    SafetensorsFile sf = load_safetensors(path);
+    for (auto& [name, t] : sf.tensors) {
+      TFM_CHECK(names.count(name), path, "holds tensor '", name, "' that ", index_path, " does not assign to it");
+      src.tensors.emplace(name, std::move(t));
+    }
+    for (const auto& name : names)
+      TFM_CHECK(sf.tensors.count(name), path, "lacks tensor '", name, "' that ", index_path, " assigns to it");
+  }
+  src.weights_where = index_path;
+}
+
+std::optional<std::int64_t> opt_int(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  TFM_CHECK(j[key].is_number_integer(), where, "key '", key, "' must be an integer, got ", j[key].dump());
+  return j[key].get<std::int64_t>();
+}
+std::optional<double> opt_double(const json& j, const char* key, const std::string& where) {
+  if (!j.contains(key) || j[key].is_null()) return std::nullopt;
+  TFM_CHECK(j[key].is_number(), where, "key '", key, "' must be a number, got ", j[key].dump());
+  return j[key].get<double>();
+}
+
+}  // namespace
+
+ModelSource read_safetensors_dir(const std::string& dir) {
+  ModelSource src;
+  src.config = load_model_config(join(dir, "config.json"));
+  const std::string single = join(dir, "model.safetensors"), index = join(dir, "model.safetensors.index.json");
+  if (fs::exists(single)) {
+    src.tensors = load_safetensors(single).tensors;
+    src.weights_where = single;
+  } else if (fs::exists(index)) {
+    read_sharded(dir, index, src);
+  } else {
+    for (const char* f : {"pytorch_model.bin", "pytorch_model.bin.index.json", "model.pt", "model.pth"})
+      if (fs::exists(join(dir, f))) refuse_pickle(dir, f);
+    fail(dir, "has neither model.safetensors nor model.safetensors.index.json");
+  }
+  const std::string gen = join(dir, "generation_config.json");
+  if (fs::exists(gen)) src.generation = parse_generation_config(read_file(gen), gen);
+  return src;
+}
+
+}  // namespace infer_detail
+
+GenerationDefaults parse_generation_config(const std::string& text, const std::string& where) {
+  using json = nlohmann::json;
+  json j;
+  try {
+    j = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(where, "not valid JSON: ", e.what());
+  }
+  TFM_CHECK(j.is_object(), where, "must be a JSON object");
+  GenerationDefaults g;
+  g.from_file = true;
+  if (j.contains("eos_token_id") && !j["eos_token_id"].is_null()) {
+    const json& e = j["eos_token_id"];
+    TFM_CHECK(e.is_number_integer() || e.is_array(), where, "key 'eos_token_id' must be an id or a list of ids");
+    for (const json& id : e.is_array() ? e : json::array({e})) {
+      TFM_CHECK(id.is_number_integer() && id.get<std::int64_t>() >= 0, where, "key 'eos_token_id': bad id ", id.dump());
+      g.eos_token_ids.push_back(id.get<std::int64_t>());
+    }
+  }
+  g.max_length = infer_detail::opt_int(j, "max_length", where);
+  g.max_new_tokens = infer_detail::opt_int(j, "max_new_tokens", where);
+  g.top_k = infer_detail::opt_int(j, "top_k", where);
+  g.num_beams = infer_detail::opt_int(j, "num_beams", where);
+  g.decoder_start_token_id = infer_detail::opt_int(j, "decoder_start_token_id", where);
+  g.pad_token_id = infer_detail::opt_int(j, "pad_token_id", where);
+  g.bos_token_id = infer_detail::opt_int(j, "bos_token_id", where);
+  g.temperature = infer_detail::opt_double(j, "temperature", where);
+  g.top_p = infer_detail::opt_double(j, "top_p", where);
+  g.repetition_penalty = infer_detail::opt_double(j, "repetition_penalty", where);
+  g.length_penalty = infer_detail::opt_double(j, "length_penalty", where);
+  if (j.contains("do_sample")) {
+    TFM_CHECK(j["do_sample"].is_boolean(), where, "key 'do_sample' must be true or false");
+    g.do_sample = j["do_sample"].get<bool>();
+  }
+  if (j.contains("early_stopping")) {  // true, false or "never" (HF): only true stops early
+    TFM_CHECK(j["early_stopping"].is_boolean() || j["early_stopping"] == "never", where,
+              "key 'early_stopping' must be true, false or \"never\"");
+    g.early_stopping = j["early_stopping"] == true;
+  }
+  for (const std::optional<std::int64_t>* v : {&g.max_length, &g.max_new_tokens, &g.num_beams})
+    TFM_CHECK(!*v || **v >= 1, where, "max_length, max_new_tokens and num_beams must be >= 1");
+  return g;
+}
+
+}  // namespace tfm

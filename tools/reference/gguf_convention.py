@@ -1,0 +1,205 @@
+"""A GGUF writer and the block (de)quantizers, written from the format's public definitions
+(ggml/docs/gguf.md, gguf-py/gguf/constants.py and quants.py) and llama.cpp's
+convert_hf_to_gguf.py conventions, in numpy. Debian has no gguf-py; this is the reference
+the engine's GGUF reader is tested against, independent of the engine's own writer.
+
+Conventions followed (convert_hf_to_gguf.py):
+  * tensor dims are written innermost first (a torch (out, in) weight has ne = [in, out]);
+  * llama: q_proj/k_proj rows permuted per head, reshape(n_head, 2, D/2, ...).swapaxes(1, 2),
+    because llama.cpp's llama architecture rotates adjacent pairs; k uses n_kv_heads;
+  * gpt2: Conv1D weights (c_attn, c_proj, c_fc) transposed to (out, in);
+  * tied embeddings: no output.weight tensor.
+"""
+import struct
+
+import numpy as np
+
+# gguf value types
+U8, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 = range(13)
+# ggml tensor types: (id, elements per block, bytes per block)
+GGML = {"F32": (0, 1, 4), "F16": (1, 1, 2), "Q4_0": (2, 32, 18), "Q4_1": (3, 32, 20), "Q5_0": (6, 32, 22),
+        "Q8_0": (8, 32, 34), "Q4_K": (12, 256, 144), "Q5_K": (13, 256, 176), "Q6_K": (14, 256, 210),
+        "BF16": (30, 1, 2)}
+QK_K = 256
+
+
+def _str(s):
+    b = s.encode("utf-8")
+    return struct.pack("<Q", len(b)) + b
+
+
+def _value(v):
+    """(type, python value) -> bytes, type included."""
+    t, x = v
+    if t == STRING:
+        return struct.pack("<I", t) + _str(x)
+    if t == ARRAY:
+        et, items = x
+        out = struct.pack("<IIQ", ARRAY, et, len(items))
+        if et == STRING:
+            return out + b"".join(_str(s) for s in items)
+        fmt = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q", I64: "q",
+               F64: "d"}[et]
+        return out + struct.pack("<%d%s" % (len(items), fmt), *items)
+    fmt = {U8: "B", I8: "b", U16: "H", I16: "h", U32: "I", I32: "i", F32: "f", BOOL: "?", U64: "Q", I64: "q",
+           F64: "d"}[t]
+    return struct.pack("<I" + fmt, t, x)
+
+
+def write_gguf(path, metadata, tensors, alignment=32, version=3):
+    """metadata: list of (key, (type, value)); tensors: list of (name, type name, raw bytes,
+    torch-order shape). Raw bytes are already encoded in the tensor's type."""
+    head = b"GGUF" + struct.pack("<IQQ", version, len(tensors), len(metadata))
+    for k, v in metadata:
+        head += _str(k) + _value(v)
+    offset, infos, blobs = 0, b"", []
+    for name, tname, raw, shape in tensors:
+        ne = list(reversed(shape))
+        infos += _str(name) + struct.pack("<I", len(ne)) + struct.pack("<%dQ" % len(ne), *ne)
+        infos += struct.pack("<IQ", GGML[tname][0], offset)
+        pad = (-len(raw)) % alignment
+        blobs.append(raw + b"\0" * pad)
+        offset += len(raw) + pad
+    head += infos
+    head += b"\0" * ((-len(head)) % alignment)
+    with open(path, "wb") as f:
+        f.write(head)
+        for b in blobs:
+            f.write(b)
+
+
+def encode(a, tname):
+    a = np.ascontiguousarray(a, dtype=np.float32)
+    if tname == "F32":
+        return a.tobytes()
+    if tname == "F16":
+        return a.astype(np.float16).tobytes()
+    if tname == "Q8_0":
+        return quantize_q8_0(a.reshape(-1)).tobytes()
+    raise ValueError(tname)
+
+
+# ---- llama.cpp's layout conventions ------------------------------------------------------------
+def permute_qk(w, n_head):
+    """convert_hf_to_gguf.py's LlamaModel.permute (Hugging Face rotate-half rows -> pairs)."""
+    return w.reshape(n_head, 2, w.shape[0] // n_head // 2, *w.shape[1:]).swapaxes(1, 2).reshape(w.shape)
+
+
+# ---- block formats (gguf-py/gguf/quants.py's definitions) --------------------------------------
+def np_roundf(n):
+    """Round half away from zero (ggml's roundf)."""
+    a = np.abs(n)
+    floored = np.floor(a)
+    b = floored + np.floor(2 * (a - floored))
+    return np.sign(n) * b
+
+
+def quantize_q8_0(x):
+    blocks = x.reshape(-1, 32).astype(np.float32)
+    d = np.abs(blocks).max(axis=1, keepdims=True) / np.float32(127)
+    with np.errstate(divide="ignore"):
+        inv = np.where(d == 0, np.float32(0), np.float32(1) / d).astype(np.float32)
+    qs = np_roundf(blocks * inv)
+    return np.concatenate([d.astype(np.float16).view(np.uint8), qs.astype(np.int8).view(np.uint8)], axis=1)
+
+
+def _f16(b):
+    return b.copy().view(np.float16).astype(np.float32)
+
+
+def dequant_q8_0(b):
+    return (b[:, 2:].copy().view(np.int8).astype(np.float32) * _f16(b[:, :2]))
+
+
+def dequant_q4_0(b):
+    d = _f16(b[:, :2])
+    qs = b[:, 2:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.int8) - np.int8(8)
+    return d * q.astype(np.float32)
+
+
+def dequant_q4_1(b):
+    d, m = _f16(b[:, :2]), _f16(b[:, 2:4])
+    qs = b[:, 4:]
+    q = np.concatenate([qs & 0x0F, qs >> 4], axis=1).astype(np.float32)
+    return d * q + m
+
+
+def dequant_q5_0(b):
+    d = _f16(b[:, :2])
+    qh = b[:, 2:6].copy().view(np.uint32).reshape(-1, 1) >> np.arange(32, dtype=np.uint32).reshape(1, 32)
+    qh = (qh & 1).astype(np.uint8)
+    qs = b[:, 6:]
+    ql = np.concatenate([qs & 0x0F, qs >> 4], axis=1)
+    return d * ((ql | (qh << 4)).astype(np.int8) - np.int8(16)).astype(np.float32)
+
+
+def _scale_min_k4(s):
+    """12 packed bytes -> (8 scales, 8 mins), 6 bits each."""
+    d, m, md = s[:, 0:4], s[:, 4:8], s[:, 8:12]
+    sc = np.concatenate([d & 0x3F, (md & 0x0F) | ((d >> 2) & 0x30)], axis=1)
+    mn = np.concatenate([m & 0x3F, (md >> 4) | ((m >> 2) & 0x30)], axis=1)
+    return sc.astype(np.float32), mn.astype(np.float32)
+
+
+def dequant_q4_k(b):
+    n = b.shape[0]
+    d, dmin = _f16(b[:, 0:2]), _f16(b[:, 2:4])
+    sc, mn = _scale_min_k4(b[:, 4:16])
+    qs = b[:, 16:].reshape(n, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+    q = (qs & 0x0F).reshape(n, 8, 32).astype(np.float32)
+    return ((d * sc).reshape(n, 8, 1) * q - (dmin * mn).reshape(n, 8, 1)).reshape(n, QK_K)
+
+
+def dequant_q5_k(b):
+    n = b.shape[0]
+    d, dmin = _f16(b[:, 0:2]), _f16(b[:, 2:4])
+    sc, mn = _scale_min_k4(b[:, 4:16])
+    qh = b[:, 16:48].reshape(n, 1, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(1, 1, 8, 1)
+    ql = b[:, 48:].reshape(n, 4, 1, 32) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)
+    q = ((ql & 0x0F).reshape(n, 8, 32) | ((qh & 1).reshape(n, 8, 32) << 4)).astype(np.float32)
+    return ((d * sc).reshape(n, 8, 1) * q - (dmin * mn).reshape(n, 8, 1)).reshape(n, QK_K)
+
+
+def dequant_q6_k(b):
+    n = b.shape[0]
+    ql, qh = b[:, :128], b[:, 128:192]
+    scales = b[:, 192:208].copy().view(np.int8).astype(np.float32)
+    d = _f16(b[:, 208:210])
+    dd = (d * scales).reshape(n, 16, 1)
+    ql = (ql.reshape(n, 2, 1, 64) >> np.array([0, 4], dtype=np.uint8).reshape(1, 1, 2, 1)) & 0x0F
+    ql = ql.reshape(n, 8, 32)
+    qh = (qh.reshape(n, 2, 1, 32) >> np.array([0, 2, 4, 6], dtype=np.uint8).reshape(1, 1, 4, 1)) & 0x03
+    qh = qh.reshape(n, 8, 32)
+    q = ((ql | (qh << 4)).astype(np.int8) - np.int8(32)).reshape(n, 16, 16).astype(np.float32)
+    return (dd * q).reshape(n, QK_K)
+
+
+DEQUANT = {"Q8_0": dequant_q8_0, "Q4_0": dequant_q4_0, "Q4_1": dequant_q4_1, "Q5_0": dequant_q5_0,
+           "Q4_K": dequant_q4_k, "Q5_K": dequant_q5_k, "Q6_K": dequant_q6_k}
+
+
+# Scales giving weights of roughly unit-0.1 size: d times the largest |q| (and sub-scale) of each type.
+WEIGHT_SCALE = {"Q8_0": 0.1 / 127, "Q4_0": 0.1 / 8, "Q4_1": 0.1 / 15, "Q5_0": 0.1 / 16,
+                "Q4_K": 0.1 / (63 * 15), "Q5_K": 0.1 / (63 * 31), "Q6_K": 0.1 / (127 * 32)}
+
+
+def random_blocks(tname, n_blocks, rng, scale=0.05):
+    """Random block bytes whose fp16 scale fields hold finite values in [-scale, scale]."""
+    _, _, size = GGML[tname]
+    b = rng.integers(0, 256, size=(n_blocks, size), dtype=np.uint8)
+
+    def put_f16(col):
+        b[:, col:col + 2] = (rng.uniform(-scale, scale, size=(n_blocks, 1)).astype(np.float16)).view(np.uint8)
+
+    if tname in ("Q8_0", "Q4_0", "Q5_0"):
+        put_f16(0)
+    elif tname == "Q4_1":
+        put_f16(0)
+        put_f16(2)
+    elif tname in ("Q4_K", "Q5_K"):
+        put_f16(0)
+        put_f16(2)
+    elif tname == "Q6_K":
+        put_f16(208)
+    return b
