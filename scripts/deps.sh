@@ -12,6 +12,7 @@ packages=(
   libpcre2-dev python3-sentencepiece     # the regex engine compared in docs/tokenizers.md; .model reference
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
+  libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)
 )

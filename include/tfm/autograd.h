@@ -67,6 +67,13 @@ void accumulate(const Tensor& input, const Tensor& grad);
 // checkpointing, bit for bit. With grad mode off this is just forward().
 Tensor checkpoint(const char* op, const std::function<Tensor()>& forward, std::function<Tensor()> recompute);
 
+// Called on this thread after every accumulation into a leaf's gradient (a parameter's),
+// with that leaf's meta. Data-parallel training uses it to start the all-reduce of a group of
+// parameters as soon as their gradients are final, while the backward pass goes on. An empty
+// function removes it.
+using LeafGradHook = std::function<void(AutogradMeta*)>;
+void set_leaf_grad_hook(LeafGradHook hook);
+
 std::size_t tape_size();
 void clear_tape();  // drop recorded entries (and the activations they keep alive)
 

@@ -139,6 +139,12 @@ struct TrainConfig {
   double gradient_noise = 0.0;         // eta of add_gradient_noise (0: off); added before clipping
   double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
+  // data parallelism (mpirun -np N tfm train ...; docs/distributed.md). Each rank takes
+  // grad_accum / N whole micro-batches of every step, so grad_accum must be a multiple of N.
+  double bucket_mb = 4.0;           // gradients all-reduced in buckets of about this size
+  bool overlap_grad_sync = true;    // start a bucket's all-reduce during the backward pass
+  bool zero_optimizer = false;      // ZeRO stage 1: each rank keeps the optimizer state of 1/N of the parameters
+  bool bit_exact = false;           // fixed-order (tree) gradient sums: bit-identical for any power-of-two N
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;
   std::int64_t eval_batches = 20;

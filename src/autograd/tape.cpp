@@ -17,6 +17,7 @@ struct Entry {
 
 thread_local std::vector<Entry> t_tape;
 thread_local bool t_grad_enabled = true;
+thread_local autograd::LeafGradHook t_leaf_hook;
 
 }  // namespace
 
@@ -54,12 +55,15 @@ void accumulate(const Tensor& input, const Tensor& grad) {
     // Stored by handle: the same buffer may also be another input's gradient (add's two
     // inputs share grad_out), so accumulation below never writes into it in place.
     meta->grad = g;
-    return;
+  } else {
+    Tensor sum = Tensor::empty(g.shape());
+    kernels::add(meta->grad.data<float>(), g.data<float>(), sum.data<float>(), g.numel());
+    meta->grad = sum;
   }
-  Tensor sum = Tensor::empty(g.shape());
-  kernels::add(meta->grad.data<float>(), g.data<float>(), sum.data<float>(), g.numel());
-  meta->grad = sum;
+  if (t_leaf_hook && meta->is_leaf) t_leaf_hook(meta);
 }
+
+void set_leaf_grad_hook(LeafGradHook hook) { t_leaf_hook = std::move(hook); }
 
 Tensor checkpoint(const char* op, const std::function<Tensor()>& forward, std::function<Tensor()> recompute) {
   if (!t_grad_enabled) return forward();

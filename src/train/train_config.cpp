@@ -87,7 +87,8 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   c.source = where;
   c.json = root.dump();
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
-                                  "training", "eval", "checkpoint", "sample", "init_from", "lora", "trainable"});
+                                  "training", "eval", "checkpoint", "sample", "init_from", "lora", "trainable",
+                                  "distributed"});
   std::string task = "lm";
   top.get_string("task", task, {"lm", "classifier", "seq2seq"});
   c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
@@ -197,6 +198,12 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   t.get_bool("checkpoint_activations", c.checkpoint_activations);
   t.get_double("gradient_noise", c.gradient_noise, 0.0, 100.0);
   t.get_double("gradient_noise_gamma", c.gradient_noise_gamma, 0.0, 10.0);
+
+  const Section dp(section(root, "distributed"), where + ".distributed", {"bucket_mb", "overlap", "zero_optimizer", "bit_exact"});
+  dp.get_bool("overlap", c.overlap_grad_sync);
+  dp.get_double("bucket_mb", c.bucket_mb, 0.001, 65536.0);
+  dp.get_bool("zero_optimizer", c.zero_optimizer);
+  dp.get_bool("bit_exact", c.bit_exact);
 
   const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize"});
   e.get_int("every", c.eval_every, 1);

@@ -1,6 +1,8 @@
 // The training loop of a decoder-only LM: setup (every check before any work), steps with
 // gradient accumulation and clipping, evaluation, metrics, curves, checkpoints, the final
 // sample. Each step's batch and dropout masks depend only on (seed, step, data cursor).
+// Under mpirun the ranks share every step's micro-batches (train/data_parallel.h); rank 0
+// alone writes checkpoints, metrics, curves and progress.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -16,6 +18,7 @@
 #include "tfm/safetensors.h"
 #include "tfm/session.h"
 #include "tfm/train.h"
+#include "train/data_parallel.h"
 #include "train/progress.h"
 #include "train/task.h"
 #include "train/fine_tune.h"
@@ -137,11 +140,16 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = model.parameters();
+  DataParallel dp(cfg, params);
+  dp.check_same_model(params, opt.resume_dir.empty() ? "start" : "resume " + opt.resume_dir);
+  dp.shard_optimizer_state(*r.opt, params);
+  const bool writer = dp.writes();
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
   const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
-  Curves curves = r.state.step > 0 ? reload_metrics(metrics_path, r.state.step) : Curves{};
-  if (r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
-  Progress progress(opt.quiet, r.max_steps, cfg.log_every);
+  Curves curves;
+  if (writer && r.state.step > 0) curves = reload_metrics(metrics_path, r.state.step);
+  if (writer && r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
+  Progress progress(opt.quiet || !writer, r.max_steps, cfg.log_every);
   if (!r.init_report.empty()) progress.message(r.init_report);
   std::int64_t trainable = 0;
   for (const auto& [name, p] : params) trainable += p.requires_grad() ? p.numel() : 0;
@@ -152,10 +160,12 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
                    (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
+  if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
   std::int64_t saved_step = -1;
-  auto checkpoint = [&] {
+  auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
     if (saved_step == r.state.step) return;
-    save_checkpoint(opt.out_dir, model, *r.tok, *r.opt, r.state);
+    const std::optional<Optimizer> whole = dp.gathered_optimizer(*r.opt, params);
+    if (writer) save_checkpoint(opt.out_dir, model, *r.tok, whole ? *whole : *r.opt, r.state);
     saved_step = r.state.step;
   };
 
@@ -169,15 +179,26 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const std::int64_t step = r.state.step;  // 0-based index of the step being taken
     const double lr = learning_rate(cfg.schedule, cfg.optimizer.lr, step, r.max_steps);
     for (auto& [name, p] : params) p.zero_grad();
-    double loss_sum = 0;
-    for (std::int64_t micro = 0; micro < cfg.grad_accum; ++micro) {
+    // (loss, tokens) of this rank's micro-batches; then everyone's, in micro-batch order.
+    std::vector<double> mine, all;
+    for (std::int64_t k = 0; k < dp.local_micros(); ++k) {
+      const std::int64_t micro = dp.first_micro() + k;
       model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + micro));
       std::int64_t tokens = 0;
-      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor, tokens);
-      r.state.data_cursor += cfg.batch_size;
-      tokens_seen += static_cast<double>(tokens);
-      loss_sum += loss.item();
+      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor + micro * cfg.batch_size, tokens);
+      mine.push_back(loss.item());
+      mine.push_back(static_cast<double>(tokens));
+      dp.before_backward(k + 1 == dp.local_micros());
       backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
+      dp.after_backward();
+    }
+    dp.sum_gradients();
+    dp.gather_micro_values(mine, all);
+    r.state.data_cursor += cfg.grad_accum * cfg.batch_size;
+    double loss_sum = 0;
+    for (std::size_t i = 0; i < all.size(); i += 2) {
+      loss_sum += all[i];
+      tokens_seen += all[i + 1];
     }
     const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
     if (cfg.gradient_noise > 0) add_gradient_noise(params, cfg.gradient_noise, cfg.gradient_noise_gamma, step, cfg.seed);
@@ -186,20 +207,20 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",
            !std::isfinite(loss) ? loss : gnorm, "; stopped (the last checkpoint in ", opt.out_dir,
            " is kept; lower optimizer.lr or set training.clip_grad_norm)");
-    r.opt->step(params, lr);
+    dp.optimizer_step(*r.opt, params, lr);
     r.state.step = step + 1;
     ++done;
     result.losses.push_back(loss);
     const double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     progress.step(r.state.step, loss, tokens_seen / std::max(secs, 1e-9), lr, done);
-    if (r.state.step % cfg.log_every == 0 || r.state.step == r.max_steps) {
+    if (writer && (r.state.step % cfg.log_every == 0 || r.state.step == r.max_steps)) {
       append_metrics_line(metrics_path, R"({"step":)" + std::to_string(r.state.step) + R"(,"split":"train","loss":)" +
                                             fmt(loss) + R"(,"lr":)" + fmt(lr) + R"(,"grad_norm":)" + fmt(gnorm) + "}");
       curves.train_loss.push_back({r.state.step, loss});
     }
     const bool last = r.state.step == r.max_steps;
-    const bool stop = (opt.on_step && !opt.on_step(r.state.step, loss));
-    if (r.state.step % cfg.eval_every == 0 || last) {
+    const bool stop = dp.stop_requested(opt.on_step && !opt.on_step(r.state.step, loss));
+    if ((r.state.step % cfg.eval_every == 0 || last) && writer) {
       EvalDetail detail;
       result.val_metrics = evaluate(r.data, model, cfg, &detail);
       result.val_loss = result.val_metrics.at("loss");
@@ -216,8 +237,8 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       curves.val_loss.push_back({r.state.step, result.val_loss});
       write_file_atomic(svg_path, loss_curves_svg(curves, "loss — " + cfg.source));
       progress.message("step " + std::to_string(r.state.step) + ": eval " + text);
-      if (cfg.checkpoint_every == 0) checkpoint();
     }
+    if ((r.state.step % cfg.eval_every == 0 || last) && cfg.checkpoint_every == 0) checkpoint();
     if (cfg.checkpoint_every > 0 && (r.state.step % cfg.checkpoint_every == 0 || last)) checkpoint();
     if (stop) {
       checkpoint();
@@ -228,7 +249,8 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
   }
   result.final_step = r.state.step;
-  if (!result.interrupted && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
+  if (const std::string t = dp.timing(); !t.empty()) progress.message(t);
+  if (!result.interrupted && writer && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
     // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator.
     Generator gen(model, *r.tok, {});
     GenerateOptions o;

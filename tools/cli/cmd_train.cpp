@@ -1,11 +1,14 @@
 // tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--max-memory BYTES]
 //   [--checkpoint-activations]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
+// Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel; an error on any
+// rank stops the whole job (dist::abort_job) instead of leaving the others waiting.
 #include <atomic>
 #include <csignal>
 #include <cstdio>
 
 #include "commands.h"
+#include "dist/comm.h"
 #include "tfm/memory_plan.h"
 #include "tfm/train.h"
 
@@ -53,11 +56,15 @@ void add_train_command(CLI::App& app) {
     TrainResult r;
     try {
       r = run_training(cfg, opt);
-    } catch (...) {
+    } catch (const std::exception& e) {
       std::signal(SIGINT, previous);
+      if (dist::launched()) dist::abort_job(e.what(), 1);  // never returns
       throw;
     }
     std::signal(SIGINT, previous);
+    const bool writer = dist::rank() == 0;
+    dist::finalize();
+    if (!writer) return;
     if (r.interrupted) {
       std::fprintf(stderr, "stopped at step %lld; model in %s\n", static_cast<long long>(r.final_step),
                    opt.out_dir.c_str());

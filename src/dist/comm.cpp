@@ -1,0 +1,260 @@
+// MPI behind tfm::dist (comm.h). Built without MPI (TFM_HAVE_MPI undefined) the group is
+// always one process and a launch under mpirun is an error that says so.
+#include "dist/comm.h"
+
+#include <climits>
+#include <cstdio>
+#include <cstdlib>
+#include <exception>
+#include <utility>
+
+#include "tfm/error.h"
+
+#ifdef TFM_HAVE_MPI
+#include <mpi.h>
+#endif
+
+namespace tfm::dist {
+namespace {
+
+bool env_set(const char* name) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0';
+}
+
+// MPI counts are ints: big buffers go in chunks.
+constexpr std::size_t kChunk = std::size_t{1} << 30;
+
+struct Group {
+  bool launched = false;
+  bool initialised = false;
+  bool finalised = false;
+  int rank = 0, size = 1;
+};
+
+Group& group() {
+  static Group g = [] {
+    Group x;
+    x.launched = env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") || env_set("PMI_SIZE");
+    if (!x.launched) return x;
+#ifdef TFM_HAVE_MPI
+    int provided = 0;
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    // Errors come back as codes (checked below) instead of killing the job from inside MPI,
+    // so each one is reported with what was being done.
+    MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+    MPI_Comm_rank(MPI_COMM_WORLD, &x.rank);
+    MPI_Comm_size(MPI_COMM_WORLD, &x.size);
+    x.initialised = true;
+#else
+    fail("distributed", "started by an MPI launcher, but this tfm was built without MPI (install libopenmpi-dev "
+         "and rebuild)");
+#endif
+    return x;
+  }();
+  return g;
+}
+
+bool many() { return group().size > 1; }
+
+#ifdef TFM_HAVE_MPI
+void check(int rc, const char* what) {
+  if (rc == MPI_SUCCESS) return;
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+  MPI_Error_string(rc, text, &len);
+  fail("distributed", what, " failed on rank ", group().rank, ": ", std::string(text, static_cast<std::size_t>(len)));
+}
+#endif
+
+}  // namespace
+
+int rank() { return group().rank; }
+int size() { return group().size; }
+bool launched() { return group().launched; }
+
+std::string describe() {
+  const Group& g = group();
+  if (!g.launched) return "1 rank (no MPI launch)";
+  std::string s = std::to_string(g.size) + (g.size == 1 ? " rank" : " ranks");
+#ifdef TFM_HAVE_MPI
+  // Hosts: rank 0 counts the distinct processor names.
+  char name[MPI_MAX_PROCESSOR_NAME] = {};
+  int len = 0;
+  MPI_Get_processor_name(name, &len);
+  std::vector<char> all(static_cast<std::size_t>(g.size) * MPI_MAX_PROCESSOR_NAME);
+  check(MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME, MPI_CHAR,
+                      MPI_COMM_WORLD),
+        "gathering host names");
+  std::vector<std::string> hosts;
+  for (int r = 0; r < g.size; ++r) {
+    std::string h(all.data() + static_cast<std::size_t>(r) * MPI_MAX_PROCESSOR_NAME);
+    bool seen = false;
+    for (const auto& x : hosts) seen = seen || x == h;
+    if (!seen) hosts.push_back(h);
+  }
+  s += " on " + std::to_string(hosts.size()) + (hosts.size() == 1 ? " host" : " hosts");
+#endif
+  return s;
+}
+
+void allreduce_sum(float* data, std::size_t n) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk)
+    check(MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, MPI_SUM,
+                        MPI_COMM_WORLD),
+          "all-reduce");
+#endif
+}
+
+void allreduce_sum(double* data, std::size_t n) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk)
+    check(MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_DOUBLE, MPI_SUM,
+                        MPI_COMM_WORLD),
+          "all-reduce");
+#endif
+}
+
+std::int64_t allreduce_max(std::int64_t v) {
+  if (!many()) return v;
+#ifdef TFM_HAVE_MPI
+  long long x = v;
+  check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), "all-reduce (max)");
+  return x;
+#else
+  return v;
+#endif
+}
+
+void allgather(const double* send, std::size_t n, double* recv) {
+  if (!many()) {
+    std::copy(send, send + n, recv);
+    return;
+  }
+#ifdef TFM_HAVE_MPI
+  TFM_CHECK(n < kChunk, "distributed", "all-gather of ", n, " values is too large");
+  check(MPI_Allgather(send, static_cast<int>(n), MPI_DOUBLE, recv, static_cast<int>(n), MPI_DOUBLE, MPI_COMM_WORLD),
+        "all-gather");
+#endif
+}
+
+void broadcast(void* data, std::size_t bytes, int root) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  auto* p = static_cast<char*>(data);
+  for (std::size_t i = 0; i < bytes; i += kChunk)
+    check(MPI_Bcast(p + i, static_cast<int>(std::min(kChunk, bytes - i)), MPI_BYTE, root, MPI_COMM_WORLD),
+          "broadcast");
+#endif
+}
+
+void exchange(const float* send, float* recv, std::size_t n, int partner) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    const int c = static_cast<int>(std::min(kChunk, n - i));
+    check(MPI_Sendrecv(send + i, c, MPI_FLOAT, partner, 7, recv + i, c, MPI_FLOAT, partner, 7, MPI_COMM_WORLD,
+                       MPI_STATUS_IGNORE),
+          "exchange");
+  }
+#endif
+}
+
+void barrier() {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+#endif
+}
+
+Allreduce::Allreduce(float* data, std::size_t n) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk) {
+    auto* req = new MPI_Request;
+    check(MPI_Iallreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, MPI_SUM,
+                         MPI_COMM_WORLD, req),
+          "starting an all-reduce");
+    requests_.push_back(req);
+  }
+#else
+  (void)data;
+  (void)n;
+#endif
+}
+
+Allreduce::Allreduce(Allreduce&& o) noexcept : requests_(std::exchange(o.requests_, {})) {}
+
+Allreduce& Allreduce::operator=(Allreduce&& o) noexcept {
+  if (this != &o) {
+    try {
+      wait();
+    } catch (...) {
+    }
+    requests_ = std::exchange(o.requests_, {});
+  }
+  return *this;
+}
+
+Allreduce::~Allreduce() {
+  // While an exception unwinds, the other ranks may never join this reduction: waiting would
+  // hang the job that the error path is about to stop, so the request is abandoned.
+  if (std::uncaught_exceptions() > 0) return;
+  try {
+    wait();
+  } catch (...) {
+  }
+}
+
+bool Allreduce::test() {
+#ifdef TFM_HAVE_MPI
+  bool done = true;
+  for (void* r : requests_) {
+    int flag = 0;
+    check(MPI_Test(static_cast<MPI_Request*>(r), &flag, MPI_STATUS_IGNORE), "all-reduce");
+    done = done && flag != 0;
+  }
+  return done;
+#else
+  return true;
+#endif
+}
+
+void Allreduce::wait() {
+#ifdef TFM_HAVE_MPI
+  std::vector<void*> reqs = std::exchange(requests_, {});
+  for (void* r : reqs) {
+    auto* req = static_cast<MPI_Request*>(r);
+    const int rc = MPI_Wait(req, MPI_STATUS_IGNORE);
+    delete req;
+    check(rc, "all-reduce");
+  }
+#endif
+}
+
+void finalize() {
+  Group& g = group();
+  if (!g.initialised || g.finalised) return;
+#ifdef TFM_HAVE_MPI
+  MPI_Finalize();
+#endif
+  g.finalised = true;
+}
+
+void abort_job(const std::string& message, int code) {
+  const Group& g = group();
+  if (g.size > 1)
+    std::fprintf(stderr, "error (rank %d of %d): %s; stopping all ranks\n", g.rank, g.size, message.c_str());
+  else
+    std::fprintf(stderr, "error: %s\n", message.c_str());
+  std::fflush(stderr);
+#ifdef TFM_HAVE_MPI
+  if (g.initialised && !g.finalised) MPI_Abort(MPI_COMM_WORLD, code);
+#endif
+  std::exit(code);
+}
+
+}  // namespace tfm::dist

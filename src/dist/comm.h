@@ -1,0 +1,60 @@
+// The process group of a data-parallel run: a thin layer over MPI that the rest of the code
+// calls instead of MPI itself.
+//
+// MPI is initialised only when the process was started by an MPI launcher (mpirun sets
+// OMPI_COMM_WORLD_SIZE / PMIX_RANK / PMI_SIZE): a plain `tfm ...` is a group of one, and no
+// function here then makes an MPI call. Collectives must be called by every rank in the same
+// order. Calls come from one thread (MPI_THREAD_FUNNELED).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace tfm::dist {
+
+// Starts MPI on the first call when launched by mpirun (throws when this build has no MPI).
+int rank();
+int size();
+bool launched();  // started by an MPI launcher (even with one rank)
+// A short description of the group for start-up lines ("2 ranks on 1 host" ...).
+std::string describe();
+
+// Blocking collectives (no-ops on a group of one).
+void allreduce_sum(float* data, std::size_t n);
+void allreduce_sum(double* data, std::size_t n);
+std::int64_t allreduce_max(std::int64_t v);
+// recv gets every rank's n values, rank 0's first.
+void allgather(const double* send, std::size_t n, double* recv);
+void broadcast(void* data, std::size_t bytes, int root);
+// send to and receive from `partner` at once (n floats each way).
+void exchange(const float* send, float* recv, std::size_t n, int partner);
+void barrier();
+
+// A non-blocking in-place sum over all ranks of a float buffer (MPI_Iallreduce). The buffer
+// must stay untouched until wait() returns.
+class Allreduce {
+ public:
+  Allreduce() = default;
+  Allreduce(float* data, std::size_t n);  // starts it
+  Allreduce(Allreduce&& o) noexcept;
+  Allreduce& operator=(Allreduce&& o) noexcept;
+  Allreduce(const Allreduce&) = delete;
+  Allreduce& operator=(const Allreduce&) = delete;
+  ~Allreduce();                 // waits (a request is never left dangling)
+  bool test();                  // lets MPI progress it; true when done
+  void wait();
+
+ private:
+  std::vector<void*> requests_;  // MPI_Request, one per chunk of at most 2^30 elements
+};
+
+// Ends the MPI session after a successful run (every rank must call it).
+void finalize();
+// Ends the whole job after an error on this rank: prints `message` with the rank to stderr
+// and makes the launcher stop every rank (MPI_Abort), so the others never wait forever in a
+// collective. Only the CLI calls this; the library throws as everywhere else.
+[[noreturn]] void abort_job(const std::string& message, int code);
+
+}  // namespace tfm::dist

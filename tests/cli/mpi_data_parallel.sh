@@ -1,0 +1,91 @@
+#!/bin/sh
+# Data parallelism under mpirun (2 ranks on localhost, 1 thread each), tiny GPT, dropout on:
+#  1. default mode (buckets overlapped with backward): the losses of 2 ranks equal one
+#     process's with the same global batch (grad_accum 2) within fp32 reduction-order
+#     tolerance, and rank 0 alone writes metrics (6 train lines, not 12); "ranks: 2" printed;
+#  2. bit-exact mode with ZeRO-1 (grad_accum 4): 2 ranks for 3 steps, resumed on 1 process
+#     for 3 more, and 1 process for 3 steps resumed on 2 ranks, both give metrics.jsonl and
+#     model.safetensors byte-identical to an uninterrupted one-process run (so the checkpoint holds the whole
+#     sharded optimizer state, and resume works from 2 ranks on 1 and from 1 on 2);
+#  3. a rank killed with SIGKILL stops the job (non-zero exit, bounded by a timeout, no hang)
+#     and the last checkpoint resumes.
+# (A constant learning rate, so that --max-steps 3 stops a run exactly where an interruption
+# would.) mpirun missing is a failure: scripts/deps.sh installs openmpi-bin.
+#   usage: mpi_data_parallel.sh TFM SOURCE_DIR
+set -eu
+TFM=$1 SRC=$2
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 1; }
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+export OMP_WAIT_POLICY=passive OMPI_MCA_btl_vader_single_copy_mechanism=none
+MPI="mpirun --oversubscribe -np 2 --mca btl self,vader"
+[ "$(id -u)" -ne 0 ] || MPI="$MPI --allow-run-as-root"
+config() {  # config NAME GRAD_ACCUM DISTRIBUTED_JSON MAX_STEPS CHECKPOINT_EVERY
+  cat > "$DIR/$1.json" <<JSON
+{ "task": "lm", "seed": 3,
+  "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 4, "n_layers": 2, "d_ff": 64,
+             "max_positions": 32, "dropout": 0.1, "attention_dropout": 0.1, "embedding_dropout": 0.1 },
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "training": { "batch_size": 2, "grad_accum": $2, "max_steps": $4 },
+  "schedule": { "name": "constant" },
+  "distributed": $3,
+  "eval": { "every": 3, "batches": 1, "log_every": 1 },
+  "checkpoint": { "every": $5 },
+  "sample": { "tokens": 0 } }
+JSON
+}
+train_lines() { grep -c '"split":"train"' "$1"; }
+
+# 1. default mode
+config plain 2 '{ "bucket_mb": 0.01 }' 6 0
+"$TFM" -t 1 train "$DIR/plain.json" --out "$DIR/one" > "$DIR/one.log" 2>&1
+$MPI "$TFM" -t 1 train "$DIR/plain.json" --out "$DIR/two" > "$DIR/two.log" 2>&1 || { echo "FAIL: 2-rank run"; cat "$DIR/two.log"; exit 1; }
+grep -q "^ranks: 2 " "$DIR/two.log" || { echo "FAIL: no 'ranks: 2' in the start-up summary"; cat "$DIR/two.log"; exit 1; }
+[ "$(train_lines "$DIR/two/metrics.jsonl")" -eq 6 ] || { echo "FAIL: expected 6 train lines from rank 0 alone"; cat "$DIR/two/metrics.jsonl"; exit 1; }
+python3 - "$DIR/one/metrics.jsonl" "$DIR/two/metrics.jsonl" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == 8, (len(a), len(b))
+for x, y in zip(a, b):
+    assert x["step"] == y["step"] and x["split"] == y["split"], (x, y)
+    for k in ("loss", "grad_norm"):
+        if k in x:
+            assert abs(x[k] - y[k]) <= 1e-5 * abs(x[k]), ("differs", k, x, y)
+print("default mode: 8 metrics lines of 2 ranks within 1e-5 of one process")
+PY
+
+# 2. bit-exact + ZeRO-1, resume across rank counts
+config exact 4 '{ "bit_exact": true, "zero_optimizer": true }' 6 3
+"$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e1" > "$DIR/e1.log" 2>&1
+$MPI "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e21" --max-steps 3 > "$DIR/e21.log" 2>&1 || { echo "FAIL: 2-rank exact run"; cat "$DIR/e21.log"; exit 1; }
+grep -q "ZeRO-1: optimizer state" "$DIR/e21.log" || { echo "FAIL: ZeRO-1 memory not reported"; cat "$DIR/e21.log"; exit 1; }
+"$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e21" --resume "$DIR/e21" > "$DIR/e21b.log" 2>&1
+cmp "$DIR/e1/metrics.jsonl" "$DIR/e21/metrics.jsonl" || { echo "FAIL: 2 ranks then 1 differs from 1 process"; diff "$DIR/e1/metrics.jsonl" "$DIR/e21/metrics.jsonl"; exit 1; }
+"$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e12" --max-steps 3 > "$DIR/e12.log" 2>&1
+$MPI "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e12" --resume "$DIR/e12" > "$DIR/e12b.log" 2>&1 || { echo "FAIL: resume on 2 ranks"; cat "$DIR/e12b.log"; exit 1; }
+cmp "$DIR/e1/metrics.jsonl" "$DIR/e12/metrics.jsonl" || { echo "FAIL: 1 process then 2 ranks differs from 1 process"; diff "$DIR/e1/metrics.jsonl" "$DIR/e12/metrics.jsonl"; exit 1; }
+for d in e21 e12; do  # the weights too, to the last bit
+  cmp "$DIR/e1/model.safetensors" "$DIR/$d/model.safetensors" || { echo "FAIL: $d weights differ from one process"; exit 1; }
+done
+echo "bit-exact + ZeRO-1: 2->1 and 1->2 resumes give metrics and weights byte-identical to one process"
+
+# 3. a rank killed with SIGKILL
+config long 2 '{}' 100000 2
+( rc=0; timeout 60 $MPI sh -c 'echo $$ > "$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$1" -t 1 train "$2" --out "$0/k"' \
+    "$DIR" "$TFM" "$DIR/long.json" > "$DIR/kill.log" 2>&1 || rc=$?; echo $rc > "$DIR/kill.rc" ) &
+i=0
+while [ ! -f "$DIR/k/checkpoint/train_state.json" ] || [ ! -f "$DIR/pid.1" ]; do
+  i=$((i + 1)); [ $i -lt 300 ] || { echo "FAIL: no checkpoint after 60 s"; cat "$DIR/kill.log"; exit 1; }
+  sleep 0.2
+done
+kill -9 "$(cat "$DIR/pid.1")"
+wait
+rc=$(cat "$DIR/kill.rc")
+[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: mpirun exit $rc after a rank was killed (124: it hung)"; cat "$DIR/kill.log"; exit 1; }
+grep -q "exited on signal 9" "$DIR/kill.log" || { echo "FAIL: no message naming the killed rank"; cat "$DIR/kill.log"; exit 1; }
+step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$DIR/k/checkpoint/train_state.json")
+"$TFM" -t 1 train "$DIR/long.json" --out "$DIR/k" --resume "$DIR/k" --max-steps $((step + 1)) > "$DIR/k2.log" 2>&1 ||
+  { echo "FAIL: the last checkpoint does not resume"; cat "$DIR/k2.log"; exit 1; }
+echo "killed rank: mpirun exit $rc, checkpoint at step $step resumed"
