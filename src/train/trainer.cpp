@@ -98,7 +98,6 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_();  // the layers share these handles
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
-  fs::create_directories(opt.out_dir);
   return r;
 }
 
@@ -111,7 +110,9 @@ std::string fmt(double v) {
 }  // namespace
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
+  check_output_dir(opt.out_dir);  // before the data and the tokenizer take their time
   Run r = setup(cfg, opt);
+  const OutputDirLock out_lock(opt.out_dir);
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = model.parameters();
