@@ -88,8 +88,9 @@ void publish(const fs::path& out, const fs::path& ckpt, const char* name) {
   fs::rename(tmp, dst);
 }
 
+// Sets `committed` once DIR/checkpoint/ is the new one (what follows only refreshes copies).
 void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& tok, const Optimizer& opt,
-                      const TrainState& state) {
+                      const TrainState& state, bool& committed) {
   const fs::path final_dir = out / "checkpoint", tmp = out / "checkpoint.tmp", old = out / "checkpoint.old";
   fs::remove_all(tmp);
   remove_stale_temp_files(out);
@@ -113,6 +114,7 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   }
   fs::rename(tmp, final_dir);
   sync_dir(out);  // the new checkpoint is durable from here
+  committed = true;
   fs::remove_all(old);
   // The inference copy; config.json last (see the top of the file).
   for (const char* name : {"tokenizer.json", "model.safetensors", "config.json"}) publish(out, final_dir, name);
@@ -127,20 +129,25 @@ void save_checkpoint(const std::string& out_dir, const Model& model, const Token
                      const TrainState& state) {
   const fs::path out(out_dir);
   std::string why;
+  bool committed = false;
   try {
-    write_checkpoint(out, model, tok, opt, state);
+    write_checkpoint(out, model, tok, opt, state, committed);
     return;
   } catch (const Error& e) {
     why = e.what();
   } catch (const fs::filesystem_error& e) {  // create_directories, rename, remove_all
     why = e.what();
   }
+  const std::string ckpt = (out / "checkpoint").string();
+  TFM_CHECK(!committed, "checkpoint", "step ", state.step, " is saved in ", ckpt,
+            ", but refreshing the model files beside it failed: ", why);
   // Never leave a half-written checkpoint.tmp/ behind (it would fill the disk further).
   std::error_code ec;
   fs::remove_all(out / "checkpoint.tmp", ec);
-  const bool kept = fs::is_directory(out / "checkpoint", ec) || fs::is_directory(out / "checkpoint.old", ec);
-  fail("checkpoint", "step ", state.step, " was not saved: ", why, kept ? "; the previous checkpoint in " : "; ",
-       kept ? (out / "checkpoint").string() + " is intact" : std::string("no earlier checkpoint exists"));
+  const std::string old = (out / "checkpoint.old").string();
+  const std::string kept = fs::is_directory(ckpt, ec) ? ckpt : fs::is_directory(old, ec) ? old : "";
+  fail("checkpoint", "step ", state.step, " was not saved: ", why,
+       kept.empty() ? std::string("; no earlier checkpoint exists") : "; the previous checkpoint in " + kept + " is intact");
 }
 
 namespace train_detail {
