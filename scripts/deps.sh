@@ -10,6 +10,7 @@ packages=(
   nlohmann-json3-dev libcli11-dev        # config/format parsing, CLI
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
+  clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz targets (scripts/fuzz.sh)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.
