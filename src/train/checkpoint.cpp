@@ -43,10 +43,6 @@ std::int64_t step_of(const SafetensorsFile& f, const std::string& path) {
   }
 }
 
-}  // namespace
-
-namespace {
-
 // Makes the entries of `dir` (creations, renames, removals) durable.
 void sync_dir(const fs::path& dir) {
   const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
