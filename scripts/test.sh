@@ -28,3 +28,6 @@ cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_SANITI
 cmake --build build-asan -j "$JOBS" --target tfm_unit_tests tfm_metrics_tests
 ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
   ctest --test-dir build-asan -j "$JOBS" --output-on-failure -L unit
+
+echo "== fuzz targets (libFuzzer under ASan+UBSan, ${FUZZ_SECONDS:-30} s each)"
+JOBS=$JOBS scripts/fuzz.sh

@@ -38,10 +38,13 @@ void write_file_atomic(const std::string& path, const std::string& bytes) {
     }
     done += static_cast<std::size_t>(w);
   }
-  if (::fsync(fd) != 0 || ::close(fd) != 0) {
-    const int err = errno;
+  // Both always run (a failed fsync must not leak the descriptor); a full disk can surface
+  // at either.
+  const int synced = ::fsync(fd), sync_err = errno;
+  const int closed = ::close(fd), close_err = errno;
+  if (synced != 0 || closed != 0) {
     ::unlink(tmp.c_str());
-    fail(path, "fsync/close failed: ", std::strerror(err));
+    fail(path, synced != 0 ? "fsync" : "close", " failed: ", std::strerror(synced != 0 ? sync_err : close_err));
   }
   if (::rename(tmp.c_str(), path.c_str()) != 0) {
     const int err = errno;

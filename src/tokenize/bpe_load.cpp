@@ -71,7 +71,8 @@ void build_bpe(Tokenizer::Impl& impl, const std::vector<std::pair<std::string, s
   impl.bpe.merges.reserve(merges.size());
   impl.bpe.merge_list.reserve(merges.size());
   for (std::size_t r = 0; r < merges.size(); ++r) {
-    const auto& [l, rt] = merges[r];
+    const std::string& l = merges[r].first;  // not a structured binding: clang 14 (the fuzz
+    const std::string& rt = merges[r].second;  // build) cannot capture one in the lambda below
     auto find = [&](const std::string& t) {
       auto it = impl.token_ids.find(t);
       TFM_CHECK(it != impl.token_ids.end(), where, "merge ", r, " ('", l, " ", rt, "') names unknown token '", t, "'");

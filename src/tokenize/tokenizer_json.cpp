@@ -124,7 +124,11 @@ static Tokenizer::Impl parse(const json& j) {
   if (type_of(pp) == "TemplateProcessing") read_template(pp, impl);
   impl.finalize(kWhere);
   if (mtype == "WordLevel") {
-    const std::string unk = model.value("unk_token", std::string());
+    // null is what to_json writes for a vocabulary without one (found by fuzz/tokenizer_json).
+    const json unk_json = model.value("unk_token", json());
+    TFM_CHECK(unk_json.is_null() || unk_json.is_string(), kWhere, "model.unk_token must be a string or null, got ",
+              unk_json.dump());
+    const std::string unk = unk_json.is_string() ? unk_json.get<std::string>() : std::string();
     if (!unk.empty()) {
       auto it = impl.token_ids.find(unk);
       TFM_CHECK(it != impl.token_ids.end(), kWhere, "unk_token '", unk, "' is not in the vocabulary");

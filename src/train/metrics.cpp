@@ -1,5 +1,7 @@
 // metrics.jsonl: append-only, one JSON object per line ({"step", "split", "loss", ...}).
+#include <cerrno>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <nlohmann/json.hpp>
 #include <sstream>
@@ -13,12 +15,14 @@ namespace tfm::train_detail {
 
 void append_metrics_line(const std::string& path, const std::string& json_line) {
   std::FILE* f = std::fopen(path.c_str(), "ab");
-  TFM_CHECK(f != nullptr, path, "cannot open for appending");
+  TFM_CHECK(f != nullptr, path, "cannot open for appending: ", std::strerror(errno));
   const std::string line = json_line + "\n";
-  const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() && std::fflush(f) == 0;
-  ::fsync(::fileno(f));
-  std::fclose(f);
-  TFM_CHECK(ok, path, "write failed");
+  errno = 0;
+  const bool ok = std::fwrite(line.data(), 1, line.size(), f) == line.size() && std::fflush(f) == 0 &&
+                  ::fsync(::fileno(f)) == 0;
+  const int err = errno;
+  const bool closed = std::fclose(f) == 0;
+  TFM_CHECK(ok && closed, path, "write failed: ", std::strerror(ok ? errno : err));
 }
 
 Curves reload_metrics(const std::string& path, std::int64_t up_to_step) {

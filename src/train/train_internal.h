@@ -150,6 +150,24 @@ void append_metrics_line(const std::string& path, const std::string& json_line);
 // file with only those, and returns the loss curves they hold.
 Curves reload_metrics(const std::string& path, std::int64_t up_to_step);
 
+// Refuses an output directory that cannot be written, or created when it does not exist yet
+// (tried by writing a file there or in its nearest existing ancestor, since root ignores
+// permissions), creating nothing: the first check of a training run.
+void check_output_dir(const std::string& out_dir);
+// A training run's hold on its output directory, taken once the config checks passed and
+// before any training work: creates the directory and refuses one that another run holds
+// (an exclusive flock on DIR/.tfm-train.lock, dropped by the kernel however the run ends).
+class OutputDirLock {
+ public:
+  explicit OutputDirLock(const std::string& out_dir);
+  ~OutputDirLock();
+  OutputDirLock(const OutputDirLock&) = delete;
+  OutputDirLock& operator=(const OutputDirLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
 // curves.svg: train and eval loss against step, with axes and ticks (hand-written SVG).
 std::string loss_curves_svg(const Curves& c, const std::string& title);
 

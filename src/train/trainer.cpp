@@ -123,7 +123,6 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_(is_trainable(cfg, name, fresh));
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
-  fs::create_directories(opt.out_dir);
   return r;
 }
 
@@ -136,11 +135,15 @@ std::string fmt(double v) {
 }  // namespace
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
+  check_output_dir(opt.out_dir);  // before the data and the tokenizer take their time
   Run r = setup(cfg, opt);
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = model.parameters();
   DataParallel dp(cfg, params);
+  // One writer per output directory: under mpirun rank 0 alone writes, so it alone locks.
+  std::optional<OutputDirLock> out_lock;
+  if (dp.writes()) out_lock.emplace(opt.out_dir);
   dp.check_same_model(params, opt.resume_dir.empty() ? "start" : "resume " + opt.resume_dir);
   dp.shard_optimizer_state(*r.opt, params);
   const bool writer = dp.writes();

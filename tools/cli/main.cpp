@@ -1,4 +1,5 @@
 // tfm — the transformer.cpp command-line tool. Subcommands register in commands.h.
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
@@ -21,6 +22,9 @@ int main(int argc, char** argv) {
     setenv("TFM_OMP_DEFAULTED", "1", 1);  // tells child processes (PyTorch in tfm bench) it was not the user
     execv("/proc/self/exe", argv);  // returns only if that failed: go on with the default
   }
+  // A file-size limit (ulimit -f) makes write() fail with EFBIG, which the writers report,
+  // instead of killing the process with SIGXFSZ in the middle of a checkpoint.
+  std::signal(SIGXFSZ, SIG_IGN);
   // Keep freed tensor memory in the heap: glibc's adaptive defaults hand blocks of a few MiB
   // back to the kernel after every training step and fault them in again the next (page
   // faults and page clearing were 3-4% of a Shakespeare training step). Blocks above 32 MiB

@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# The libFuzzer targets of fuzz/ (docs/reliability.md): build them with clang in build-fuzz/
+# (ASan + UBSan + coverage), then run each for a bounded time on its committed seed corpus.
+# Exits non-zero on the first crash, sanitizer report, failed property, timeout or memory
+# blow-up; the input that did it is saved as build-fuzz/artifacts/<target>-crash-<sha1>.
+#   scripts/fuzz.sh                    every target, FUZZ_SECONDS (default 30) each
+#   scripts/fuzz.sh safetensors ...    only these targets
+#   FUZZ_SECONDS=1800 scripts/fuzz.sh  a long run (docs/reliability.md records one)
+# New inputs that reach new code go to build-fuzz/corpus/<target>/, never into fuzz/corpus/.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-$(nproc)}
+SECS=${FUZZ_SECONDS:-30}
+CC=${FUZZ_CC:-clang-14} CXX=${FUZZ_CXX:-clang++-14} \
+  cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DTFM_FUZZ=ON > /dev/null
+cmake --build build-fuzz -j "$JOBS"
+
+targets=("$@")
+if [ ${#targets[@]} -eq 0 ]; then
+  for d in fuzz/corpus/*/; do targets+=("$(basename "$d")"); done
+fi
+mkdir -p build-fuzz/artifacts
+symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}${symbolizer:+:external_symbolizer_path=$symbolizer}
+export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
+for t in "${targets[@]}"; do
+  bin=build-fuzz/fuzz/fuzz_$t
+  [ -x "$bin" ] || { echo "fuzz: no target '$t' (fuzz/$t.cpp + a tfm_fuzz_target line in fuzz/CMakeLists.txt)"; exit 1; }
+  mkdir -p "build-fuzz/corpus/$t"
+  log=build-fuzz/fuzz-$t.log
+  # The first directory receives new inputs; the committed seeds (and the regression inputs
+  # among them) are read, and every one of them is run before any mutation.
+  if ! "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
+       -artifact_prefix="build-fuzz/artifacts/$t-" ${FUZZ_ARGS:-} "build-fuzz/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
+    tail -n 60 "$log"
+    echo "fuzz: $t FAILED (log: $log; input: build-fuzz/artifacts/$t-*)"
+    exit 1
+  fi
+  runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
+  rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
+  echo "fuzz: $t ok: ${runs:-?} executions in ${SECS} s (${rate:-?}/s), $cov"
+done
