@@ -54,6 +54,13 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
 // Loads a directory of either layout; throws naming the bad file (missing, malformed, or
 // weights that do not match config.json: the first missing, unexpected or mis-shaped tensor).
 LoadedModel load_model_dir(const std::string& dir);
+
+// The stored tensors of a model directory (safetensors, single or sharded) by dtype, from the
+// mapped files without converting anything: what `tfm info -m DIR` lists.
+struct StoredTensorType {
+  std::int64_t tensors = 0, elements = 0, bytes = 0;
+};
+std::map<std::string, StoredTensorType> stored_tensor_types(const std::string& dir);
 LoadedWeights load_model_weights(const std::string& dir);
 // The tokenizer of a model directory (tokenizer.json today; one call so every format's
 // tokenizer files plug in here).

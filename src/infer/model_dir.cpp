@@ -64,6 +64,18 @@ LoadedWeights load_model_weights(const std::string& dir) {
 // a SentencePiece .model) with tokenizer_config.json's special tokens: load_tokenizer's rules.
 Tokenizer load_dir_tokenizer(const std::string& dir) { return load_tokenizer(dir); }
 
+std::map<std::string, StoredTensorType> stored_tensor_types(const std::string& dir) {
+  const ModelSource src = read_model_source(dir);
+  std::map<std::string, StoredTensorType> by;
+  for (const auto& [name, t] : src.tensors) {
+    StoredTensorType& s = by[dtype_name(t.dtype())];
+    ++s.tensors;
+    s.elements += t.numel();
+    s.bytes += static_cast<std::int64_t>(t.nbytes());
+  }
+  return by;
+}
+
 LoadedModel load_model_dir(const std::string& dir) {
   if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
   ModelSource src = read_model_source(dir);

@@ -122,7 +122,10 @@ class Bpe final : public Model {
     merges_.reserve(merges.size());
     const std::size_t plen = o_.continuing_subword_prefix.size();
     for (std::size_t r = 0; r < merges.size(); ++r) {
-      const auto& [l, rt] = merges[r];
+      // Named references, not a structured binding: clang 14 (the fuzz build) cannot capture
+      // bindings in a lambda.
+      const std::string& l = merges[r].first;
+      const std::string& rt = merges[r].second;
       auto find = [&](const std::string& t) {
         const std::int32_t id = token_to_id(t);
         TFM_CHECK(id >= 0, where, "merge ", r, " ('", l, " ", rt, "') names unknown token '", t, "'");

@@ -2,6 +2,8 @@
 
 #include <sentencepiece_processor.h>
 
+#include <exception>
+
 #include "tfm/error.h"
 
 namespace tfm::tok {
@@ -11,22 +13,42 @@ struct SpmModel::State {
 };
 
 SpmModel::SpmModel(const std::string& bytes, const std::string& where) : s_(std::make_unique<State>()) {
-  const auto st = s_->sp.LoadFromSerializedProto(bytes);
-  TFM_CHECK(st.ok(), where, "not a valid SentencePiece model: ", st.ToString());
+  // libsentencepiece reports most defects as a status, but some throw (its trie builder on a
+  // zero-length piece, found by fuzz/sentencepiece_model.cpp): both become one tfm::Error.
+  try {
+    const auto st = s_->sp.LoadFromSerializedProto(bytes);
+    TFM_CHECK(st.ok(), where, "not a valid SentencePiece model: ", st.ToString());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail(where, "not a valid SentencePiece model: ", e.what());
+  }
 }
 SpmModel::~SpmModel() = default;
 
 void SpmModel::encode(std::string_view text, std::vector<std::int32_t>& out) const {
   std::vector<int> ids;
-  const auto st = s_->sp.Encode(absl::string_view(text.data(), text.size()), &ids);
-  TFM_CHECK(st.ok(), "sentencepiece", "encode failed: ", st.ToString());
+  try {
+    const auto st = s_->sp.Encode(absl::string_view(text.data(), text.size()), &ids);
+    TFM_CHECK(st.ok(), "sentencepiece", "encode failed: ", st.ToString());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("sentencepiece", "encode failed: ", e.what());
+  }
   out.insert(out.end(), ids.begin(), ids.end());
 }
 
 std::string SpmModel::decode(const std::vector<std::int32_t>& ids) const {
   std::string out;
-  const auto st = s_->sp.Decode(std::vector<int>(ids.begin(), ids.end()), &out);
-  TFM_CHECK(st.ok(), "sentencepiece", "decode failed: ", st.ToString());
+  try {
+    const auto st = s_->sp.Decode(std::vector<int>(ids.begin(), ids.end()), &out);
+    TFM_CHECK(st.ok(), "sentencepiece", "decode failed: ", st.ToString());
+  } catch (const Error&) {
+    throw;
+  } catch (const std::exception& e) {
+    fail("sentencepiece", "decode failed: ", e.what());
+  }
   return out;
 }
 

@@ -50,6 +50,8 @@ case "$label" in NEGATIVE|NEUTRAL|POSITIVE) ;; *) fail "classify label '$label'"
 echo "w9 w14" | "$tfm" embed -m "$hub/bert_model" 2>/dev/null | grep -q '"embedding": \[' || fail "embed"
 "$tfm" attention -m "$hub/gpt2" -p "w3 w17 w5" -o "$tmp/a.svg" 2>/dev/null && grep -q "<svg" "$tmp/a.svg" || fail "attention"
 "$tfm" info -m "$hub/marian" | grep -q "model_type marian" || fail "info"
+# the stored dtypes, read from the files (llama_bf16: every tensor bf16)
+"$tfm" info -m "$hub/llama_bf16" | grep -Eq "^  bf16 +[0-9]+ tensors" || fail "info -m lists no bf16 tensors"
 
 # eval: perplexity on any text, strided windows.
 for i in $(seq 1 20); do echo "w3 w17 w5 w9 w30 w1 w11 w7 w8 w12"; done >"$tmp/text.txt"

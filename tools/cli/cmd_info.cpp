@@ -10,6 +10,7 @@
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
 #include "tfm/model_config.h"
+#include "tfm/model_dir.h"
 #include "kernels/gemm.h"
 #include "tfm/runtime.h"
 
@@ -57,6 +58,18 @@ void print_memory_plan(const ModelConfig& c, std::int64_t ctx, std::int64_t batc
            " + one layer recomputed " + human_bytes(static_cast<double>(t.checkpoint_recompute_bytes)));
 }
 
+// The weights' storage types, read from the mapped files (nothing is converted).
+void print_stored_tensor_types(const std::string& dir) {
+  std::printf("tensor types (in the files; loaded as f32):\n");
+  double elements = 0;
+  for (const auto& [name, s] : stored_tensor_types(dir)) {
+    std::printf("  %-6s %5lld tensors  %10s weights  %10s\n", name.c_str(), static_cast<long long>(s.tensors),
+                human_count(static_cast<double>(s.elements)).c_str(), human_bytes(static_cast<double>(s.bytes)).c_str());
+    elements += static_cast<double>(s.elements);
+  }
+  std::printf("weights after load (f32): %s\n", human_bytes(4.0 * elements).c_str());
+}
+
 }  // namespace
 
 void add_info_command(CLI::App& app) {
@@ -80,6 +93,7 @@ void add_info_command(CLI::App& app) {
       TFM_CHECK(std::filesystem::exists(path), "info", "'", dir, "' has no config.json (not a model directory)");
       const ModelConfig c = load_model_config(path);
       print_model_summary(c, dir);
+      print_stored_tensor_types(dir);
       print_memory_plan(c, ctx, batch);
       return;
     }
