@@ -14,8 +14,41 @@ std::size_t dtype_size(DType t) {
     case DType::bf16: case DType::f16: return 2;
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k:
+      fail("dtype", dtype_name(t), " is a block-quantized type: it has no per-element size (use dtype_row_bytes)");
   }
   return 0;
+}
+
+bool dtype_is_block(DType t) {
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k;
+}
+
+std::int64_t dtype_block_elems(DType t) {
+  switch (t) {
+    case DType::q8_0: case DType::q4_0: return 32;
+    case DType::q4_k: case DType::q6_k: return 256;
+    default: return 1;
+  }
+}
+
+std::size_t dtype_block_bytes(DType t) {
+  // Sizes of ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K (static_asserts beside
+  // their structs in src/kernels/quant_blocks.h).
+  switch (t) {
+    case DType::q8_0: return 34;
+    case DType::q4_0: return 18;
+    case DType::q4_k: return 144;
+    case DType::q6_k: return 210;
+    default: return dtype_size(t);
+  }
+}
+
+std::size_t dtype_row_bytes(DType t, std::int64_t n) {
+  const std::int64_t be = dtype_block_elems(t);
+  if (n < 0 || n % be != 0)
+    fail("dtype", dtype_name(t), " stores rows in blocks of ", be, " elements; a row of ", n, " does not fit");
+  return static_cast<std::size_t>(n / be) * dtype_block_bytes(t);
 }
 
 const char* dtype_name(DType t) {
@@ -27,6 +60,10 @@ const char* dtype_name(DType t) {
     case DType::i64: return "i64";
     case DType::i8: return "i8";
     case DType::u8: return "u8";
+    case DType::q8_0: return "q8_0";
+    case DType::q4_0: return "q4_0";
+    case DType::q4_k: return "q4_k";
+    case DType::q6_k: return "q6_k";
   }
   return "?";
 }
@@ -40,6 +77,7 @@ const char* dtype_safetensors_name(DType t) {
     case DType::i64: return "I64";
     case DType::i8: return "I8";
     case DType::u8: return "U8";
+    default: fail("dtype", dtype_name(t), " has no safetensors dtype name");
   }
   return "?";
 }
@@ -48,7 +86,9 @@ DType dtype_from_name(const std::string& name) {
   for (DType t : {DType::f32, DType::bf16, DType::f16, DType::i32, DType::i64, DType::i8, DType::u8}) {
     if (name == dtype_name(t) || name == dtype_safetensors_name(t)) return t;
   }
-  fail("dtype", "unknown dtype '", name, "' (allowed: f32, bf16, f16, i32, i64, i8, u8)");
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k})
+    if (name == dtype_name(t)) return t;
+  fail("dtype", "unknown dtype '", name, "' (allowed: f32, bf16, f16, i32, i64, i8, u8, q8_0, q4_0, q4_k, q6_k)");
 }
 
 bool dtype_is_float(DType t) { return t == DType::f32 || t == DType::bf16 || t == DType::f16; }

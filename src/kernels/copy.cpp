@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "kernels/parallel.h"
+#include "tfm/error.h"
 
 namespace tfm::kernels {
 
@@ -89,6 +90,7 @@ double load(const void* p, DType t, std::int64_t i) {
     case DType::i64: return load_as_double<std::int64_t>(p, i);
     case DType::i8: return load_as_double<std::int8_t>(p, i);
     case DType::u8: return load_as_double<std::uint8_t>(p, i);
+    default: fail("convert", "block type ", dtype_name(t), " has no per-element access (dequantize rows instead)");
   }
   return 0;
 }
@@ -102,6 +104,7 @@ void store(void* p, DType t, std::int64_t i, double v) {
     case DType::i64: static_cast<std::int64_t*>(p)[i] = static_cast<std::int64_t>(v); break;
     case DType::i8: static_cast<std::int8_t*>(p)[i] = static_cast<std::int8_t>(v); break;
     case DType::u8: static_cast<std::uint8_t*>(p)[i] = static_cast<std::uint8_t>(v); break;
+    default: fail("convert", "block type ", dtype_name(t), " has no per-element access (quantize rows instead)");
   }
 }
 }  // namespace
