@@ -26,9 +26,9 @@ namespace tfm {
 // pipeline: a tokenizer.json of any shape HF defines (or a file converted to one);
 // sentencepiece: a SentencePiece .model run by libsentencepiece.
 // wordpiece: only as a training kind (BERT's pipeline; the result is a pipeline tokenizer).
-enum class TokenizerKind { char_level, word_level, bpe, pipeline, sentencepiece, wordpiece };
+enum class TokenizerKind { char_level, word_level, bpe, pipeline, sentencepiece, wordpiece, unigram };
 const char* tokenizer_kind_name(TokenizerKind kind);
-TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe" | "wordpiece"
+TokenizerKind tokenizer_kind_from_name(const std::string& name);  // "char" | "word" | "bpe" | "wordpiece" | "unigram"
 
 struct TokenizerTrainOptions {
   TokenizerKind kind = TokenizerKind::bpe;

@@ -24,6 +24,7 @@ const char* tokenizer_kind_name(TokenizerKind kind) {
     case TokenizerKind::pipeline: return "pipeline";
     case TokenizerKind::sentencepiece: return "sentencepiece";
     case TokenizerKind::wordpiece: return "wordpiece";
+    case TokenizerKind::unigram: return "unigram";
   }
   return "?";
 }
@@ -33,7 +34,8 @@ TokenizerKind tokenizer_kind_from_name(const std::string& name) {
   if (name == "word") return TokenizerKind::word_level;
   if (name == "bpe") return TokenizerKind::bpe;
   if (name == "wordpiece") return TokenizerKind::wordpiece;
-  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word, bpe or wordpiece)");
+  if (name == "unigram") return TokenizerKind::unigram;
+  fail("tokenizer", "unknown tokenizer type '", name, "' (expected char, word, bpe, wordpiece or unigram)");
 }
 
 void Tokenizer::Impl::finalize(const char* where) {
@@ -107,7 +109,8 @@ void Tokenizer::Impl::encode_plain(std::string_view text, std::vector<std::int32
     case TokenizerKind::char_level: tok::codepoint_split(text, spans); break;
     case TokenizerKind::pipeline:
     case TokenizerKind::sentencepiece:
-    case TokenizerKind::wordpiece: return encode_other(text, false, out);
+    case TokenizerKind::wordpiece:
+    case TokenizerKind::unigram: return encode_other(text, false, out);
   }
   for (const Span& s : spans) out.push_back(lookup_or_unk(text.substr(s.begin, s.end - s.begin)));
 }
@@ -145,6 +148,7 @@ Tokenizer::Tokenizer(std::shared_ptr<const Impl> impl) : impl_(std::move(impl)) 
 Tokenizer Tokenizer::train(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts) {
   if (opts.kind == TokenizerKind::bpe) return make_tokenizer(tok::train_bpe(corpus, opts));
   if (opts.kind == TokenizerKind::wordpiece) return tokenizer_from_json(tok::train_wordpiece_doc(corpus, opts));
+  if (opts.kind == TokenizerKind::unigram) return tokenizer_from_json(tok::train_unigram_doc(corpus, opts));
   TFM_CHECK(!opts.isolate_cjk, "tokenizer train", "isolate_cjk applies to byte-level BPE only, not ",
             tokenizer_kind_name(opts.kind));
   return make_tokenizer(tok::train_vocab(corpus, opts));

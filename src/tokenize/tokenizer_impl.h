@@ -95,6 +95,8 @@ Tokenizer::Impl impl_from_any_json(const nlohmann::json& doc, const TokenizerCon
 // The same as a Tokenizer; source_text (may be empty) is the file the document was read from.
 Tokenizer tokenizer_from_json_text(const nlohmann::json& doc, const TokenizerConfig& config, std::string_view source_text);
 nlohmann::json train_wordpiece_doc(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts);
+// Unigram with SentencePiece's seed / EM / pruning (unigram_trainer.cpp), as tokenizer.json.
+nlohmann::json train_unigram_doc(const std::vector<std::string>& corpus, const TokenizerTrainOptions& opts);
 std::string impl_to_json(const Tokenizer::Impl& impl);
 Tokenizer::Impl impl_from_gpt2_files(const std::string& encoder_json, const std::string& vocab_bpe);
 std::string read_file(const std::string& path, const char* where);

@@ -42,10 +42,10 @@ void add_tokenizer_commands(CLI::App& app) {
   auto* tok = app.add_subcommand("tokenizer", "Tokenizer tools");
   tok->require_subcommand(1);
   auto targs = std::make_shared<TrainArgs>();
-  auto* train = tok->add_subcommand("train", "Train a char, word, byte-level BPE or WordPiece tokenizer; writes tokenizer.json");
-  train->add_option("--type", targs->type, "char | word | bpe | wordpiece (BERT's pipeline)")
-      ->check(CLI::IsMember({"char", "word", "bpe", "wordpiece"}));
-  train->add_option("--vocab-size", targs->vocab_size, "bpe: target size; char/word: cap (0 = all)");
+  auto* train = tok->add_subcommand("train", "Train a char, word, byte-level BPE, WordPiece or Unigram tokenizer; writes tokenizer.json");
+  train->add_option("--type", targs->type, "char | word | bpe | wordpiece (BERT's pipeline) | unigram (SentencePiece's)")
+      ->check(CLI::IsMember({"char", "word", "bpe", "wordpiece", "unigram"}));
+  train->add_option("--vocab-size", targs->vocab_size, "bpe/wordpiece/unigram: target size; char/word: cap (0 = all)");
   train->add_option("--min-freq", targs->min_freq, "drop tokens (char/word) or pairs (bpe) seen fewer times");
   train->add_flag("--isolate-cjk", targs->isolate_cjk,
                   "bpe: every Chinese character its own pre-token (BERT's rule): merges never join two");
@@ -63,9 +63,10 @@ void add_tokenizer_commands(CLI::App& app) {
     const Tokenizer t = Tokenizer::train_files(targs->inputs, opts);
     const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     t.save(targs->output);
-    std::fprintf(stderr, "trained %s tokenizer: %lld tokens (%lld merges) in %.2f s -> %s\n", targs->type.c_str(),
-                 static_cast<long long>(t.vocab_size()), static_cast<long long>(t.num_merges()), s,
-                 targs->output.c_str());
+    const std::string merges =
+        t.num_merges() > 0 ? " (" + std::to_string(t.num_merges()) + " merges)" : std::string();
+    std::fprintf(stderr, "trained %s tokenizer: %lld tokens%s in %.2f s -> %s\n", targs->type.c_str(),
+                 static_cast<long long>(t.vocab_size()), merges.c_str(), s, targs->output.c_str());
   });
 
   auto eargs = std::make_shared<EncodeArgs>();
