@@ -1,0 +1,62 @@
+#!/bin/bash
+# tfm serve end to end, on the loopback address only: trains a tiny character model (a few
+# seconds), starts two servers on free ports and runs tests/server/openai_client.js against
+# them with the official `openai` npm client (pinned in tools/reference/openai): the API,
+# the errors, continuous batching (32 clients x 8 requests at --parallel 4, each output equal
+# to the same request sent alone), 503 on a full queue, a disconnect freeing its slot, bad
+# input. Then SIGTERM: a clean exit, and the API key never in the access log.
+#   usage: serve_test.sh TFM SOURCE_DIR NODE
+set -euo pipefail
+TFM=$1 SRC=$2 NODE=${3:-node}
+export OMP_WAIT_POLICY=passive
+DIR=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
+trap cleanup EXIT
+cat > "$DIR/tiny.json" <<JSON
+{ "task": "lm", "seed": 1,
+  "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
+             "max_positions": 1024, "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0 },
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "training": { "batch_size": 4, "max_steps": 30 },
+  "eval": { "every": 1000, "batches": 1 } }
+JSON
+"$TFM" -t 1 train "$DIR/tiny.json" --out "$DIR/tiny" -q > /dev/null
+# A wider model (~1 ms a token) for the queue and disconnect checks, so that a long request is
+# still decoding while the test acts on it; two training steps (its text does not matter).
+sed -e 's/"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64/"d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024/' \
+    -e 's/"max_steps": 30/"max_steps": 2/' "$DIR/tiny.json" > "$DIR/wide.json"
+"$TFM" -t 1 train "$DIR/wide.json" --out "$DIR/wide" -q > /dev/null
+# The CLI's own path, for the server to match: same prompt, seed and sampling settings.
+"$TFM" -t 1 generate -m "$DIR/tiny" -p "ROMEO:" -n 24 --seed 7 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
+  --no-display-prompt 2> /dev/null | head -c -1 > "$DIR/expected.txt"
+
+KEY="sk-test-$RANDOM$RANDOM"
+start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
+  local name=$1 model=$2; shift 2
+  "$TFM" -t 1 serve -m "$DIR/$model" --port 0 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out")
+    [ -n "$PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
+}
+start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key "$KEY" --max-body-bytes 65536
+MAIN_PID=${PIDS[-1]} MAIN_PORT=$PORT
+start small wide --parallel 1 --queue 1 --ctx-size 1024
+SMALL_PORT=$PORT
+
+"$NODE" "$SRC/tests/server/openai_client.js" "http://127.0.0.1:$MAIN_PORT" "http://127.0.0.1:$SMALL_PORT" "$KEY" \
+  "$DIR/expected.txt" "$SRC/tools/reference/openai"
+
+# SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.
+kill -TERM "$MAIN_PID"
+wait "$MAIN_PID" || { echo "FAIL: server exited with $? after SIGTERM"; cat "$DIR/main.err"; exit 1; }
+grep -q "tfm serve: stopped" "$DIR/main.err" || { echo "FAIL: no clean stop"; exit 1; }
+grep -qE "req-[0-9]+ POST /v1/completions 200 prompt_tokens=[0-9]+ completion_tokens=[0-9]+" "$DIR/main.err" ||
+  { echo "FAIL: no access log line"; exit 1; }
+if grep -qF "$KEY" "$DIR/main.err" "$DIR/main.out"; then echo "FAIL: the API key was logged"; exit 1; fi
+echo "serve: ok ($(grep -c 'req-' "$DIR/main.err") requests logged)"
