@@ -82,16 +82,20 @@ async function api() {
   const lsum = L.top_logprobs.map((t) => Object.values(t).reduce((x, y) => x + Math.exp(y), 0));
   ok(lsum.every((x) => x <= 1 + 1e-9), 'probabilities sum <= 1');
 
-  // Chat completions (ChatML: the test model has no template)
-  const creq = { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, seed: 3, ...plain };
+  // Chat completions, with the template of the model's tokenizer_config.json (serve_test.sh):
+  // "user: Hello | assistant:" is 24 characters, 24 tokens of the character tokenizer.
+  const creq = { model: 'tiny', messages: [{ role: 'user', content: 'Hello' }], max_tokens: 16, seed: 3, ignore_eos: true, ...plain };
   const c = await client.chat.completions.create(creq);
   eq(c.object, 'chat.completion');
   eq(c.choices[0].message.role, 'assistant');
-  ok(c.usage.prompt_tokens > 10, 'ChatML prompt tokens');
+  ok(c.choices[0].message.content.length > 0, 'chat reply not empty');
+  eq(c.usage.prompt_tokens, 24, 'the model\'s chat template');
+  const viaCompletion = await client.completions.create({ ...creq, messages: undefined, prompt: 'user: Hello | assistant:' });
+  eq(c.choices[0].message.content, viaCompletion.choices[0].text, 'chat == completion of the rendered prompt');
   const cs = await collect(await client.chat.completions.create({ ...creq, stream: true, stream_options: { include_usage: true } }));
   eq(cs.text, c.choices[0].message.content, 'streamed chat == whole chat');
   eq(cs.usage, c.usage, 'usage chunk');
-  const cl = await client.chat.completions.create({ ...creq, max_tokens: 4, logprobs: true, top_logprobs: 2 });
+  const cl = await client.chat.completions.create({ ...creq, max_tokens: 4, ignore_eos: true, logprobs: true, top_logprobs: 2 });
   eq(cl.choices[0].logprobs.content.length, 4);
   ok(cl.choices[0].logprobs.content.every((t) => t.top_logprobs.length === 2), 'chat top_logprobs');
   const cn = await client.chat.completions.create({ ...creq, n: 2 });
@@ -229,10 +233,24 @@ async function queueAndDisconnect() {
   ok(generated < 1000, `the abandoned stream stopped early (${generated} tokens generated)`);
 }
 
+// An idle connection (--idle-timeout 1 on SMALL) is closed by the server.
+async function idleConnection() {
+  const net = require('net');
+  const url = new URL(SMALL);
+  const closed = await new Promise((resolve) => {
+    const sock = net.connect(Number(url.port), url.hostname);
+    const timer = setTimeout(() => { sock.destroy(); resolve(false); }, 10000);
+    sock.on('close', () => { clearTimeout(timer); resolve(true); });
+    sock.on('error', () => {});
+  });
+  ok(closed, 'idle connection closed by the server');
+}
+
 (async () => {
   await api();
   await badInput();
   await concurrency();
   await queueAndDisconnect();
+  await idleConnection();
   console.log(`openai client tests: ${checks} checks ok`);
 })().catch((e) => { console.error('FAIL:', e); process.exit(1); });

@@ -32,6 +32,9 @@ sed -e 's/"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64/"d_model": 256,
 "$TFM" -t 1 generate -m "$DIR/tiny" -p "ROMEO:" -n 24 --seed 7 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
   --no-display-prompt 2> /dev/null | head -c -1 > "$DIR/expected.txt"
 
+# The model's own chat template (tokenizer_config.json) renders chat prompts.
+printf '{"chat_template": "{%% for m in messages %%}{{ m.role }}: {{ m.content }} | {%% endfor %%}assistant:"}' \
+  > "$DIR/tiny/tokenizer_config.json"
 KEY="sk-test-$RANDOM$RANDOM"
 start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
   local name=$1 model=$2; shift 2
@@ -46,7 +49,7 @@ start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
 }
 start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key "$KEY" --max-body-bytes 65536
 MAIN_PID=${PIDS[-1]} MAIN_PORT=$PORT
-start small wide --parallel 1 --queue 1 --ctx-size 1024
+start small wide --parallel 1 --queue 1 --ctx-size 1024 --idle-timeout 1
 SMALL_PORT=$PORT
 
 "$NODE" "$SRC/tests/server/openai_client.js" "http://127.0.0.1:$MAIN_PORT" "http://127.0.0.1:$SMALL_PORT" "$KEY" \
