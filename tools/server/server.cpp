@@ -159,9 +159,14 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   TFM_CHECK(port > 0, "serve", "cannot listen on ", opt.host, ":", opt.port, " (in use, or not an address of this machine)");
   const ModelConfig& c = lm.config;
   const std::int64_t ctx = sched.generates() ? sched.batch().context_size() : c.max_positions;
-  std::fprintf(stderr, "tfm serve: model %s (%s), %lld slots x %lld positions\n%s", cx.model_id.c_str(),
-               to_string(c.architecture), static_cast<long long>(opt.parallel), static_cast<long long>(ctx),
-               summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
+  if (sched.generates())
+    std::fprintf(stderr, "tfm serve: model %s (%s), %lld slots x %lld positions, queue %lld\n", cx.model_id.c_str(),
+                 to_string(c.architecture), static_cast<long long>(opt.parallel), static_cast<long long>(ctx),
+                 static_cast<long long>(opt.queue));
+  else
+    std::fprintf(stderr, "tfm serve: model %s (%s): %s\n", cx.model_id.c_str(), to_string(c.architecture),
+                 c.architecture == Architecture::encoder_decoder ? "completions translate the prompt" : "embeddings, classify");
+  std::fprintf(stderr, "tfm serve: memory plan: %s\n", summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
   std::printf("tfm serve: listening on http://%s:%d\n", opt.host.c_str(), port);
   std::fflush(stdout);
   std::fflush(stderr);
