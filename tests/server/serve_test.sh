@@ -55,6 +55,55 @@ SMALL_PORT=$PORT
 "$NODE" "$SRC/tests/server/openai_client.js" "http://127.0.0.1:$MAIN_PORT" "http://127.0.0.1:$SMALL_PORT" "$KEY" \
   "$DIR/expected.txt" "$SRC/tools/reference/openai"
 
+# Encoder-decoder and classifier models: completions translate (greedy and beam 3) exactly as
+# `tfm translate`; /v1/classify gives `tfm classify`'s labels and probabilities; chat on them
+# is a 400. Tiny models, a few training steps (their outputs only have to match the CLI's).
+head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
+cat > "$DIR/s2s.json" <<JSON
+{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
+  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
+  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "char"},
+ "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
+ "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 4}}
+JSON
+"$TFM" -t 1 train "$DIR/s2s.json" --max-steps 40 -q --out "$DIR/s2s" > /dev/null 2>&1
+head -400 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
+cat > "$DIR/cls.json" <<JSON
+{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
+  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 1, "d_ff": 64,
+  "max_positions": 64, "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 400},
+ "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.1, "max_length": 64, "positive_label": "spam"},
+ "training": {"batch_size": 16}, "eval": {"every": 1000}}
+JSON
+"$TFM" -t 1 train "$DIR/cls.json" --max-steps 20 -q --out "$DIR/cls" > /dev/null 2>&1
+start s2s s2s
+S2S_PORT=$PORT
+start cls cls
+CLS_PORT=$PORT
+post() { curl -s "http://127.0.0.1:$1$2" -H 'Content-Type: application/json' -d "$3"; }
+printf 'I like tea.\nWhere is the station?\nHe runs fast.\n' > "$DIR/sources.txt"
+for beam in 1 3; do
+  "$TFM" -t 1 translate -m "$DIR/s2s" --beam "$beam" < "$DIR/sources.txt" > "$DIR/cli_tr$beam.txt" 2> /dev/null
+  while IFS= read -r line; do
+    post "$S2S_PORT" /v1/completions "$(python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "num_beams": int(sys.argv[2]), "max_tokens": 64}))' "$line" "$beam")" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])'
+  done < "$DIR/sources.txt" > "$DIR/srv_tr$beam.txt"
+  grep -q . "$DIR/cli_tr$beam.txt" || { echo "FAIL: the test model translates nothing (beam $beam)"; exit 1; }
+  cmp -s "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt" ||
+    { echo "FAIL: beam $beam translations differ"; diff "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt"; exit 1; }
+done
+post "$S2S_PORT" /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}' | grep -q '"model_not_supported"' ||
+  { echo "FAIL: chat on a translation model"; exit 1; }
+printf 'WINNER you won a free prize call now\nsee you at lunch\nURGENT reply to claim\n' > "$DIR/sms.txt"
+"$TFM" -t 1 classify -m "$DIR/cls" < "$DIR/sms.txt" > "$DIR/cli_cls.txt" 2> /dev/null
+post "$CLS_PORT" /v1/classify '{"input": ["WINNER you won a free prize call now", "see you at lunch", "URGENT reply to claim"]}' |
+  python3 -c 'import json,sys; [print("%s\t%.4f" % (d["label"], d["probability"])) for d in json.load(sys.stdin)["data"]]' > "$DIR/srv_cls.txt"
+cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs"; diff "$DIR/cli_cls.txt" "$DIR/srv_cls.txt"; exit 1; }
+post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -q '"model_not_supported"' || { echo "FAIL: completion on a classifier"; exit 1; }
+echo "translate (greedy, beam 3) and classify == the CLI's"
+
 # SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.
 kill -TERM "$MAIN_PID"
 wait "$MAIN_PID" || { echo "FAIL: server exited with $? after SIGTERM"; cat "$DIR/main.err"; exit 1; }
