@@ -83,11 +83,19 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
   cx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  try {
-    cx.chat_cfg = load_chat_template_config(opt.model_dir);
-  } catch (const tfm::Error&) {  // a GGUF file rather than a directory: ChatML
-    cx.chat_cfg = ChatTemplateConfig{chatml_template(), "", "", true};
+  // The template the loaded tokenizer carries (tokenizer_config.json), else the directory's
+  // file read directly, else ChatML.
+  const TokenizerConfig& tc = lm.tokenizer.config();
+  if (!tc.chat_template.empty()) {
+    cx.chat_cfg = ChatTemplateConfig{tc.chat_template, tc.bos_token, tc.eos_token, false};
+  } else {
+    try {
+      cx.chat_cfg = load_chat_template_config(opt.model_dir);
+    } catch (const tfm::Error&) {  // not a directory (a GGUF file)
+      cx.chat_cfg = ChatTemplateConfig{chatml_template(), "", "", true};
+    }
   }
+  std::fprintf(stderr, "tfm serve: chat template: %s\n", cx.chat_cfg.is_default ? "ChatML (the model has none)" : "the model's own");
   cx.chat.emplace(cx.chat_cfg.template_text);
 
   httplib::Server svr;
