@@ -80,7 +80,7 @@ JSON
 "$TFM" -t 1 train "$DIR/cls.json" --max-steps 20 -q --out "$DIR/cls" > /dev/null 2>&1
 start s2s s2s
 S2S_PORT=$PORT
-start cls cls
+start cls cls --cors http://playground.test
 CLS_PORT=$PORT
 post() { curl -s "http://127.0.0.1:$1$2" -H 'Content-Type: application/json' -d "$3"; }
 printf 'I like tea.\nWhere is the station?\nHe runs fast.\n' > "$DIR/sources.txt"
@@ -103,6 +103,12 @@ post "$CLS_PORT" /v1/classify '{"input": ["WINNER you won a free prize call now"
 cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs"; diff "$DIR/cli_cls.txt" "$DIR/srv_cls.txt"; exit 1; }
 post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -q '"model_not_supported"' || { echo "FAIL: completion on a classifier"; exit 1; }
 echo "translate (greedy, beam 3) and classify == the CLI's"
+# CORS: off by default; with --cors ORIGIN, that origin and a preflight answer.
+if curl -si "http://127.0.0.1:$MAIN_PORT/health" | grep -qi '^access-control'; then echo "FAIL: CORS headers without --cors"; exit 1; fi
+curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -qi '^access-control-allow-origin: http://playground.test' ||
+  { echo "FAIL: no CORS header with --cors"; exit 1; }
+curl -si -X OPTIONS "http://127.0.0.1:$CLS_PORT/v1/classify" -H 'Origin: http://playground.test' \
+  -H 'Access-Control-Request-Method: POST' | grep -q '^HTTP/1.1 204' || { echo "FAIL: preflight"; exit 1; }
 
 # SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.
 kill -TERM "$MAIN_PID"
