@@ -103,6 +103,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   svr.set_payload_max_length(static_cast<std::size_t>(opt.max_body_bytes));
   svr.set_keep_alive_timeout(opt.idle_timeout_s);
+  svr.set_keep_alive_max_count(100);
   svr.set_read_timeout(30);
   svr.set_write_timeout(30);
 
