@@ -218,7 +218,7 @@ async function queueAndDisconnect() {
   const it = first[Symbol.asyncIterator]();
   await it.next();  // decoding now: the slot is taken
   const waiting = fetch(SMALL + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'A', max_tokens: 2 }) });
-  for (let i = 0; i < 200 && (await metric(SMALL, 'tfm_queue_length')) < 1; ++i) await new Promise((r) => setTimeout(r, 10));
+  for (let i = 0; i < 1000 && (await metric(SMALL, 'tfm_queue_length')) < 1; ++i) await new Promise((r) => setTimeout(r, 10));
   const r = await fetch(SMALL + '/v1/completions', { method: 'POST', body: JSON.stringify({ prompt: 'B', max_tokens: 2 }) });
   eq(r.status, 503, 'queue full');
   eq(r.headers.get('retry-after'), '1');
