@@ -47,7 +47,8 @@ start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
   done
   echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
 }
-start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key "$KEY" --max-body-bytes 65536
+printf "%s\n" "$KEY" > "$DIR/key.txt"
+start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key-file "$DIR/key.txt" --max-body-bytes 65536
 MAIN_PID=${PIDS[-1]} MAIN_PORT=$PORT
 start small wide --parallel 1 --queue 1 --ctx-size 1024 --idle-timeout 1
 SMALL_PORT=$PORT
