@@ -179,21 +179,31 @@ std::int64_t Distiller::projection_parameters() const {
 
 std::string Distiller::summary() const {
   const ModelConfig& t = teacher_->config;
-  char head[160];
-  std::snprintf(head, sizeof head, "T %g, alpha %g", cfg_.temperature, cfg_.alpha);
-  std::string layers = std::to_string(t.n_layers);
-  if (t.architecture == Architecture::encoder_decoder) layers += "+" + std::to_string(stack_layers(t, false));
-  std::string s = "distill: teacher " + cfg_.teacher + " (" + std::to_string(teacher_->model.parameter_count()) +
-                  " parameters, " + layers + " layers, d_model " + std::to_string(t.d_model) + ", frozen, weights " +
-                  mib(teacher_->model.parameter_count() * 4) + "), " + head;
-  if (!cfg_.hidden.empty()) {
-    s += "; hidden";
-    for (const auto& [st, te] : cfg_.hidden) s += " " + st.name() + "->" + te.name();
-    char w[64];
-    std::snprintf(w, sizeof w, " (weight %g", cfg_.hidden_weight);
-    s += w + std::string(", ") + std::to_string(projection_parameters()) + " projection parameters, training-only)";
+  const std::int64_t n = teacher_->model.parameter_count();
+  char buf[256];
+  if (t.architecture == Architecture::encoder_decoder)
+    std::snprintf(buf, sizeof buf, "%lld parameters, %lld+%lld layers", static_cast<long long>(n),
+                  static_cast<long long>(t.n_layers), static_cast<long long>(stack_layers(t, false)));
+  else
+    std::snprintf(buf, sizeof buf, "%lld parameters, %lld layers", static_cast<long long>(n), static_cast<long long>(t.n_layers));
+  std::string s = "distill: teacher ";
+  s += cfg_.teacher;
+  s += " (";
+  s += buf;
+  std::snprintf(buf, sizeof buf, ", d_model %lld, frozen, weights %s), T %g, alpha %g", static_cast<long long>(t.d_model),
+                mib(n * 4).c_str(), cfg_.temperature, cfg_.alpha);
+  s += buf;
+  if (cfg_.hidden.empty()) return s;
+  s += "; hidden";
+  for (const auto& [st, te] : cfg_.hidden) {
+    s += ' ';
+    s += st.name();
+    s += "->";
+    s += te.name();
   }
-  return s;
+  std::snprintf(buf, sizeof buf, " (weight %g, %lld projection parameters, training-only)", cfg_.hidden_weight,
+                static_cast<long long>(projection_parameters()));
+  return s + buf;
 }
 
 Tensor Distiller::loss(const ModelInputs& in, const Tensor& targets, const ModelOutputs& out, const HiddenStates& hs,

@@ -39,9 +39,12 @@ TEST(ParityDistill, LossTermsMixAndGradientsMatchTorch) {
   const auto g = student.grad().to_floats();
   const auto counted = get("counted").to_floats();
   const std::int64_t V = student.size(1);
-  for (std::int64_t r = 0; r < student.size(0); ++r)
-    if (counted[static_cast<std::size_t>(r)] == 0.0f)
-      for (std::int64_t v = 0; v < V; ++v) EXPECT_EQ(g[static_cast<std::size_t>(r * V + v)], 0.0f) << "row " << r;
+  for (std::int64_t r = 0; r < student.size(0); ++r) {
+    if (counted[static_cast<std::size_t>(r)] != 0.0f) continue;
+    for (std::int64_t v = 0; v < V; ++v) {
+      EXPECT_EQ(g[static_cast<std::size_t>(r * V + v)], 0.0f) << "row " << r;
+    }
+  }
 }
 
 TEST(ParityDistill, TemperatureOneAndEqualLogitsGiveZero) {

@@ -100,8 +100,8 @@ TEST(Distill, LossIsTheMixOfItsTermsInEveryFamily) {
   const Tokenizer tok = small_tokenizer();
   for (const std::string arch : {"decoder_only", "encoder_only", "encoder_decoder"}) {
     const bool s2s = arch == "encoder_decoder";
-    const ModelConfig tc = parse_model_config(family_json(arch, 16, 24, 3), "teacher");
-    const ModelConfig sc = parse_model_config(family_json(arch, 16, 16, 2), "student");
+    const ModelConfig tc = parse_model_config(family_json(arch, 32, 24, 3), "teacher");
+    const ModelConfig sc = parse_model_config(family_json(arch, 32, 16, 2), "student");
     save_model_dir(dir + "/" + arch, Model::create(tc, 11), tok);
     DistillConfig dc;
     dc.teacher = dir + "/" + arch;
@@ -169,7 +169,7 @@ TEST(Distill, LossIsTheMixOfItsTermsInEveryFamily) {
 TEST(Distill, TeacherEqualToStudentLeavesTheHardLoss) {
   const std::string dir = tmp_dir("distill_self");
   const Tokenizer tok = small_tokenizer();
-  const ModelConfig c = parse_model_config(family_json("encoder_decoder", 16, 16, 2), "m");
+  const ModelConfig c = parse_model_config(family_json("encoder_decoder", 32, 16, 2), "m");
   Model m = Model::create(c, 9);
   save_model_dir(dir, m, tok);
   DistillConfig dc;
