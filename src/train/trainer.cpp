@@ -109,12 +109,16 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
-    if (teacher) {  // its weights, and its no-grad forward (bounded by the training estimate of its activations)
+    if (teacher) {  // its weights and its no-grad forward (bounded by its training estimate); the projections
       const TrainingMemoryPlan t = plan_training_memory(*teacher, cfg.batch_size, seq, 0);
-      total += t.weight_bytes + t.activation_bytes;
-      char buf[160];
-      std::snprintf(buf, sizeof buf, " + teacher weights %.1f MiB + teacher activations %.1f MiB (estimate)",
-                    static_cast<double>(t.weight_bytes) / 1048576.0, static_cast<double>(t.activation_bytes) / 1048576.0);
+      const std::int64_t proj = static_cast<std::int64_t>(cfg.distill->hidden.size()) * teacher->d_model * mc.d_model *
+                                4 * (2 + buffers);  // weights, gradients, optimizer state
+      total += t.weight_bytes + t.activation_bytes + proj;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "; teacher: weights %.1f MiB + forward activations %.1f MiB (bound) + projections %.1f MiB; "
+                    "in all %.1f MiB", static_cast<double>(t.weight_bytes) / 1048576.0,
+                    static_cast<double>(t.activation_bytes) / 1048576.0, static_cast<double>(proj) / 1048576.0,
+                    static_cast<double>(total) / 1048576.0);
       breakdown += buf;
     }
     check_memory_limit(total, opt.max_memory_bytes, "training " + cfg.source, breakdown,

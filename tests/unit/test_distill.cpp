@@ -292,5 +292,10 @@ TEST(Distill, ConfigErrorsAreOneLineAndNameTheProblem) {
   o.out_dir = dir + "/never";
   const std::string e = expect_error([&] { run_training(parse_train_config(wide, "student.json"), o); });
   EXPECT_NE(e.find("vocab_size"), std::string::npos) << e;
+  // --max-memory counts the teacher: its weights and forward beside the student's plan.
+  o.max_memory_bytes = 1024;
+  const std::string m = expect_error([&] { run_training(parse_train_config(student_json(dir, teacher), "s.json"), o); });
+  EXPECT_NE(m.find("; teacher: weights "), std::string::npos) << m;
+  EXPECT_NE(m.find("in all"), std::string::npos) << m;
   fs::remove_all(dir);
 }
