@@ -261,6 +261,16 @@ TEST(Distill, LmRunLowersTheLossKeepsProjectionsOutOfTheModelAndResumesExactly) 
   no_kd.tokenizer_path = teacher + "/tokenizer.json";
   const TrainResult r1 = run_training(no_kd, q);
   EXPECT_EQ(r0.losses, r1.losses);
+
+  // Activation checkpointing recomputes the layers whose outputs the hidden term reads: the
+  // same losses, bit for bit.
+  TrainConfig ck = cfg;
+  ck.checkpoint_activations = true;
+  TrainOptions c4 = o, p4 = o;
+  c4.out_dir = dir + "/ckpt";
+  p4.out_dir = dir + "/plain4";
+  c4.max_steps = p4.max_steps = 4;
+  EXPECT_EQ(run_training(ck, c4).losses, run_training(cfg, p4).losses);
   fs::remove_all(dir);
 }
 
