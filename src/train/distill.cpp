@@ -108,8 +108,8 @@ ModelConfig teacher_config(const DistillConfig& cfg, const std::string& where) {
 }
 
 Distiller::Distiller(const DistillConfig& cfg, const std::string& where, TaskKind task, const ModelConfig& student,
-                     const Tokenizer& student_tok, std::uint64_t seed)
-    : cfg_(cfg), task_(task) {
+                     const Tokenizer& student_tok, std::int64_t seq_len, std::uint64_t seed)
+    : cfg_(cfg) {
   const std::string key = where + ".distill.teacher";
   teacher_config(cfg, where);  // the directory checks, with their messages
   teacher_.emplace(load_model_dir(cfg.teacher));
@@ -130,6 +130,8 @@ Distiller::Distiller(const DistillConfig& cfg, const std::string& where, TaskKin
     TFM_CHECK(t.vocab_size == student.vocab_size, key, "the teacher '", cfg.teacher, "' has vocab_size ", t.vocab_size,
               ", the student ", student.vocab_size, ": the logits must have the same width");
   }
+  TFM_CHECK(t.position != PositionKind::learned || t.max_positions >= seq_len, key, "the teacher '", cfg.teacher,
+            "' has max_positions ", t.max_positions, ", shorter than the training sequences (", seq_len, " tokens)");
   for (auto& [name, p] : teacher_->model.parameters()) p.requires_grad_(false);
   teacher_->model.set_training(false);
   for (std::size_t i = 0; i < cfg_.hidden.size(); ++i) {

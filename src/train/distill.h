@@ -38,8 +38,10 @@ class Distiller {
   // layer of the same stack on both sides within range. Each pair gets a projection
   // "distill.hidden.<i>.weight" (Ct, Cs): the identity when the widths agree (the loss starts
   // as a plain MSE), else Xavier-uniform from `seed`. `where` names the config in errors.
+  // seq_len: the longest sequence a batch holds (block_size, max_length), which a teacher
+  // with learned positions must reach.
   Distiller(const DistillConfig& cfg, const std::string& where, TaskKind task, const ModelConfig& student,
-            const Tokenizer& student_tok, std::uint64_t seed);
+            const Tokenizer& student_tok, std::int64_t seq_len, std::uint64_t seed);
   // The projections: trained with the student, saved in the checkpoint, not in the model.
   std::map<std::string, Tensor>& parameters() { return proj_; }
   // Resume: the projections from a checkpoint's training tensors (names and shapes checked).
@@ -56,7 +58,6 @@ class Distiller {
 
  private:
   DistillConfig cfg_;
-  TaskKind task_;
   std::optional<LoadedModel> teacher_;
   std::map<std::string, Tensor> proj_;
 };

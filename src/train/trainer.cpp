@@ -125,7 +125,9 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
                        "lower training.batch_size (grad_accum keeps the effective batch), the sequence length or the model size");
   }
   r.opt.emplace(cfg.optimizer);
-  if (cfg.distill) r.distill.emplace(*cfg.distill, cfg.source, cfg.task, mc, *r.tok, cfg.seed);
+  if (cfg.distill)
+    r.distill.emplace(*cfg.distill, cfg.source, cfg.task, mc, *r.tok,
+                      cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, cfg.seed);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed
     TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,

@@ -112,7 +112,7 @@ TEST(Distill, LossIsTheMixOfItsTermsInEveryFamily) {
     dc.hidden = {{s1, t1}};
     if (arch != "encoder_only") dc.hidden.push_back({s2, t2});  // a decoder pair too
     const TaskKind task = arch == "decoder_only" ? TaskKind::lm : arch == "encoder_only" ? TaskKind::classifier : TaskKind::seq2seq;
-    Distiller dist(dc, "c.json", task, sc, tok, 5);
+    Distiller dist(dc, "c.json", task, sc, tok, 6, 5);
     ASSERT_EQ(dist.parameters().size(), dc.hidden.size());
     EXPECT_EQ(dist.parameters().begin()->second.shape(), (Shape{24, 16})) << arch;
     EXPECT_NE(dist.summary().find("distill: teacher"), std::string::npos);
@@ -176,7 +176,7 @@ TEST(Distill, TeacherEqualToStudentLeavesTheHardLoss) {
   dc.teacher = dir;
   dc.alpha = 0.25;
   dc.hidden = {{{true, true, 2}, {true, true, 2}}, {{false, true, 1}, {false, true, 1}}};
-  Distiller dist(dc, "c.json", TaskKind::seq2seq, c, tok, 1);
+  Distiller dist(dc, "c.json", TaskKind::seq2seq, c, tok, 6, 1);
   const Batch b = batch("encoder_decoder");
   HiddenStates hs;
   m.set_hidden_capture(&hs);
@@ -277,12 +277,17 @@ TEST(Distill, LmRunLowersTheLossKeepsProjectionsOutOfTheModelAndResumesExactly) 
 TEST(Distill, ConfigErrorsAreOneLineAndNameTheProblem) {
   const std::string dir = tmp_dir("distill_errors");
   const std::string teacher = train_teacher(dir);
+  // Sequences of 64 tokens for a student with 64 positions; the teacher has learned ones for 32.
+  std::string longer = student_json(dir, teacher);
+  longer.replace(longer.find(R"("max_positions": 32)"), 19, R"("max_positions": 64)");
+  longer.replace(longer.find(R"("block_size": 32)"), 16, R"("block_size": 64)");
   const std::vector<std::pair<std::string, std::string>> cases = {
       {student_json(dir, dir + "/missing"), "is not a directory"},
       {student_json(dir, teacher, R"("tokenizer": {"kind": "word"},)"), "differs from the student's"},
       {student_json(dir, teacher, "", "[[2, 1]]"), "student layer dec.2 is out of range"},
       {student_json(dir, teacher, "", "[[1, 3]]"), "teacher layer dec.3 is out of range"},
       {student_json(dir, teacher, "", R"([["enc.1", 1]])"), "has no encoder"},
+      {longer, "has max_positions 32, shorter than the training sequences (64 tokens)"},
   };
   for (const auto& [json_text, want] : cases) {
     TrainOptions o;
