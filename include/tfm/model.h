@@ -42,6 +42,15 @@ struct AttentionMap {
   Tensor weights;       // (B, H, Tq, Tk) softmax weights, zeros where masked (before dropout)
 };
 
+// Each layer's output, recorded while capture is on (Model::set_hidden_capture), with its
+// autograd history: index 0 is the stack's input (the embeddings), index i the residual
+// stream after layer i (1-based, as Hugging Face's hidden_states; the last is taken before
+// the stack's final norm, if it has one).
+struct HiddenStates {
+  std::vector<Tensor> encoder;  // (B, S, C) each: encoder_only and encoder_decoder models
+  std::vector<Tensor> decoder;  // (B, T, C) each: decoder_only and encoder_decoder models
+};
+
 struct ModelOutputs {
   Tensor logits;          // lm: (B, T, V); classifier: (B, num_labels); masked_lm: (B, T, V)
   Tensor hidden;          // last hidden states (B, T, C) of the stack that feeds the head
@@ -83,6 +92,9 @@ class Model {
   // weights to *sink, in call order (encoder layers, then per decoder layer self and cross).
   // nullptr turns capture off. The outputs equal those with capture off (to rounding).
   void set_attention_capture(std::vector<AttentionMap>* sink);
+  // While `sink` is set, every forward appends each stack's layer outputs to it (distillation
+  // reads them; training keeps their gradients). nullptr turns capture off.
+  void set_hidden_capture(HiddenStates* sink);
 
   // ---- LoRA (lora.h) ---------------------------------------------------------------------
   // Names of the linear modules ("decoder.layers.0.self_attn.q_proj"), the candidates for LoRA.

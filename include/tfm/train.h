@@ -92,6 +92,25 @@ double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step,
 // ---- train config ----------------------------------------------------------------------
 enum class TaskKind { lm, classifier, seq2seq };
 
+// Knowledge distillation (docs/training.md): a frozen teacher runs on every training batch.
+// loss = alpha * T^2 * KL(softmax(teacher/T) || softmax(student/T)) + (1 - alpha) * hard loss,
+// both over the positions the hard loss counts, plus hidden_weight * the sum over `hidden`
+// pairs of the MSE between the student's layer output, mapped by a learned training-only
+// projection (student d_model -> teacher d_model), and the teacher's.
+struct DistillLayer {
+  bool encoder = false;    // "enc.N" (encoder stack) or "dec.N"; a plain N: the model's only stack
+  bool stack_named = false;  // written "enc.N"/"dec.N" (needed for encoder-decoder models)
+  std::int64_t index = 0;  // 0: the embeddings (the stack's input), i: the output of layer i (1-based)
+  std::string name() const { return (encoder ? "enc." : "dec.") + std::to_string(index); }
+};
+struct DistillConfig {
+  std::string teacher;      // a model directory load_model_dir reads
+  double temperature = 2.0;
+  double alpha = 0.5;       // weight of the soft (KL) term; 1 - alpha weighs the hard loss
+  std::vector<std::pair<DistillLayer, DistillLayer>> hidden;  // (student layer, teacher layer)
+  double hidden_weight = 1.0;
+};
+
 struct TrainConfig {
   std::string source;               // the file it came from (for messages)
   std::string json;                 // the config text as parsed (saved with checkpoints)
@@ -105,6 +124,7 @@ struct TrainConfig {
   // Parameter-name patterns ('*' wildcards) that train; the rest are frozen. Default: all, or
   // with LoRA the factors and any parameter init_from did not supply (a new head).
   std::vector<std::string> trainable;
+  std::optional<DistillConfig> distill;  // "distill": learn from a teacher model as well
   // tokenizer: train one on the training text, or load a tokenizer.json
   std::string tokenizer_kind = "char";  // char | word | bpe
   std::int64_t tokenizer_vocab_size = 0;
@@ -172,6 +192,9 @@ struct TrainState {
   std::int64_t data_cursor = 0;   // training sequences consumed so far
   std::int64_t threads = 0;       // thread count of the run (resume warns on a change)
   std::string train_config_json;  // the config the run started with
+  // Training-only tensors that are no part of the model (distillation's hidden-state
+  // projections): checkpoint/training_tensors.safetensors, never in the inference copy.
+  std::map<std::string, Tensor> training_tensors;
 };
 
 void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok,

@@ -68,6 +68,7 @@ void Model::set_fused_attention(bool on) { impl_->fused_attention = on; }
 void Model::set_checkpoint_activations(bool on) { impl_->checkpoint_activations = on; }
 bool Model::checkpoint_activations() const { return impl_->checkpoint_activations; }
 void Model::set_attention_capture(std::vector<AttentionMap>* sink) { impl_->attention_sink = sink; }
+void Model::set_hidden_capture(HiddenStates* sink) { impl_->hidden_sink = sink; }
 void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_seed = seed;
   impl_->dropout_step = step;
@@ -190,11 +191,15 @@ Tensor run_layer_checkpointed(const ModelConfig& c, const Layer& L, const Tensor
 Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
                  const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
   const bool checkpointed = m.checkpoint_activations && grad_enabled();
+  std::vector<Tensor>* hidden = m.hidden_sink == nullptr ? nullptr
+                                : &s == &m.layout.encoder ? &m.hidden_sink->encoder : &m.hidden_sink->decoder;
+  if (hidden != nullptr) hidden->push_back(x);
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const Layer& L = s.layers[i];
     const double rate = drop_path_rate(m.cfg, i, s.layers.size());
     x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, self, memory, cross, rate, rng)
                      : run_layer(m.cfg, L, x, self, memory, cross, rate, rng);
+    if (hidden != nullptr) hidden->push_back(x);
   }
   if (s.has_final_norm) x = s.final_norm(x);
   if (m.cfg.model_type == "t5") x = rng.apply(x, m.cfg.dropout);  // T5 drops after the final norm too

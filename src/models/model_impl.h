@@ -25,6 +25,7 @@ struct Model::Impl {
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
+  HiddenStates* hidden_sink = nullptr;                  // set_hidden_capture
   std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).

@@ -96,6 +96,8 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
                    {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
   save_model_dir(dir, model, tok, {{"format", "pt"}, {"step", step}});
+  if (!state.training_tensors.empty())  // distillation's projections: resumed, never part of the model
+    save_safetensors(join(dir, "training_tensors.safetensors"), state.training_tensors, {{"step", step}});
   json j;
   j["step"] = state.step;
   j["seed"] = state.seed;
@@ -232,6 +234,14 @@ LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
             dir, " mixes steps (train_state ", c.state.step, ", model ", wstep, ", optimizer ", ostep,
             "): files were replaced by hand?");
   for (const auto& [k, t] : o.tensors) c.optimizer_state[k] = t.clone();  // writable copies
+  const std::string tpath = join(dir, "training_tensors.safetensors");
+  if (fs::exists(tpath)) {
+    const SafetensorsFile tt = load_safetensors(tpath);
+    const std::int64_t tstep = step_of(tt, tpath);
+    TFM_CHECK(tstep == c.state.step, "load_checkpoint", dir, " mixes steps (train_state ", c.state.step,
+              ", training tensors ", tstep, "): files were replaced by hand?");
+    for (const auto& [k, t] : tt.tensors) c.state.training_tensors[k] = t.clone();
+  }
   try {
     c.optimizer_steps = std::stoll(o.metadata.at("optimizer_steps"));
   } catch (const std::exception&) {

@@ -11,6 +11,7 @@
 #include "tfm/metrics.h"
 #include "tfm/ops.h"
 #include "tfm/session.h"
+#include "train/distill.h"
 #include "train/text_reader.h"
 
 namespace tfm::train_detail {
@@ -244,26 +245,36 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
   return mc;
 }
 
-Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens) {
+Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
+                        Distiller* distill) {
   ModelInputs in;
-  Tensor targets;
-  const auto ls = static_cast<float>(cfg.label_smoothing);
+  Tensor targets;  // lm, seq2seq: (B, T) with -100 at padding; classifier: (B)
   if (d.kind == TaskKind::lm) {
     d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets);
     tokens = in.input_ids.numel();
-    const Tensor logits = m.forward(in).logits;  // (B, T, V)
-    return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
-  }
-  if (d.kind == TaskKind::seq2seq) {
+  } else if (d.kind == TaskKind::seq2seq) {
     d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
     tokens = in.decoder_input_ids.numel();
-    const Tensor logits = m.forward(in).logits;  // (B, T, V)
-    return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+  } else {
+    d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
+    tokens = 0;
+    for (std::int64_t n : in.valid_lens.to_ints()) tokens += n;
   }
-  d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
-  tokens = 0;
-  for (std::int64_t n : in.valid_lens.to_ints()) tokens += n;
-  return cross_entropy(m.forward(in).logits, targets, -100, ls);  // logits (B, num_labels)
+  HiddenStates hidden;  // the student's layer outputs, when distillation matches them
+  ModelOutputs out;
+  if (distill != nullptr && distill->wants_hidden()) m.set_hidden_capture(&hidden);
+  try {
+    out = m.forward(in);
+  } catch (...) {
+    m.set_hidden_capture(nullptr);
+    throw;
+  }
+  m.set_hidden_capture(nullptr);
+  const auto ls = static_cast<float>(cfg.label_smoothing);
+  const Tensor hard = d.kind == TaskKind::classifier
+                          ? cross_entropy(out.logits, targets, -100, ls)  // logits (B, num_labels)
+                          : cross_entropy(reshape(out.logits, {-1, out.logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+  return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }
 
 metrics::BleuTokenizer bleu_tokenizer_for(const TrainConfig& cfg, const std::vector<std::string>& refs) {

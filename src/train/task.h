@@ -31,9 +31,12 @@ TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok);
 TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std::string& path, bool header);
 // The model config for the task (vocab_size and num_labels filled in when the config omits them).
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab);
+class Distiller;  // train/distill.h
 // Mean loss of the micro-batch of cfg.batch_size examples at `cursor`; `tokens` gets the
-// number of input tokens it held.
-Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens);
+// number of input tokens it held. With a distiller, its mix of the teacher's terms and this
+// hard loss.
+Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
+                        Distiller* distill = nullptr);
 // What evaluate() computed besides the numbers: seq2seq's decoded hypotheses (one per scored
 // test pair, in order) and the sacreBLEU signature of each translation metric.
 struct EvalDetail {

@@ -69,6 +69,25 @@ class Section {
   std::vector<std::string> allowed_;
 };
 
+// One side of a "distill.hidden" pair: N (the model's only stack) or "enc.N" / "dec.N".
+DistillLayer distill_layer(const json& v, const std::string& where) {
+  DistillLayer l;
+  if (v.is_number_integer()) {
+    l.index = v.get<std::int64_t>();
+  } else {
+    const std::string s = v.is_string() ? v.get<std::string>() : "";
+    const bool enc = s.rfind("enc.", 0) == 0, dec = s.rfind("dec.", 0) == 0;
+    const std::string num = s.size() > 4 ? s.substr(4) : "";
+    TFM_CHECK((enc || dec) && !num.empty() && num.size() < 10 && num.find_first_not_of("0123456789") == std::string::npos,
+              where, "must be a layer number or \"enc.N\" / \"dec.N\", got ", v.dump());
+    l.index = std::stoll(num);
+    l.encoder = enc;
+    l.stack_named = true;
+  }
+  TFM_CHECK(l.index >= 0, where, "layer numbers count from 0 (the embeddings), got ", l.index);
+  return l;
+}
+
 const json& section(const json& root, const char* name) {
   static const json empty = json::object();
   return root.contains(name) ? root.at(name) : empty;
@@ -88,7 +107,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   c.json = root.dump();
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
                                   "training", "eval", "checkpoint", "sample", "init_from", "lora", "trainable",
-                                  "distributed"});
+                                  "distributed", "distill"});
   std::string task = "lm";
   top.get_string("task", task, {"lm", "classifier", "seq2seq"});
   c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
@@ -124,6 +143,28 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
       TFM_CHECK(p.is_string(), where + ".trainable", "entries must be strings, got ", p.dump());
       c.trainable.push_back(p.get<std::string>());
     }
+  }
+
+  if (top.has("distill")) {
+    const Section ds(section(root, "distill"), where + ".distill", {"teacher", "temperature", "alpha", "hidden",
+                                                                   "hidden_weight"});
+    DistillConfig dc;
+    ds.get_string("teacher", dc.teacher);
+    TFM_CHECK(!dc.teacher.empty(), ds.key("teacher"), "is required: the teacher's model directory");
+    ds.get_double("temperature", dc.temperature, 1e-3, 1e3);
+    ds.get_double("alpha", dc.alpha, 0.0, 1.0);
+    ds.get_double("hidden_weight", dc.hidden_weight, 0.0, 1e6);
+    if (ds.has("hidden")) {
+      const json& h = ds.at("hidden");
+      TFM_CHECK(h.is_array(), ds.key("hidden"), "must be a list of [student_layer, teacher_layer] pairs");
+      for (std::size_t i = 0; i < h.size(); ++i) {
+        const std::string at = ds.key("hidden") + "[" + std::to_string(i) + "]";
+        TFM_CHECK(h[i].is_array() && h[i].size() == 2, at, "must be a pair [student_layer, teacher_layer], got ",
+                  h[i].dump());
+        dc.hidden.emplace_back(distill_layer(h[i][0], at + "[0]"), distill_layer(h[i][1], at + "[1]"));
+      }
+    }
+    c.distill = dc;
   }
 
   const Section tok(section(root, "tokenizer"), where + ".tokenizer", {"kind", "vocab_size", "min_freq", "path",

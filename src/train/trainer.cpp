@@ -19,6 +19,7 @@
 #include "tfm/session.h"
 #include "tfm/train.h"
 #include "train/data_parallel.h"
+#include "train/distill.h"
 #include "train/progress.h"
 #include "train/task.h"
 #include "train/fine_tune.h"
@@ -39,6 +40,8 @@ struct Run {
   TrainState state;
   std::int64_t max_steps = 0;
   std::string init_report;  // init_from: what was loaded, initialised and dropped
+  std::optional<Distiller> distill;
+  std::map<std::string, Tensor> params;  // what the optimizer updates: the model's + distillation's projections
 };
 
 // The config as DIR/train_config.json records it: the data path made absolute (tfm eval
@@ -87,28 +90,55 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     r.tok = Tokenizer::load(cfg.tokenizer_path);
   }
   std::optional<LoadedModel> base;  // init_from: the starting weights and their tokenizer
+  std::optional<ModelConfig> teacher;  // distill: the teacher's config (its weights load below)
+  if (cfg.distill) teacher = teacher_config(*cfg.distill, cfg.source);
   TrainConfig task_cfg = cfg;
   if (!cfg.init_from.empty()) {
     base.emplace(load_model_dir(cfg.init_from));
     if (!ck) r.tok = base->tokenizer;
     task_cfg.model_json = init_from_model_json(base->config, cfg.model_json);
   }
+  // A distilled student without a tokenizer of its own (init_from, tokenizer section) takes
+  // the teacher's: the two must share one.
+  if (cfg.distill && !r.tok && !json::parse(cfg.json).contains("tokenizer")) r.tok = Tokenizer::load(cfg.distill->teacher);
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
-    const TrainingMemoryPlan plan = plan_training_memory(
-        mc, cfg.batch_size, cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, buffers);
-    check_memory_limit(plan.total_bytes, opt.max_memory_bytes, "training " + cfg.source, summary(plan),
+    const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length;
+    const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers);
+    std::int64_t total = plan.total_bytes;
+    std::string breakdown = summary(plan);
+    if (teacher) {  // its weights and its no-grad forward (bounded by its training estimate); the projections
+      const TrainingMemoryPlan t = plan_training_memory(*teacher, cfg.batch_size, seq, 0);
+      const std::int64_t proj = static_cast<std::int64_t>(cfg.distill->hidden.size()) * teacher->d_model * mc.d_model *
+                                4 * (2 + buffers);  // weights, gradients, optimizer state
+      total += t.weight_bytes + t.activation_bytes + proj;
+      char buf[200];
+      std::snprintf(buf, sizeof buf, "; teacher: weights %.1f MiB + forward activations %.1f MiB (bound) + projections %.1f MiB; "
+                    "in all %.1f MiB", static_cast<double>(t.weight_bytes) / 1048576.0,
+                    static_cast<double>(t.activation_bytes) / 1048576.0, static_cast<double>(proj) / 1048576.0,
+                    static_cast<double>(total) / 1048576.0);
+      breakdown += buf;
+    }
+    check_memory_limit(total, opt.max_memory_bytes, "training " + cfg.source, breakdown,
                        "lower training.batch_size (grad_accum keeps the effective batch), the sequence length or the model size");
   }
   r.opt.emplace(cfg.optimizer);
+  if (cfg.distill)
+    r.distill.emplace(*cfg.distill, cfg.source, cfg.task, mc, *r.tok,
+                      cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, cfg.seed);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed
     TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,
               "/config.json differs from the config's model");
     r.model.emplace(std::move(ck->model.model));
-    r.opt->load_state(ck->optimizer_state, ck->optimizer_steps, r.model->parameters());
+    std::map<std::string, Tensor> all = r.model->parameters();
+    if (r.distill) {
+      r.distill->load(ck->state.training_tensors, opt.resume_dir);
+      all.insert(r.distill->parameters().begin(), r.distill->parameters().end());
+    }
+    r.opt->load_state(ck->optimizer_state, ck->optimizer_steps, all);
     r.state = ck->state;
     TFM_CHECK(r.state.step <= r.max_steps, "resume", "checkpoint is at step ", r.state.step,
               ", beyond max_steps ", r.max_steps);
@@ -121,6 +151,11 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   // Which parameters train: the layers share these handles, so the flag reaches them.
   const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc) : std::vector<std::string>{};
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_(is_trainable(cfg, name, fresh));
+  // Handles to the same tensors (and autograd state), taken once the flags are set.
+  r.params = r.model->parameters();
+  if (r.distill) r.params.insert(r.distill->parameters().begin(), r.distill->parameters().end());
+  // The projections ride along in every checkpoint (training_tensors), aliasing the live ones.
+  r.state.training_tensors = r.distill ? r.distill->parameters() : std::map<std::string, Tensor>{};
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
   return r;
@@ -139,7 +174,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   Run r = setup(cfg, opt);
   r.data.tok = &*r.tok;
   Model& model = *r.model;
-  auto& params = model.parameters();
+  auto& params = r.params;  // the model's parameters (+ distillation's projections)
   DataParallel dp(cfg, params);
   // One writer per output directory: under mpirun rank 0 alone writes, so it alone locks.
   std::optional<OutputDirLock> out_lock;
@@ -155,7 +190,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   Progress progress(opt.quiet || !writer, r.max_steps, cfg.log_every);
   if (!r.init_report.empty()) progress.message(r.init_report);
   std::int64_t trainable = 0;
-  for (const auto& [name, p] : params) trainable += p.requires_grad() ? p.numel() : 0;
+  for (const auto& [name, p] : model.parameters()) trainable += p.requires_grad() ? p.numel() : 0;
   if (trainable != model.parameter_count())
     progress.message("trainable: " + std::to_string(trainable) + " of " + std::to_string(model.parameter_count()) +
                      " parameters" + (model.has_lora() ? " (LoRA r " + std::to_string(model.lora_config().r) + ")" : ""));
@@ -163,6 +198,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
                    (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
+  if (r.distill) progress.message(r.distill->summary());
   if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
@@ -188,7 +224,8 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       const std::int64_t micro = dp.first_micro() + k;
       model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + micro));
       std::int64_t tokens = 0;
-      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor + micro * cfg.batch_size, tokens);
+      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor + micro * cfg.batch_size, tokens,
+                                           r.distill ? &*r.distill : nullptr);
       mine.push_back(loss.item());
       mine.push_back(static_cast<double>(tokens));
       dp.before_backward(k + 1 == dp.local_micros());
