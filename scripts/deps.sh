@@ -16,6 +16,7 @@ packages=(
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)
   clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz targets (scripts/fuzz.sh)
+  chromium                               # headless browser for the `tfm serve` playground page test (tests/playground)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.
