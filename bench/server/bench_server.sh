@@ -29,7 +29,7 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- tfm serve ---------------------------------------------------------------------------
-"$tfm" -t "$threads" serve -m "$gguf" --host 127.0.0.1 --port 0 --parallel "$slots" --ctx-size 256 -q \
+"$tfm" -t "$threads" serve -m "$gguf" --host 127.0.0.1 --port 0 --parallel "$slots" --ctx-size 256 --no-log \
   >"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
 url=""
