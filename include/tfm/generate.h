@@ -27,6 +27,9 @@ struct SamplingOptions {
   double min_p = 0.05;          // drop tokens with p < min_p * p_max; 0: off
   double repeat_penalty = 1.0;  // CTRL's: logit/r if > 0 else logit*r, for recent tokens; 1: off
   std::int64_t repeat_last_n = 64;  // window of recent tokens the penalty looks at; 0: none, -1: all
+  // OpenAI's penalties over the same window, after CTRL's: logit -= count * frequency_penalty
+  // + (count > 0) * presence_penalty. 0: off.
+  double frequency_penalty = 0, presence_penalty = 0;
   std::uint64_t seed = 0;
 };
 

@@ -34,6 +34,8 @@ void validate(const SamplingOptions& o) {
   TFM_CHECK(o.repeat_penalty > 0 && std::isfinite(o.repeat_penalty), kOp,
             "repeat_penalty must be a finite number > 0 (1: off), got ", o.repeat_penalty);
   TFM_CHECK(o.repeat_last_n >= -1, kOp, "repeat_last_n must be >= -1 (-1: all, 0: none), got ", o.repeat_last_n);
+  TFM_CHECK(std::isfinite(o.frequency_penalty) && std::isfinite(o.presence_penalty), kOp,
+            "frequency_penalty and presence_penalty must be finite, got ", o.frequency_penalty, " and ", o.presence_penalty);
 }
 
 // The logits in double with CTRL's repetition penalty (Keskar et al. 2019, as llama.cpp):
@@ -54,6 +56,14 @@ std::vector<double> penalised_logits(std::span<const float> logits, std::span<co
     if (o.repeat_penalty == 1.0 || seen[t]) continue;
     seen[t] = 1;
     l[t] = l[t] > 0 ? l[t] / o.repeat_penalty : l[t] * o.repeat_penalty;
+  }
+  // OpenAI's frequency and presence penalties over the same window (after CTRL's, as
+  // llama.cpp): l -= count * frequency + (count > 0) * presence.
+  if (o.frequency_penalty != 0 || o.presence_penalty != 0) {
+    std::vector<std::int64_t> count(static_cast<std::size_t>(V), 0);
+    for (std::int64_t i = H - n; i < H; ++i) ++count[static_cast<std::size_t>(history[i])];
+    for (std::int64_t v = 0; v < V; ++v)
+      if (count[v] > 0) l[v] -= static_cast<double>(count[v]) * o.frequency_penalty + o.presence_penalty;
   }
   return l;
 }

@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 
+#include "decode_steps.h"
 #include "kernels/gemm_rows.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -24,24 +25,9 @@ std::int64_t context_for(const ModelConfig& c, std::int64_t asked) {
   return asked;
 }
 
-Tensor ids_tensor(const std::vector<std::int32_t>& ids) {
-  std::vector<std::int64_t> v(ids.begin(), ids.end());
-  return Tensor::from_ints(v, {1, static_cast<std::int64_t>(v.size())});
-}
-
-// Decode rows of logits (R, V) for `slots` one step, in chunks of at most the few-row GEMM's
-// row count so every chunk takes the row-independent path (batch invariance).
-Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>& slots,
-                   const std::vector<std::int32_t>& tokens) {
-  std::vector<Tensor> parts;
-  const auto R = static_cast<std::int64_t>(slots.size());
-  for (std::int64_t r0 = 0; r0 < R; r0 += kernels::kRowInvariantMaxRows) {
-    const std::int64_t r1 = std::min(R, r0 + kernels::kRowInvariantMaxRows);
-    const std::vector<std::int64_t> s(slots.begin() + r0, slots.begin() + r1);
-    const std::vector<std::int64_t> t(tokens.begin() + r0, tokens.begin() + r1);
-    parts.push_back(model.decode_cached(Tensor::from_ints(t, {r1 - r0, 1}), s, cache));
-  }
-  return parts.size() == 1 ? parts[0] : concat(parts, 0);
+void check_options(const GenerateOptions& o) {
+  TFM_CHECK(o.max_new_tokens >= 0, "generate", "max_new_tokens must be >= 0, got ", o.max_new_tokens);
+  for (const auto& s : o.stop) TFM_CHECK(!s.empty(), "generate", "stop strings must not be empty");
 }
 
 // Length of the longest end of `text` that begins some stop string: streaming holds it back
@@ -57,12 +43,57 @@ std::size_t partial_stop_suffix(const std::string& text, const std::vector<std::
   return held;
 }
 
-void check_options(const GenerateOptions& o) {
-  TFM_CHECK(o.max_new_tokens >= 0, "generate", "max_new_tokens must be >= 0, got ", o.max_new_tokens);
-  for (const auto& s : o.stop) TFM_CHECK(!s.empty(), "generate", "stop strings must not be empty");
+}  // namespace
+
+namespace detail {
+
+Tensor ids_tensor(const std::vector<std::int32_t>& ids) {
+  std::vector<std::int64_t> v(ids.begin(), ids.end());
+  return Tensor::from_ints(v, {1, static_cast<std::int64_t>(v.size())});
 }
 
-}  // namespace
+Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>& slots,
+                   const std::vector<std::int32_t>& tokens) {
+  std::vector<Tensor> parts;
+  const auto R = static_cast<std::int64_t>(slots.size());
+  for (std::int64_t r0 = 0; r0 < R; r0 += kernels::kRowInvariantMaxRows) {
+    const std::int64_t r1 = std::min(R, r0 + kernels::kRowInvariantMaxRows);
+    const std::vector<std::int64_t> s(slots.begin() + r0, slots.begin() + r1);
+    const std::vector<std::int64_t> t(tokens.begin() + r0, tokens.begin() + r1);
+    parts.push_back(model.decode_cached(Tensor::from_ints(t, {r1 - r0, 1}), s, cache));
+  }
+  return parts.size() == 1 ? parts[0] : tfm::concat(parts, 0);
+}
+
+bool is_end_token(std::int32_t tok, std::int32_t tokenizer_eos, const GenerateOptions& o) {
+  if (!o.stop_at_eos) return false;
+  return tok == tokenizer_eos || std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end();
+}
+
+std::string advance_text(const Tokenizer& tok, const std::vector<std::string>& stops, GenerateResult& out,
+                         std::size_t& emitted, bool* stopped) {
+  // Text so far; stop strings cut it, streaming emits whole characters only.
+  std::string text = tok.decode(out.tokens, true);
+  *stopped = false;
+  for (const auto& s : stops) {
+    const auto at = text.find(s);
+    if (at != std::string::npos) {
+      text.resize(at);
+      *stopped = true;
+    }
+  }
+  std::size_t ready = *stopped ? text.size() : complete_utf8_prefix(text);
+  if (!*stopped) ready = std::min(ready, text.size() - partial_stop_suffix(text, stops));
+  std::string piece = ready > emitted ? text.substr(emitted, ready - emitted) : std::string();
+  emitted = std::max(emitted, ready);
+  out.text = std::move(text);
+  return piece;
+}
+
+}  // namespace detail
+
+using detail::decode_rows;
+using detail::ids_tensor;
 
 void Timings::add(const Timings& o) {
   prefill_tokens += o.prefill_tokens;
@@ -183,28 +214,15 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
       }
       const std::span<const float> row(logits.data() + r * V, static_cast<std::size_t>(V));
       const std::int32_t tok = sampler.sample(row, hist, 0, static_cast<std::uint64_t>(step));
-      if (tok == eos || (o.stop_at_eos && std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end())) {
+      if (tok == eos || detail::is_end_token(tok, eos, o)) {
         out.stop_reason = "eos";
         continue;
       }
       out.tokens.push_back(tok);
       hist.push_back(tok);
-      // Text so far; stop strings cut it, streaming emits whole characters only.
-      std::string text = tok_.decode(out.tokens, true);
       bool stopped = false;
-      for (const auto& s : o.stop) {
-        const auto at = text.find(s);
-        if (at != std::string::npos) {
-          text.resize(at);
-          stopped = true;
-        }
-      }
-      std::size_t ready = stopped ? text.size() : complete_utf8_prefix(text);
-      if (!stopped) ready = std::min(ready, text.size() - partial_stop_suffix(text, o.stop));
-      auto& done = emitted[static_cast<std::size_t>(r)];
-      if (on_text && ready > done) on_text(std::string_view(text).substr(done, ready - done));
-      done = std::max(done, ready);
-      out.text = text;
+      const std::string piece = detail::advance_text(tok_, o.stop, out, emitted[static_cast<std::size_t>(r)], &stopped);
+      if (on_text && !piece.empty()) on_text(piece);
       if (stopped) {
         out.stop_reason = "stop";
         continue;

@@ -20,5 +20,6 @@ void add_merge_command(CLI::App& app);
 void add_bleu_command(CLI::App& app);
 void add_convert_command(CLI::App& app);  // cmd_convert.cpp: directory <-> GGUF
 void add_chat_template_command(CLI::App& app);
+void add_serve_command(CLI::App& app);  // cmd_serve.cpp: tfm serve (tools/server)
 
 }  // namespace tfm::cli

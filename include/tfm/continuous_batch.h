@@ -1,0 +1,104 @@
+// Continuous batching: requests join and leave a running batch of decoder-only sequences at
+// any step (what `tfm serve --parallel N` runs; docs/server.md).
+//
+//   ContinuousBatch cb(lm.model, lm.tokenizer, {.ctx_size = 512, .max_batch = 4});
+//   std::int64_t id = cb.add({.prompt = cb.encode_prompt("ROMEO:"), .options = o});
+//   while (!cb.idle())
+//     for (const BatchEvent& e : cb.step()) std::cout << e.text;   // e.finished: e.result
+//
+// Each step runs at most ONE prefill chunk (of the oldest request still reading its prompt),
+// then samples every sequence whose next-token logits are ready and decodes those still going
+// in one batched step. A prompt is read in fixed chunks from position 0, whatever else runs, and
+// decode steps use Generator's row-independent path (detail::decode_rows) and its sampler with
+// the request's own (seed, stream, draw) — so a request's tokens are bit-identical whatever
+// else is in the batch, and a prompt that fits one chunk gives exactly `Generator::generate`'s
+// tokens (stream 0). A full context ends a sequence with stop reason "context" (no shift).
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <string>
+#include <vector>
+
+#include "tfm/generate.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+#include "tfm/session.h"
+#include "tfm/tokenizer.h"
+
+namespace tfm {
+
+struct BatchRequest {
+  std::vector<std::int32_t> prompt;   // from encode_prompt (non-empty, shorter than the context)
+  GenerateOptions options;            // context_shift is ignored (off)
+  std::uint64_t stream = 0;           // the sampler's stream: choices of one prompt differ by it
+  std::int64_t top_logprobs = -1;     // < 0: no log-probabilities; k >= 0: the chosen token's and the k best
+};
+
+struct TokenLogprob {
+  std::int32_t id = 0;
+  double logprob = 0;                 // log-softmax of the model's raw logits (before penalties, temperature)
+};
+
+struct BatchEvent {
+  std::int64_t id = 0;                // the request, as add() returned it
+  std::string text;                   // text newly safe to show (may be empty)
+  bool has_token = false;             // a token was generated this step
+  std::int32_t token = 0;
+  TokenLogprob chosen;                // when top_logprobs >= 0
+  std::vector<TokenLogprob> top;      // the top_logprobs most likely, best first
+  bool finished = false;
+  GenerateResult result;              // when finished: tokens, text, stop_reason
+};
+
+class ContinuousBatch {
+ public:
+  // opt.max_batch slots of opt.ctx_size positions; prompts are prefilled prefill_chunk tokens
+  // per step.
+  ContinuousBatch(Model& model, const Tokenizer& tok, SessionOptions opt, std::int64_t prefill_chunk = 64);
+  std::int64_t slots() const { return cache_.slots(); }
+  std::int64_t context_size() const { return cache_.capacity(); }
+  std::int64_t prefill_chunk() const { return chunk_; }
+  std::int64_t active() const;        // slots in use
+  bool has_free_slot() const { return active() < slots(); }
+  bool idle() const { return active() == 0; }
+  const KVCache& cache() const { return cache_; }
+  const Timings& timings() const { return timings_; }
+  // Generator::encode_prompt's checks (non-empty, fits the context).
+  std::vector<std::int32_t> encode_prompt(std::string_view prompt) const;
+
+  // Takes a free slot (throws when none is free or the request is malformed); returns its id.
+  std::int64_t add(BatchRequest r);
+  // Frees the request's slot now (no event follows). Unknown or finished ids are ignored.
+  void cancel(std::int64_t id);
+  // One scheduler step (see the top of this file). Finished requests have left their slots.
+  std::vector<BatchEvent> step();
+
+ private:
+  struct Slot {
+    bool used = false;
+    std::int64_t id = 0;
+    BatchRequest req;
+    std::int64_t prefilled = 0;       // prompt tokens in the cache
+    bool logits_ready = false;        // next-token logits waiting in logits_ (slot row)
+    std::int64_t generated = 0;       // the sampler's draw number
+    std::vector<std::int32_t> history;
+    GenerateResult out;
+    std::size_t emitted = 0;
+  };
+  void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
+                   std::vector<std::int32_t>& next);
+  void finish(std::int64_t s, const std::string& reason, BatchEvent& e);
+
+  Model& model_;
+  const Tokenizer& tok_;
+  KVCache cache_;
+  std::int64_t chunk_;
+  std::vector<Slot> slots_;
+  std::deque<std::int64_t> prefill_order_;  // slots still reading their prompt, oldest first
+  std::vector<float> logits_;               // (slots, V)
+  std::int64_t next_id_ = 1;
+  Timings timings_;
+};
+
+}  // namespace tfm

@@ -1,0 +1,201 @@
+// ContinuousBatch: requests joining and leaving a running decode batch (continuous_batch.h).
+#include "tfm/continuous_batch.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <numeric>
+
+#include "decode_steps.h"
+#include "tfm/error.h"
+
+namespace tfm {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+const ModelConfig& checked_lm(const Model& model) {
+  const ModelConfig& c = model.config();
+  TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, "continuous batch",
+            "needs a decoder-only language model; this one is ", to_string(c.architecture));
+  return c;
+}
+
+std::int64_t context_of(const ModelConfig& c, std::int64_t asked) {
+  TFM_CHECK(asked >= 0, "continuous batch", "ctx_size must be >= 0, got ", asked);
+  if (asked == 0) return c.max_positions;
+  TFM_CHECK(c.position != PositionKind::learned || asked <= c.max_positions, "continuous batch", "ctx_size ", asked,
+            " exceeds the model's learned position table of ", c.max_positions, " positions");
+  return asked;
+}
+
+// Log-softmax of one row in double (the row's own numbers only: batch invariant).
+void log_probs(std::span<const float> row, std::int32_t chosen, std::int64_t k, TokenLogprob& out_chosen,
+               std::vector<TokenLogprob>& top) {
+  double mx = -INFINITY;
+  for (const float v : row) mx = std::max(mx, static_cast<double>(v));
+  double z = 0;
+  for (const float v : row) z += std::exp(static_cast<double>(v) - mx);
+  const double lse = mx + std::log(z);
+  out_chosen = {chosen, static_cast<double>(row[static_cast<std::size_t>(chosen)]) - lse};
+  top.clear();
+  if (k <= 0) return;
+  std::vector<std::int32_t> ids(row.size());
+  std::iota(ids.begin(), ids.end(), 0);
+  const auto kk = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(k), ids.size()));
+  std::partial_sort(ids.begin(), ids.begin() + kk, ids.end(), [&](std::int32_t a, std::int32_t b) {
+    const float la = row[static_cast<std::size_t>(a)], lb = row[static_cast<std::size_t>(b)];
+    return la != lb ? la > lb : a < b;  // ties: the smaller id, as the sampler
+  });
+  for (std::ptrdiff_t i = 0; i < kk; ++i)
+    top.push_back({ids[static_cast<std::size_t>(i)], static_cast<double>(row[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)])]) - lse});
+}
+
+}  // namespace
+
+ContinuousBatch::ContinuousBatch(Model& model, const Tokenizer& tok, SessionOptions opt, std::int64_t prefill_chunk)
+    : model_(model), tok_(tok),
+      cache_(checked_lm(model), std::max<std::int64_t>(opt.max_batch, 1), context_of(model.config(), opt.ctx_size)),
+      chunk_(prefill_chunk), slots_(static_cast<std::size_t>(cache_.slots())),
+      logits_(static_cast<std::size_t>(cache_.slots() * model.config().vocab_size)) {
+  TFM_CHECK(prefill_chunk >= 1, "continuous batch", "prefill chunk must be >= 1, got ", prefill_chunk);
+  model_.set_training(false);
+}
+
+std::int64_t ContinuousBatch::active() const {
+  return std::count_if(slots_.begin(), slots_.end(), [](const Slot& s) { return s.used; });
+}
+
+std::vector<std::int32_t> ContinuousBatch::encode_prompt(std::string_view prompt) const {
+  TFM_CHECK(!prompt.empty(), "generate", "the prompt is empty");
+  std::vector<std::int32_t> ids = tok_.encode(prompt);
+  TFM_CHECK(!ids.empty(), "generate", "the prompt encodes to no tokens");
+  TFM_CHECK(static_cast<std::int64_t>(ids.size()) < cache_.capacity(), "generate", "the prompt is ", ids.size(),
+            " tokens; the context holds ", cache_.capacity(), " (raise --ctx-size or shorten the prompt)");
+  return ids;
+}
+
+std::int64_t ContinuousBatch::add(BatchRequest r) {
+  TFM_CHECK(!r.prompt.empty() && static_cast<std::int64_t>(r.prompt.size()) < cache_.capacity(), "continuous batch",
+            "the prompt is ", r.prompt.size(), " tokens; it must be 1 .. ", cache_.capacity() - 1);
+  TFM_CHECK(r.options.max_new_tokens >= 0, "continuous batch", "max_new_tokens must be >= 0");
+  for (const auto& s : r.options.stop) TFM_CHECK(!s.empty(), "continuous batch", "stop strings must not be empty");
+  const std::int64_t V = model_.config().vocab_size;
+  for (const std::int32_t t : r.prompt)
+    TFM_CHECK(t >= 0 && t < V, "continuous batch", "token id ", t, " is outside the vocabulary of ", V);
+  for (std::size_t s = 0; s < slots_.size(); ++s) {
+    if (slots_[s].used) continue;
+    Slot& slot = slots_[s];
+    slot = Slot{};
+    slot.used = true;
+    slot.id = next_id_++;
+    slot.history = r.prompt;
+    slot.out.prompt_tokens = r.prompt;
+    slot.req = std::move(r);
+    cache_.reset(static_cast<std::int64_t>(s));
+    prefill_order_.push_back(static_cast<std::int64_t>(s));
+    return slot.id;
+  }
+  fail("continuous batch", "all ", slots_.size(), " slots are busy");
+}
+
+void ContinuousBatch::cancel(std::int64_t id) {
+  for (std::size_t s = 0; s < slots_.size(); ++s)
+    if (slots_[s].used && slots_[s].id == id) {
+      slots_[s].used = false;
+      std::erase(prefill_order_, static_cast<std::int64_t>(s));
+    }
+}
+
+void ContinuousBatch::finish(std::int64_t s, const std::string& reason, BatchEvent& e) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  slot.out.stop_reason = reason;
+  // What streaming held back (a possible stop-string start that never completed).
+  if (slot.out.text.size() > slot.emitted) e.text += slot.out.text.substr(slot.emitted);
+  e.finished = true;
+  e.result = std::move(slot.out);
+  slot.used = false;
+}
+
+void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
+                                  std::vector<std::int32_t>& next) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  const GenerateOptions& o = slot.req.options;
+  BatchEvent e;
+  e.id = slot.id;
+  if (slot.generated >= o.max_new_tokens) {
+    finish(s, "length", e);
+    events.push_back(std::move(e));
+    return;
+  }
+  const std::int64_t V = model_.config().vocab_size;
+  const std::span<const float> row(logits_.data() + s * V, static_cast<std::size_t>(V));
+  const Sampler sampler(o.sampling);
+  const std::int32_t tok = sampler.sample(row, slot.history, slot.req.stream, static_cast<std::uint64_t>(slot.generated));
+  ++slot.generated;
+  slot.logits_ready = false;
+  if (detail::is_end_token(tok, tok_.eos_id(), o)) {
+    finish(s, "eos", e);
+    events.push_back(std::move(e));
+    return;
+  }
+  e.has_token = true;
+  e.token = tok;
+  if (slot.req.top_logprobs >= 0) log_probs(row, tok, slot.req.top_logprobs, e.chosen, e.top);
+  slot.out.tokens.push_back(tok);
+  slot.history.push_back(tok);
+  bool stopped = false;
+  e.text = detail::advance_text(tok_, o.stop, slot.out, slot.emitted, &stopped);
+  if (stopped) finish(s, "stop", e);
+  else if (cache_.length(s) >= cache_.capacity()) finish(s, "context", e);
+  else {
+    live.push_back(s);
+    next.push_back(tok);
+  }
+  events.push_back(std::move(e));
+}
+
+std::vector<BatchEvent> ContinuousBatch::step() {
+  std::vector<BatchEvent> events;
+  const std::int64_t V = model_.config().vocab_size;
+  // 1. One prefill chunk, of the oldest request still reading its prompt. Chunk boundaries
+  //    depend only on the prompt, so its numbers are the same whatever else is running.
+  if (!prefill_order_.empty()) {
+    const std::int64_t s = prefill_order_.front();
+    Slot& slot = slots_[static_cast<std::size_t>(s)];
+    const auto n = static_cast<std::int64_t>(slot.req.prompt.size());
+    const std::int64_t end = std::min(n, slot.prefilled + chunk_);
+    const std::vector<std::int32_t> part(slot.req.prompt.begin() + slot.prefilled, slot.req.prompt.begin() + end);
+    const auto t0 = Clock::now();
+    const auto row = model_.decode_cached(detail::ids_tensor(part), {s}, cache_).to_floats();
+    timings_.prefill_tokens += end - slot.prefilled;
+    timings_.prefill_seconds += since(t0);
+    slot.prefilled = end;
+    if (end == n) {
+      std::copy(row.begin(), row.end(), logits_.begin() + s * V);
+      slot.logits_ready = true;
+      prefill_order_.pop_front();
+    }
+  }
+  // 2. Sample every slot whose logits are ready; 3. decode the survivors together.
+  std::vector<std::int64_t> live;
+  std::vector<std::int32_t> next;
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(slots_.size()); ++s)
+    if (slots_[static_cast<std::size_t>(s)].used && slots_[static_cast<std::size_t>(s)].logits_ready)
+      sample_slot(s, events, live, next);
+  if (!live.empty()) {
+    const auto t0 = Clock::now();
+    const auto rows = detail::decode_rows(model_, cache_, live, next).to_floats();
+    for (std::size_t i = 0; i < live.size(); ++i) {
+      std::copy(rows.begin() + static_cast<std::ptrdiff_t>(i) * V, rows.begin() + static_cast<std::ptrdiff_t>(i + 1) * V,
+                logits_.begin() + live[i] * V);
+      slots_[static_cast<std::size_t>(live[i])].logits_ready = true;
+    }
+    timings_.decode_tokens += static_cast<std::int64_t>(live.size());
+    timings_.decode_seconds += since(t0);
+  }
+  return events;
+}
+
+}  // namespace tfm

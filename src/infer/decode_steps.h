@@ -1,0 +1,36 @@
+// The pieces of one decoding step that Generator (session.cpp) and ContinuousBatch
+// (continuous_batch.cpp) share, so both run the same inference path.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+#include "tfm/session.h"
+#include "tfm/tokenizer.h"
+
+namespace tfm::detail {
+
+// Next-token logits (R, V) of cache slots `slots` after appending tokens[r] to each, in chunks
+// of at most the row-invariant GEMM's row count (batch invariance: a row's numbers never
+// depend on which rows are decoded beside it).
+Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>& slots,
+                   const std::vector<std::int32_t>& tokens);
+
+// A token id list as a (1, T) integer tensor.
+Tensor ids_tensor(const std::vector<std::int32_t>& ids);
+
+// True when `tok` ends generation under `o` (the tokenizer's <eos> or one of o.eos_ids).
+bool is_end_token(std::int32_t tok, std::int32_t tokenizer_eos, const GenerateOptions& o);
+
+// After out.tokens gained a token: out.text becomes the text so far, cut before the first
+// stop string of `stops` that appeared (then *stopped is set). Returns the piece of it that is
+// safe to stream now (whole UTF-8 characters, nothing that may begin a stop string) beyond the
+// `emitted` bytes already streamed, and advances `emitted`.
+std::string advance_text(const Tokenizer& tok, const std::vector<std::string>& stops, GenerateResult& out,
+                         std::size_t& emitted, bool* stopped);
+
+}  // namespace tfm::detail

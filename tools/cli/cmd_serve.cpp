@@ -1,0 +1,54 @@
+// tfm serve -m DIR [--host H] [--port P] [--parallel N] [--ctx-size C] [--api-key K | --api-key-file F]
+//           [--max-body-bytes B] [--timeout S] [--cors ORIGIN] — the OpenAI-compatible HTTP
+// server (tools/server, docs/server.md).
+#include <fstream>
+#include <sstream>
+
+#include "cli_common.h"
+#include "commands.h"
+#include "server.h"
+#include "tfm/error.h"
+
+namespace tfm::cli {
+
+void add_serve_command(CLI::App& app) {
+  auto* cmd = app.add_subcommand("serve", "Serve a model over HTTP with OpenAI's API (continuous batching; docs/server.md)");
+  struct Args {
+    server::ServeOptions o;
+    std::string adapter, api_key_file, max_memory;
+  };
+  auto a = std::make_shared<Args>();
+  cmd->add_option("-m,--model", a->o.model_dir, "Model directory")->required();
+  add_adapter_option(cmd, a->adapter);
+  cmd->add_option("--host", a->o.host, "Address to listen on (default 127.0.0.1: this machine only)");
+  cmd->add_option("--port", a->o.port, "Port (0: any free port, printed)")->check(CLI::Range(0, 65535));
+  cmd->add_option("--alias", a->o.model_name, "Model id in /v1/models and responses (default: the directory name)");
+  cmd->add_option("--parallel", a->o.parallel, "Sequences decoded together (slots)")->check(CLI::Range(1, 256));
+  cmd->add_option("--queue", a->o.queue, "Requests that may wait for a slot; more get 503 + Retry-After")->check(CLI::NonNegativeNumber);
+  cmd->add_option("-c,--ctx-size", a->o.ctx_size, "Positions per slot: prompt + generated (0: the model's)")->check(CLI::NonNegativeNumber);
+  cmd->add_option("--prefill-chunk", a->o.prefill_chunk, "Prompt tokens prefilled per scheduler step")->check(CLI::Range(1, 1 << 20));
+  auto* key = cmd->add_option("--api-key", a->o.api_key, "Require Authorization: Bearer KEY (all but /health)");
+  cmd->add_option("--api-key-file", a->api_key_file, "Read the API key from this file (first line)")->excludes(key);
+  cmd->add_option("--max-body-bytes", a->o.max_body_bytes, "Largest request body")->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));
+  cmd->add_option("--idle-timeout", a->o.idle_timeout_s, "Seconds an idle keep-alive connection stays open")->check(CLI::Range(1, 3600));
+  cmd->add_option("--max-tokens-limit", a->o.max_tokens_limit, "Largest max_tokens accepted")->check(CLI::Range(1, 1 << 24));
+  cmd->add_option("--max-n", a->o.max_n, "Largest n accepted")->check(CLI::Range(1, 128));
+  cmd->add_option("--cors", a->o.cors_origin, "Allow this browser origin (CORS headers); default: none");
+  cmd->add_flag("--no-log", a->o.quiet, "No access log lines on stderr");
+  add_max_memory_option(cmd, a->max_memory);
+  cmd->callback([a] {
+    if (!a->api_key_file.empty()) {
+      std::ifstream f(a->api_key_file);
+      TFM_CHECK(f.good(), "serve", "cannot read --api-key-file '", a->api_key_file, "'");
+      std::getline(f, a->o.api_key);
+      while (!a->o.api_key.empty() && (a->o.api_key.back() == '\r' || a->o.api_key.back() == ' ')) a->o.api_key.pop_back();
+      TFM_CHECK(!a->o.api_key.empty(), "serve", "--api-key-file '", a->api_key_file, "' holds no key on its first line");
+    }
+    check_model_memory(a->o.model_dir, a->max_memory, a->o.ctx_size, a->o.parallel);
+    LoadedModel lm = load_model(a->o.model_dir, a->adapter);
+    server::serve(lm, a->o);
+  });
+}
+
+}  // namespace tfm::cli

@@ -1,0 +1,144 @@
+// Request body parsing with limits, and the generation parameters (request_params.h).
+#include "request_params.h"
+
+#include <chrono>
+#include <cmath>
+
+#include "api_error.h"
+
+namespace tfm::server {
+
+nlohmann::json ApiError::to_json() const {
+  nlohmann::json e = {{"message", what()}, {"type", type}, {"param", param.empty() ? nlohmann::json() : nlohmann::json(param)},
+                      {"code", code.empty() ? nlohmann::json() : nlohmann::json(code)}};
+  return {{"error", e}};
+}
+
+void bad_param(const std::string& param, const std::string& message) {
+  throw ApiError(400, "invalid_request_error", "invalid_value", message, param);
+}
+
+std::string dump(const Json& j) { return j.dump(-1, ' ', false, Json::error_handler_t::replace); }
+
+Json parse_body(const std::string& body, std::int64_t max_depth) {
+  if (body.empty()) throw ApiError(400, "invalid_request_error", "invalid_json", "the request body is empty; send a JSON object");
+  Json j;
+  try {
+    // Nesting is checked while parsing, so a deep body costs no more than max_depth frames.
+    j = Json::parse(body, [max_depth](int depth, Json::parse_event_t, Json&) {
+      if (depth > max_depth)
+        throw ApiError(400, "invalid_request_error", "invalid_json", "JSON nested deeper than " + std::to_string(max_depth) + " levels");
+      return true;
+    });
+  } catch (const Json::parse_error& e) {
+    throw ApiError(400, "invalid_request_error", "invalid_json", std::string("malformed JSON: ") + e.what());
+  }
+  if (!j.is_object()) throw ApiError(400, "invalid_request_error", "invalid_json", "the request body must be a JSON object");
+  return j;
+}
+
+void reject_unknown(const Json& body, std::initializer_list<const char*> known) {
+  for (const auto& [key, value] : body.items()) {
+    bool ok = false;
+    for (const char* k : known) ok = ok || key == k;
+    if (!ok)
+      throw ApiError(400, "invalid_request_error", "unknown_parameter", "Unrecognized request argument supplied: " + key, key);
+  }
+}
+
+std::optional<std::int64_t> get_int(const Json& b, const char* key, std::int64_t lo, std::int64_t hi) {
+  const auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number_integer() && !(it->is_number_float() && std::nearbyint(it->get<double>()) == it->get<double>() &&
+                                    std::abs(it->get<double>()) < 9e15))
+    bad_param(key, std::string(key) + " must be an integer");
+  const auto v = it->is_number_float() ? static_cast<std::int64_t>(it->get<double>())
+                 : it->is_number_unsigned() && it->get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX)
+                     ? INT64_MAX
+                     : it->get<std::int64_t>();
+  if (v < lo || v > hi)
+    bad_param(key, std::string(key) + " must be in [" + std::to_string(lo) + ", " + std::to_string(hi) + "], got " + std::to_string(v));
+  return v;
+}
+
+std::optional<double> get_number(const Json& b, const char* key, double lo, double hi) {
+  const auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number()) bad_param(key, std::string(key) + " must be a number");
+  const double v = it->get<double>();
+  if (!(v >= lo && v <= hi)) {
+    char buf[160];
+    std::snprintf(buf, sizeof buf, "%s must be in [%g, %g], got %g", key, lo, hi, v);
+    bad_param(key, buf);
+  }
+  return v;
+}
+
+std::optional<bool> get_bool(const Json& b, const char* key) {
+  const auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return std::nullopt;
+  if (!it->is_boolean()) bad_param(key, std::string(key) + " must be a boolean");
+  return it->get<bool>();
+}
+
+std::optional<std::string> get_string(const Json& b, const char* key) {
+  const auto it = b.find(key);
+  if (it == b.end() || it->is_null()) return std::nullopt;
+  if (!it->is_string()) bad_param(key, std::string(key) + " must be a string");
+  return it->get<std::string>();
+}
+
+GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool chat) {
+  GenerationParams p;
+  SamplingOptions& s = p.options.sampling;
+  // OpenAI's defaults (temperature 1, top_p 1) with llama.cpp's extras off unless asked.
+  s.temperature = get_number(b, "temperature", 0, 2).value_or(1.0);
+  s.top_p = get_number(b, "top_p", 0, 1).value_or(1.0);
+  if (s.top_p <= 0) bad_param("top_p", "top_p must be > 0");
+  s.top_k = get_int(b, "top_k", 0, 1 << 30).value_or(0);
+  s.min_p = get_number(b, "min_p", 0, 1).value_or(0.0);
+  s.repeat_penalty = get_number(b, "repeat_penalty", 1e-3, 100).value_or(1.0);
+  s.repeat_last_n = get_int(b, "repeat_last_n", -1, 1 << 30).value_or(64);
+  s.frequency_penalty = get_number(b, "frequency_penalty", -2, 2).value_or(0.0);
+  s.presence_penalty = get_number(b, "presence_penalty", -2, 2).value_or(0.0);
+  const auto seed = get_int(b, "seed", INT64_MIN, INT64_MAX);
+  s.seed = seed ? static_cast<std::uint64_t>(*seed)
+                : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+  p.n = get_int(b, "n", 1, so.max_n).value_or(1);
+  if (const auto best_of = get_int(b, "best_of", 1, so.max_n); best_of && *best_of != p.n)
+    throw ApiError(400, "invalid_request_error", "unsupported_value", "best_of other than n is not supported", "best_of");
+  p.max_tokens = get_int(b, "max_tokens", 0, so.max_tokens_limit);
+  if (chat && !p.max_tokens) p.max_tokens = get_int(b, "max_completion_tokens", 0, so.max_tokens_limit);
+  p.stream = get_bool(b, "stream").value_or(false);
+  if (const auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
+    if (!it->is_object()) bad_param("stream_options", "stream_options must be an object");
+    if (!p.stream) bad_param("stream_options", "stream_options is only allowed with stream: true");
+    p.include_usage = get_bool(*it, "include_usage").value_or(false);
+  }
+  if (const auto it = b.find("stop"); it != b.end() && !it->is_null()) {
+    if (it->is_string()) p.options.stop.push_back(it->get<std::string>());
+    else if (it->is_array() && it->size() <= 4) {
+      for (const auto& x : *it) {
+        if (!x.is_string()) bad_param("stop", "stop must be a string or an array of up to 4 strings");
+        p.options.stop.push_back(x.get<std::string>());
+      }
+    } else bad_param("stop", "stop must be a string or an array of up to 4 strings");
+    for (const auto& x : p.options.stop)
+      if (x.empty()) bad_param("stop", "stop strings must not be empty");
+  }
+  if (const auto it = b.find("logit_bias"); it != b.end() && !it->is_null() && !(it->is_object() && it->empty()))
+    throw ApiError(400, "invalid_request_error", "unsupported_value", "logit_bias is not supported", "logit_bias");
+  if (chat) {
+    const bool lp = get_bool(b, "logprobs").value_or(false);
+    const auto top = get_int(b, "top_logprobs", 0, 20);
+    if (top && !lp) bad_param("top_logprobs", "top_logprobs needs logprobs: true");
+    p.top_logprobs = lp ? top.value_or(0) : -1;
+  } else {
+    p.top_logprobs = get_int(b, "logprobs", 0, 20).value_or(-1);
+  }
+  p.options.stop_at_eos = !get_bool(b, "ignore_eos").value_or(false);
+  p.options.context_shift = false;
+  return p;
+}
+
+}  // namespace tfm::server

@@ -1,0 +1,47 @@
+// Parsing and checking request bodies: JSON with depth and size limits, typed field getters
+// whose errors are OpenAI's 400 naming the parameter, and the sampling parameters shared by
+// /v1/completions and /v1/chat/completions.
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "serve_options.h"
+#include "tfm/generate.h"
+#include "tfm/session.h"
+
+namespace tfm::server {
+
+using Json = nlohmann::ordered_json;
+
+// The body as a JSON object; malformed JSON, invalid UTF-8, nesting past max_depth or a
+// non-object body give a 400.
+Json parse_body(const std::string& body, std::int64_t max_depth);
+// 400 "Unrecognized request argument supplied: X" for a key outside `known`.
+void reject_unknown(const Json& body, std::initializer_list<const char*> known);
+
+std::optional<std::int64_t> get_int(const Json& b, const char* key, std::int64_t lo, std::int64_t hi);
+std::optional<double> get_number(const Json& b, const char* key, double lo, double hi);
+std::optional<bool> get_bool(const Json& b, const char* key);
+std::optional<std::string> get_string(const Json& b, const char* key);
+
+// What both generation endpoints share, read from the body.
+struct GenerationParams {
+  GenerateOptions options;                // sampling, stop, max_new_tokens (resolved later)
+  std::optional<std::int64_t> max_tokens; // as asked (completions: default 16; chat: the rest of the context)
+  std::int64_t n = 1;
+  bool stream = false, include_usage = false;
+  std::int64_t top_logprobs = -1;         // < 0: no logprobs
+};
+// `max_tokens_key`: "max_tokens" (chat also accepts "max_completion_tokens").
+GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool chat);
+
+// The text a JSON value holds, dumped with invalid UTF-8 replaced (never throws).
+std::string dump(const Json& j);
+
+}  // namespace tfm::server

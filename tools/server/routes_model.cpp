@@ -1,0 +1,178 @@
+// The other endpoints: /v1/models, /health, /metrics, /tokenize, /detokenize,
+// /v1/embeddings, /v1/classify and /v1/attention (the playground's heat map).
+#include <cstring>
+
+#include "routes.h"
+#include "tfm/inspect.h"
+
+namespace tfm::server {
+namespace {
+
+// `input` as a list of non-empty strings (a string or an array of them), at most max_inputs.
+std::vector<std::string> text_inputs(const Json& b, const ServeOptions& opt) {
+  const auto it = b.find("input");
+  std::vector<std::string> out;
+  if (it != b.end() && it->is_string()) out.push_back(it->get<std::string>());
+  else if (it != b.end() && it->is_array() && !it->empty()) {
+    for (const auto& x : *it) {
+      if (!x.is_string())
+        throw ApiError(400, "invalid_request_error", "unsupported_value", "input must be a string or an array of strings", "input");
+      out.push_back(x.get<std::string>());
+    }
+  } else bad_param("input", "input must be a non-empty string or array of strings");
+  if (static_cast<std::int64_t>(out.size()) > opt.max_inputs)
+    bad_param("input", "at most " + std::to_string(opt.max_inputs) + " inputs per request");
+  for (const auto& s : out)
+    if (s.empty()) bad_param("input", "inputs must not be empty");
+  return out;
+}
+
+// Checks each input's token count against the model's positions.
+std::int64_t count_tokens(ServerContext& cx, const std::vector<std::string>& texts) {
+  std::int64_t total = 0;
+  for (const auto& t : texts) {
+    const auto n = static_cast<std::int64_t>(cx.lm.tokenizer.encode(t).size());
+    if (n + 2 > cx.lm.config.max_positions)  // room for [CLS]/[SEP]-style specials
+      throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                     "an input is " + std::to_string(n) + " tokens; the model takes " + std::to_string(cx.lm.config.max_positions - 2),
+                     "input");
+    total += n;
+  }
+  access_info().prompt_tokens = total;
+  return total;
+}
+
+std::string base64(const std::vector<float>& v) {
+  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::string bytes(v.size() * 4, '\0');
+  std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian f32, as OpenAI's
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const std::uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16) |
+                            (i + 1 < bytes.size() ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0) |
+                            (i + 2 < bytes.size() ? static_cast<unsigned char>(bytes[i + 2]) : 0);
+    out += kAlphabet[(n >> 18) & 63];
+    out += kAlphabet[(n >> 12) & 63];
+    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
+    out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
+  }
+  return out;
+}
+
+void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
+  const Json b = parse_body(req.body, cx.opt.max_json_depth);
+  reject_unknown(b, {"model", "input", "encoding_format", "dimensions", "user", "pooling", "normalize"});
+  if (b.contains("dimensions") && !b["dimensions"].is_null())
+    throw ApiError(400, "invalid_request_error", "unsupported_value", "dimensions is not supported", "dimensions");
+  const std::string format = get_string(b, "encoding_format").value_or("float");
+  if (format != "float" && format != "base64") bad_param("encoding_format", "encoding_format must be float or base64");
+  const std::string pooling = get_string(b, "pooling").value_or("auto");
+  if (pooling != "auto" && pooling != "mean" && pooling != "first" && pooling != "last")
+    bad_param("pooling", "pooling must be auto, mean, first or last");
+  const bool normalize = get_bool(b, "normalize").value_or(false);
+  const auto texts = text_inputs(b, cx.opt);
+  const std::int64_t tokens = count_tokens(cx, texts);
+  std::vector<std::vector<float>> vecs;
+  cx.sched.run_job([&] { vecs = embed(cx.lm, texts, embed_pooling_from_name(pooling), normalize); });
+  Json data = Json::array();
+  for (std::size_t i = 0; i < vecs.size(); ++i)
+    data.push_back({{"object", "embedding"}, {"index", i},
+                    {"embedding", format == "base64" ? Json(base64(vecs[i])) : Json(vecs[i])}});
+  send_json(res, {{"object", "list"}, {"data", data}, {"model", cx.model_id},
+                  {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
+  const Json b = parse_body(req.body, cx.opt.max_json_depth);
+  reject_unknown(b, {"model", "input", "user"});
+  if (cx.lm.config.head != HeadKind::classifier)
+    throw ApiError(400, "invalid_request_error", "model_not_supported", "this model is not a classifier");
+  const auto texts = text_inputs(b, cx.opt);
+  const std::int64_t tokens = count_tokens(cx, texts);
+  std::vector<Classification> rs;
+  cx.sched.run_job([&] { rs = classify(cx.lm, texts); });
+  Json data = Json::array();
+  for (std::size_t i = 0; i < rs.size(); ++i) {
+    Json probs = Json::object();
+    const auto& names = cx.lm.config.id2label;
+    for (std::size_t k = 0; k < rs[i].probabilities.size(); ++k)
+      probs[k < names.size() ? names[k] : std::to_string(k)] = rs[i].probabilities[k];
+    data.push_back({{"object", "classification"}, {"index", i}, {"label", rs[i].name}, {"label_id", rs[i].label},
+                    {"probability", rs[i].probability}, {"probabilities", probs}});
+  }
+  send_json(res, {{"object", "list"}, {"data", data}, {"model", cx.model_id},
+                  {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+void attention(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
+  const Json b = parse_body(req.body, cx.opt.max_json_depth);
+  reject_unknown(b, {"model", "prompt", "completion", "layer", "head", "max_tokens"});
+  AttentionQuery q;
+  q.prompt = get_string(b, "prompt").value_or("") + get_string(b, "completion").value_or("");
+  if (q.prompt.empty()) bad_param("prompt", "prompt (+ completion) must be a non-empty string");
+  q.layer = get_int(b, "layer", -1, 1 << 20).value_or(-1);
+  q.head = get_int(b, "head", -1, 1 << 20).value_or(-1);
+  const std::int64_t limit = get_int(b, "max_tokens", 1, 512).value_or(256);
+  const auto n = static_cast<std::int64_t>(cx.lm.tokenizer.encode(q.prompt).size());
+  if (n > limit || n > cx.lm.config.max_positions)
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   "attention maps are drawn for at most " + std::to_string(std::min(limit, cx.lm.config.max_positions)) +
+                       " tokens; this text is " + std::to_string(n),
+                   "prompt");
+  access_info().prompt_tokens = n;
+  AttentionFigure f;
+  cx.sched.run_job([&] { f = attention_figure(cx.lm, q); });
+  Json maps = Json::array();
+  for (const auto& m : f.maps) maps.push_back({{"title", m.title}, {"rows", m.row_labels}, {"cols", m.col_labels}, {"values", m.values}});
+  send_json(res, {{"object", "attention"}, {"model", cx.model_id}, {"stack", f.stack}, {"kind", f.kind},
+                  {"layer", f.layer}, {"head", f.head}, {"maps", maps}});
+}
+
+}  // namespace
+
+void add_model_routes(httplib::Server& svr, ServerContext& cx) {
+  svr.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
+  svr.Get("/v1/models", guarded([&cx](const httplib::Request&, httplib::Response& res) {
+    const ModelConfig& c = cx.lm.config;
+    Json meta = {{"architecture", to_string(c.architecture)}, {"vocab_size", c.vocab_size}, {"n_layers", c.n_layers},
+                 {"d_model", c.d_model}, {"n_heads", c.n_heads}, {"max_positions", c.max_positions},
+                 {"n_ctx", cx.sched.generates() ? cx.sched.batch().context_size() : c.max_positions},
+                 {"parallel", cx.sched.generates() ? cx.sched.batch().slots() : 0}, {"chat_template_default", cx.chat_cfg.is_default}};
+    send_json(res, {{"object", "list"},
+                    {"data", Json::array({{{"id", cx.model_id}, {"object", "model"}, {"created", cx.created},
+                                           {"owned_by", "tfm"}, {"meta", meta}}})}});
+  }));
+  svr.Get("/metrics", [&cx](const httplib::Request&, httplib::Response& res) {
+    res.set_content(cx.metrics.text(), "text/plain; version=0.0.4");
+  });
+  svr.Post("/tokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
+    const Json b = parse_body(req.body, cx.opt.max_json_depth);
+    reject_unknown(b, {"content", "add_special", "with_pieces"});
+    const auto text = get_string(b, "content");
+    if (!text) bad_param("content", "content must be a string");
+    const auto ids = cx.lm.tokenizer.encode(*text, get_bool(b, "add_special").value_or(false));
+    Json tokens = Json::array();
+    if (get_bool(b, "with_pieces").value_or(false))
+      for (const auto id : ids) tokens.push_back({{"id", id}, {"piece", cx.lm.tokenizer.decode(std::vector<std::int32_t>{id})}});
+    else tokens = ids;
+    send_json(res, {{"tokens", tokens}});
+  }));
+  svr.Post("/detokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
+    const Json b = parse_body(req.body, cx.opt.max_json_depth);
+    reject_unknown(b, {"tokens"});
+    const auto it = b.find("tokens");
+    if (it == b.end() || !it->is_array()) bad_param("tokens", "tokens must be an array of token ids");
+    std::vector<std::int32_t> ids;
+    for (const auto& x : *it) {
+      if (!x.is_number_integer() || x.get<std::int64_t>() < 0 || x.get<std::int64_t>() >= cx.lm.tokenizer.vocab_size())
+        bad_param("tokens", "token ids must be integers in [0, " + std::to_string(cx.lm.tokenizer.vocab_size()) + ")");
+      ids.push_back(static_cast<std::int32_t>(x.get<std::int64_t>()));
+    }
+    send_json(res, {{"content", cx.lm.tokenizer.decode(ids)}});
+  }));
+  svr.Post("/v1/embeddings", guarded([&cx](const httplib::Request& req, httplib::Response& res) { embeddings(cx, req, res); }));
+  svr.Post("/v1/classify", guarded([&cx](const httplib::Request& req, httplib::Response& res) { classify_route(cx, req, res); }));
+  svr.Post("/v1/attention", guarded([&cx](const httplib::Request& req, httplib::Response& res) { attention(cx, req, res); }));
+}
+
+}  // namespace tfm::server

@@ -1,0 +1,97 @@
+// The scheduler thread: the only thread that touches the model. It admits generation
+// requests into ContinuousBatch slots as they free up (a bounded queue in front), runs one
+// batch step at a time, hands each step's text to the waiting HTTP handlers, and runs the
+// one-shot jobs (embeddings, classification, translation, attention maps) between steps.
+#pragma once
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "metrics.h"
+#include "tfm/continuous_batch.h"
+#include "tfm/model_dir.h"
+
+namespace tfm::server {
+
+// One piece of a choice's output, as one batch step produced it.
+struct ChoiceDelta {
+  std::int64_t choice = 0;
+  std::string text;
+  bool has_token = false;
+  std::int32_t token = 0;
+  TokenLogprob chosen;
+  std::vector<TokenLogprob> top;
+  bool finished = false;
+  std::string stop_reason;             // when finished: eos | stop | length | context | cancelled
+  std::int64_t completion_tokens = 0;  // when finished
+};
+
+// A request's generation (n choices of one prompt), shared by its HTTP handler and the scheduler.
+struct Generation {
+  std::vector<BatchRequest> choices;   // set before submit
+  std::int64_t prompt_tokens = 0;
+
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<ChoiceDelta> deltas;      // produced by the scheduler, consumed by the handler
+  std::int64_t finished = 0;           // choices finished
+  std::string error;                   // set when the server stops or the engine fails
+  std::atomic<bool> cancelled{false};  // set by the handler: the client left or timed out
+};
+
+class Scheduler {
+ public:
+  Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue, Metrics& metrics);
+  ~Scheduler();
+  bool generates() const { return batch_.has_value(); }
+  const ContinuousBatch& batch() const { return *batch_; }
+  // Queues a generation; false when the queue is full (the caller answers 503).
+  bool submit(const std::shared_ptr<Generation>& g);
+  // Wakes the scheduler to drop a cancelled generation (its slots free at the next step).
+  void cancel(const std::shared_ptr<Generation>& g);
+  // Runs fn on the scheduler thread between steps and waits for it (its exception rethrown).
+  void run_job(const std::function<void()>& fn);
+  // Cancels everything in flight (handlers see error "server is shutting down") and joins.
+  void stop();
+
+ private:
+  void loop();
+  void dispatch(const std::vector<BatchEvent>& events);
+  void drop_cancelled();
+  void fail_all(const std::string& message);
+
+  struct Running {                     // one choice in a slot
+    std::shared_ptr<Generation> gen;
+    std::int64_t choice;
+  };
+  struct Pending {
+    std::shared_ptr<Generation> gen;
+    std::size_t next_choice = 0;       // choices before it already admitted
+  };
+
+  LoadedModel& lm_;
+  std::optional<ContinuousBatch> batch_;
+  std::int64_t max_queue_;
+  Metrics& metrics_;
+  std::mutex mu_;                      // guards pending_, jobs_, stopping_
+  std::condition_variable cv_;
+  std::deque<Pending> pending_;
+  std::deque<std::packaged_task<void()>> jobs_;
+  bool stopping_ = false;
+  std::int64_t busy_slots_ = 0;        // choices admitted or waiting, not yet finished
+  std::atomic<bool> cancel_seen_{false};
+  std::vector<std::pair<std::int64_t, Running>> running_;  // engine id -> choice (scheduler thread only)
+  std::thread thread_;
+};
+
+}  // namespace tfm::server

@@ -1,0 +1,31 @@
+// What `tfm serve` is told on its command line (tools/cli/cmd_serve.cpp), and its limits.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+namespace tfm::server {
+
+struct ServeOptions {
+  std::string model_dir;
+  std::string model_name;                // /v1/models id; default: the directory's last component
+  std::string host = "127.0.0.1";
+  int port = 8080;                       // 0: any free port (printed)
+  std::int64_t parallel = 4;             // decode slots (continuous batching)
+  std::int64_t queue = 64;               // requests waiting for a slot; more get 503 + Retry-After
+  std::int64_t ctx_size = 0;             // positions per slot; 0: the model's
+  std::int64_t prefill_chunk = 64;       // prompt tokens prefilled per scheduler step
+  std::string api_key;                   // empty: no authentication
+  std::int64_t max_body_bytes = 1 << 20; // request bodies above this: 413
+  std::int64_t timeout_s = 600;          // a request's whole life (generation included)
+  std::int64_t idle_timeout_s = 5;       // idle keep-alive connections, and slow reads/writes: 30 s
+  std::string cors_origin;               // empty: no CORS headers
+  std::int64_t max_tokens_limit = 4096;  // largest max_tokens accepted
+  std::int64_t max_n = 16;               // largest n
+  std::int64_t max_json_depth = 64;      // JSON nesting accepted
+  std::int64_t max_inputs = 256;         // inputs per embeddings / classify / tokenize call
+  int http_threads = 0;                  // 0: parallel + queue + 8
+  bool quiet = false;                    // no access log
+};
+
+}  // namespace tfm::server

@@ -1,0 +1,184 @@
+// serve(): the HTTP server's set-up, authentication, CORS, access log and shutdown.
+#include "server.h"
+
+#include <csignal>
+#include <cstdio>
+#include <pthread.h>
+#include <thread>
+
+#include "routes.h"
+#include "tfm/error.h"
+#include "tfm/memory_plan.h"
+
+namespace tfm::server {
+
+AccessInfo& access_info() {
+  thread_local AccessInfo info;  // httplib handles a request, and streams it, on one worker thread
+  return info;
+}
+
+void send_json(httplib::Response& res, const Json& j, int status) {
+  res.status = status;
+  res.set_content(dump(j), "application/json");
+}
+
+void send_error(httplib::Response& res, const ApiError& e) { send_json(res, e.to_json(), e.status); }
+
+httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn) {
+  return [fn = std::move(fn)](const httplib::Request& req, httplib::Response& res) {
+    try {
+      fn(req, res);
+    } catch (const ApiError& e) {
+      send_error(res, e);
+    } catch (const tfm::Error& e) {
+      send_error(res, ApiError(400, "invalid_request_error", "invalid_value", e.what()));
+    } catch (const std::exception& e) {
+      send_error(res, ApiError(500, "server_error", "internal_error", e.what()));
+    }
+  };
+}
+
+namespace {
+
+// Equal-time comparison: the time taken does not depend on where the strings differ.
+bool same_secret(const std::string& a, const std::string& b) {
+  const std::size_t n = std::max(a.size(), b.size());
+  unsigned char diff = a.size() == b.size() ? 0 : 1;
+  for (std::size_t i = 0; i < n; ++i)
+    diff |= static_cast<unsigned char>((i < a.size() ? a[i] : 0) ^ (i < b.size() ? b[i] : 0));
+  return diff == 0;
+}
+
+const char* status_type(int status) {
+  return status == 401 ? "authentication_error" : status == 404 ? "not_found_error" : status >= 500 ? "server_error" : "invalid_request_error";
+}
+
+std::string last_component(std::string dir) {
+  while (dir.size() > 1 && dir.back() == '/') dir.pop_back();
+  const auto slash = dir.rfind('/');
+  return slash == std::string::npos ? dir : dir.substr(slash + 1);
+}
+
+}  // namespace
+
+int serve(LoadedModel& lm, const ServeOptions& opt) {
+  TFM_CHECK(opt.parallel >= 1 && opt.parallel <= 256, "serve", "--parallel must be in [1, 256], got ", opt.parallel);
+  TFM_CHECK(opt.queue >= 0, "serve", "--queue must be >= 0, got ", opt.queue);
+  TFM_CHECK(opt.timeout_s >= 1, "serve", "--timeout must be >= 1 second, got ", opt.timeout_s);
+  TFM_CHECK(opt.max_body_bytes >= 1024, "serve", "--max-body-bytes must be >= 1024, got ", opt.max_body_bytes);
+  // SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, so no handler
+  // thread is interrupted; SIGPIPE (a client gone mid-write) is an error return, not a death.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);
+
+  Metrics metrics;
+  SessionOptions so;
+  so.ctx_size = opt.ctx_size;
+  so.max_batch = opt.parallel;
+  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics);
+  ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
+  cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
+  cx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  try {
+    cx.chat_cfg = load_chat_template_config(opt.model_dir);
+  } catch (const tfm::Error&) {  // a GGUF file rather than a directory: ChatML
+    cx.chat_cfg = ChatTemplateConfig{chatml_template(), "", "", true};
+  }
+  cx.chat.emplace(cx.chat_cfg.template_text);
+
+  httplib::Server svr;
+  const int threads = opt.http_threads > 0 ? opt.http_threads : static_cast<int>(opt.parallel + opt.queue + 8);
+  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  svr.set_payload_max_length(static_cast<std::size_t>(opt.max_body_bytes));
+  svr.set_keep_alive_timeout(opt.idle_timeout_s);
+  svr.set_read_timeout(30);
+  svr.set_write_timeout(30);
+
+  thread_local std::chrono::steady_clock::time_point request_start;
+  svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
+    request_start = std::chrono::steady_clock::now();
+    access_info() = AccessInfo{"req-" + std::to_string(cx.next_id++)};
+    res.set_header("X-Request-Id", access_info().id);
+    if (!opt.cors_origin.empty()) {
+      res.set_header("Access-Control-Allow-Origin", opt.cors_origin);
+      res.set_header("Vary", "Origin");
+      if (req.method == "OPTIONS") {
+        res.set_header("Access-Control-Allow-Methods", "GET, POST, OPTIONS");
+        res.set_header("Access-Control-Allow-Headers", "Authorization, Content-Type");
+        res.set_header("Access-Control-Max-Age", "600");
+        res.status = 204;
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    // The key guards everything but /health and the playground's static files (they hold no
+    // data; the page sends the key the user types with its API calls).
+    const bool open = req.path == "/health" || (req.method == "GET" && is_static_path(req.path));
+    if (!opt.api_key.empty() && !open) {
+      const std::string auth = req.get_header_value("Authorization");
+      const std::string given = auth.rfind("Bearer ", 0) == 0 ? auth.substr(7) : std::string();
+      if (!same_secret(given, opt.api_key)) {
+        send_error(res, ApiError(401, "authentication_error", "invalid_api_key",
+                                 given.empty() ? "missing API key: send Authorization: Bearer KEY" : "invalid API key"));
+        return httplib::Server::HandlerResponse::Handled;
+      }
+    }
+    return httplib::Server::HandlerResponse::Unhandled;
+  });
+  // Errors httplib produces itself (no route, body too large, bad request line) in OpenAI's shape.
+  svr.set_error_handler(httplib::Server::HandlerWithResponse([](const httplib::Request& req, httplib::Response& res) {
+    if (!res.body.empty()) return httplib::Server::HandlerResponse::Unhandled;
+    const std::string msg = res.status == 404   ? "no route " + req.method + " " + req.path
+                            : res.status == 413 ? "the request body is larger than --max-body-bytes"
+                                                : std::string("HTTP ") + std::to_string(res.status);
+    send_json(res, ApiError(res.status, status_type(res.status), res.status == 413 ? "body_too_large" : "http_error", msg).to_json(),
+              res.status);
+    return httplib::Server::HandlerResponse::Handled;
+  }));
+  svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
+    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_start).count();
+    ++metrics.requests;
+    if (res.status >= 400) ++metrics.requests_failed;
+    metrics.request_seconds.observe(s);
+    const AccessInfo& a = access_info();
+    // The request's id, route, status, token counts and latency; never headers (the key).
+    if (!opt.quiet)
+      std::fprintf(stderr, "tfm serve: %s %s %s %d prompt_tokens=%lld completion_tokens=%lld %.1f ms\n",
+                   a.id.empty() ? "-" : a.id.c_str(), req.method.c_str(), req.path.c_str(), res.status,
+                   static_cast<long long>(a.prompt_tokens), static_cast<long long>(a.completion_tokens), s * 1e3);
+    access_info() = AccessInfo{};
+  });
+  add_generation_routes(svr, cx);
+  add_model_routes(svr, cx);
+  add_static_routes(svr);
+
+  const int port = opt.port == 0 ? svr.bind_to_any_port(opt.host) : (svr.bind_to_port(opt.host, opt.port) ? opt.port : -1);
+  TFM_CHECK(port > 0, "serve", "cannot listen on ", opt.host, ":", opt.port, " (in use, or not an address of this machine)");
+  const ModelConfig& c = lm.config;
+  const std::int64_t ctx = sched.generates() ? sched.batch().context_size() : c.max_positions;
+  std::fprintf(stderr, "tfm serve: model %s (%s), %lld slots x %lld positions\n%s", cx.model_id.c_str(),
+               to_string(c.architecture), static_cast<long long>(opt.parallel), static_cast<long long>(ctx),
+               summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
+  std::printf("tfm serve: listening on http://%s:%d\n", opt.host.c_str(), port);
+  std::fflush(stdout);
+  std::fflush(stderr);
+
+  std::thread waiter([&] {
+    int sig = 0;
+    sigwait(&stop_signals, &sig);
+    std::fprintf(stderr, "tfm serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    sched.stop();  // in-flight requests end with an error, so their handlers return
+    svr.stop();
+  });
+  const bool listened = svr.listen_after_bind();
+  if (svr.is_running() || !listened) pthread_kill(waiter.native_handle(), SIGTERM);  // ended on its own
+  waiter.join();
+  sched.stop();
+  std::fprintf(stderr, "tfm serve: stopped\n");
+  return 0;
+}
+
+}  // namespace tfm::server

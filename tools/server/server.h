@@ -1,0 +1,13 @@
+// `tfm serve`: loads the model, prints the URL and memory plan, serves until SIGINT/SIGTERM.
+#pragma once
+
+#include "serve_options.h"
+#include "tfm/model_dir.h"
+
+namespace tfm::server {
+
+// Serves the loaded model (lm) of opt.model_dir. Blocks until SIGINT or SIGTERM (in-flight requests are cancelled with an error, the
+// listener closed, threads joined), then returns 0. Errors at start throw tfm::Error.
+int serve(LoadedModel& lm, const ServeOptions& opt);
+
+}  // namespace tfm::server
