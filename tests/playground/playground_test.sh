@@ -39,13 +39,13 @@ JSON
 "$tfm" -t 1 serve -m "$tmp/lm" --host 127.0.0.1 --port 0 --parallel 2 >"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
 url=""
-for _ in $(seq 1 200); do
+for _ in $(seq 1 600); do
   url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out")"
   [ -n "$url" ] && break
   kill -0 "$server_pid" 2>/dev/null || fail "tfm serve exited before listening"
   sleep 0.05
 done
-[ -n "$url" ] || fail "tfm serve printed no URL within 10 s"
+[ -n "$url" ] || fail "tfm serve printed no URL within 30 s"
 
 # Greedy, so the streamed reply can be compared with the same request unstreamed (the checks
 # below send it).
