@@ -16,6 +16,7 @@ packages=(
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)
   clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz targets (scripts/fuzz.sh)
+  libcpp-httplib-dev                     # tfm serve's HTTP server (docs/server.md: why this library)
   chromium                               # headless browser for the `tfm serve` playground page test (tests/playground)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
@@ -72,4 +73,13 @@ if [ ! -f "$jinja_dir/node_modules/.package-lock.json" ] ||
    [ "$jinja_dir/package-lock.json" -nt "$jinja_dir/node_modules/.package-lock.json" ]; then
   echo "deps: npm ci in tools/reference/jinja"
   (cd "$jinja_dir" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+
+# The official OpenAI Node client (npm, pinned in package-lock.json): the reference client for
+# tfm serve's tests (tests/server). Installed like tiktoken above.
+openai_dir="$(cd "$(dirname "$0")/.." && pwd)/tools/reference/openai"
+if [ ! -f "$openai_dir/node_modules/.package-lock.json" ] ||
+   [ "$openai_dir/package-lock.json" -nt "$openai_dir/node_modules/.package-lock.json" ]; then
+  echo "deps: npm ci in tools/reference/openai"
+  (cd "$openai_dir" && npm ci --no-audit --no-fund --loglevel=error)
 fi

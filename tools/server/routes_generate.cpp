@@ -207,6 +207,7 @@ void stream_response(const std::shared_ptr<Call>& call, httplib::Response& res) 
             return false;
           }
         }
+        access_info().completion_tokens = call->completion_tokens;
         if (!error.empty() || !in_time) {
           if (!in_time) call->cx.sched.cancel(call->gen);
           const ApiError e = !in_time ? ApiError(408, "timeout_error", "request_timeout", "the request ran past --timeout")

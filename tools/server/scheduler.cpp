@@ -170,10 +170,14 @@ void Scheduler::loop() {
     for (auto& job : jobs) job();  // a job's exception goes to its future
     if (!batch_) continue;
     drop_cancelled();
+    metrics_.slots_busy = batch_->active();
     if (!batch_->idle()) {
       try {
-        dispatch(batch_->step());
+        const std::vector<BatchEvent> events = batch_->step();
         ++metrics_.steps;
+        // Before the handlers hear of a finish, so /metrics never lags what a client has seen.
+        metrics_.slots_busy = batch_->active();
+        dispatch(events);
       } catch (const std::exception& e) {
         fail_all(std::string("generation failed: ") + e.what());
       }

@@ -83,11 +83,19 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
   cx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-  try {
-    cx.chat_cfg = load_chat_template_config(opt.model_dir);
-  } catch (const tfm::Error&) {  // a GGUF file rather than a directory: ChatML
-    cx.chat_cfg = ChatTemplateConfig{chatml_template(), "", "", true};
+  // The template the loaded tokenizer carries (tokenizer_config.json), else the directory's
+  // file read directly, else ChatML.
+  const TokenizerConfig& tc = lm.tokenizer.config();
+  if (!tc.chat_template.empty()) {
+    cx.chat_cfg = ChatTemplateConfig{tc.chat_template, tc.bos_token, tc.eos_token, false};
+  } else {
+    try {
+      cx.chat_cfg = load_chat_template_config(opt.model_dir);
+    } catch (const tfm::Error&) {  // not a directory (a GGUF file)
+      cx.chat_cfg = ChatTemplateConfig{chatml_template(), "", "", true};
+    }
   }
+  std::fprintf(stderr, "tfm serve: chat template: %s\n", cx.chat_cfg.is_default ? "ChatML (the model has none)" : "the model's own");
   cx.chat.emplace(cx.chat_cfg.template_text);
 
   httplib::Server svr;
@@ -95,6 +103,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
   svr.set_payload_max_length(static_cast<std::size_t>(opt.max_body_bytes));
   svr.set_keep_alive_timeout(opt.idle_timeout_s);
+  svr.set_keep_alive_max_count(100);
   svr.set_read_timeout(30);
   svr.set_write_timeout(30);
 
@@ -159,9 +168,14 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   TFM_CHECK(port > 0, "serve", "cannot listen on ", opt.host, ":", opt.port, " (in use, or not an address of this machine)");
   const ModelConfig& c = lm.config;
   const std::int64_t ctx = sched.generates() ? sched.batch().context_size() : c.max_positions;
-  std::fprintf(stderr, "tfm serve: model %s (%s), %lld slots x %lld positions\n%s", cx.model_id.c_str(),
-               to_string(c.architecture), static_cast<long long>(opt.parallel), static_cast<long long>(ctx),
-               summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
+  if (sched.generates())
+    std::fprintf(stderr, "tfm serve: model %s (%s), %lld slots x %lld positions, queue %lld\n", cx.model_id.c_str(),
+                 to_string(c.architecture), static_cast<long long>(opt.parallel), static_cast<long long>(ctx),
+                 static_cast<long long>(opt.queue));
+  else
+    std::fprintf(stderr, "tfm serve: model %s (%s): %s\n", cx.model_id.c_str(), to_string(c.architecture),
+                 c.architecture == Architecture::encoder_decoder ? "completions translate the prompt" : "embeddings, classify");
+  std::fprintf(stderr, "tfm serve: memory plan: %s\n", summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
   std::printf("tfm serve: listening on http://%s:%d\n", opt.host.c_str(), port);
   std::fflush(stdout);
   std::fflush(stderr);

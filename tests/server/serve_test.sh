@@ -1,0 +1,121 @@
+#!/bin/bash
+# tfm serve end to end, on the loopback address only: trains a tiny character model (a few
+# seconds), starts two servers on free ports and runs tests/server/openai_client.js against
+# them with the official `openai` npm client (pinned in tools/reference/openai): the API,
+# the errors, continuous batching (32 clients x 8 requests at --parallel 4, each output equal
+# to the same request sent alone), 503 on a full queue, a disconnect freeing its slot, bad
+# input. Then SIGTERM: a clean exit, and the API key never in the access log.
+#   usage: serve_test.sh TFM SOURCE_DIR NODE
+set -euo pipefail
+TFM=$1 SRC=$2 NODE=${3:-node}
+export OMP_WAIT_POLICY=passive
+DIR=$(mktemp -d)
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
+trap cleanup EXIT
+cat > "$DIR/tiny.json" <<JSON
+{ "task": "lm", "seed": 1,
+  "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
+             "max_positions": 1024, "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0 },
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "training": { "batch_size": 4, "max_steps": 30 },
+  "eval": { "every": 1000, "batches": 1 } }
+JSON
+"$TFM" -t 1 train "$DIR/tiny.json" --out "$DIR/tiny" -q > /dev/null
+# A wider model (~1 ms a token) for the queue and disconnect checks, so that a long request is
+# still decoding while the test acts on it; two training steps (its text does not matter).
+sed -e 's/"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64/"d_model": 256, "n_heads": 4, "n_layers": 4, "d_ff": 1024/' \
+    -e 's/"max_steps": 30/"max_steps": 2/' "$DIR/tiny.json" > "$DIR/wide.json"
+"$TFM" -t 1 train "$DIR/wide.json" --out "$DIR/wide" -q > /dev/null
+# The CLI's own path, for the server to match: same prompt, seed and sampling settings.
+"$TFM" -t 1 generate -m "$DIR/tiny" -p "ROMEO:" -n 24 --seed 7 --temp 1 --top-k 0 --top-p 1 --min-p 0 \
+  --no-display-prompt 2> /dev/null | head -c -1 > "$DIR/expected.txt"
+
+# The model's own chat template (tokenizer_config.json) renders chat prompts.
+printf '{"chat_template": "{%% for m in messages %%}{{ m.role }}: {{ m.content }} | {%% endfor %%}assistant:"}' \
+  > "$DIR/tiny/tokenizer_config.json"
+KEY="sk-test-$RANDOM$RANDOM"
+start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
+  local name=$1 model=$2; shift 2
+  "$TFM" -t 1 serve -m "$DIR/$model" --port 0 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
+  PIDS+=($!)
+  for _ in $(seq 100); do
+    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out")
+    [ -n "$PORT" ] && return 0
+    sleep 0.1
+  done
+  echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
+}
+printf "%s\n" "$KEY" > "$DIR/key.txt"
+start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key-file "$DIR/key.txt" --max-body-bytes 65536
+MAIN_PID=${PIDS[-1]} MAIN_PORT=$PORT
+start small wide --parallel 1 --queue 1 --ctx-size 1024 --idle-timeout 1
+SMALL_PORT=$PORT
+
+"$NODE" "$SRC/tests/server/openai_client.js" "http://127.0.0.1:$MAIN_PORT" "http://127.0.0.1:$SMALL_PORT" "$KEY" \
+  "$DIR/expected.txt" "$SRC/tools/reference/openai"
+
+# Encoder-decoder and classifier models: completions translate (greedy and beam 3) exactly as
+# `tfm translate`; /v1/classify gives `tfm classify`'s labels and probabilities; chat on them
+# is a 400. Tiny models, a few training steps (their outputs only have to match the CLI's).
+head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
+cat > "$DIR/s2s.json" <<JSON
+{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
+  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
+  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "char"},
+ "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
+ "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 4}}
+JSON
+"$TFM" -t 1 train "$DIR/s2s.json" --max-steps 40 -q --out "$DIR/s2s" > /dev/null 2>&1
+head -400 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
+cat > "$DIR/cls.json" <<JSON
+{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
+  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 1, "d_ff": 64,
+  "max_positions": 64, "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 400},
+ "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.1, "max_length": 64, "positive_label": "spam"},
+ "training": {"batch_size": 16}, "eval": {"every": 1000}}
+JSON
+"$TFM" -t 1 train "$DIR/cls.json" --max-steps 20 -q --out "$DIR/cls" > /dev/null 2>&1
+start s2s s2s
+S2S_PORT=$PORT
+start cls cls --cors http://playground.test
+CLS_PORT=$PORT
+post() { curl -s "http://127.0.0.1:$1$2" -H 'Content-Type: application/json' -d "$3"; }
+printf 'I like tea.\nWhere is the station?\nHe runs fast.\n' > "$DIR/sources.txt"
+for beam in 1 3; do
+  "$TFM" -t 1 translate -m "$DIR/s2s" --beam "$beam" < "$DIR/sources.txt" > "$DIR/cli_tr$beam.txt" 2> /dev/null
+  while IFS= read -r line; do
+    post "$S2S_PORT" /v1/completions "$(python3 -c 'import json,sys; print(json.dumps({"prompt": sys.argv[1], "num_beams": int(sys.argv[2]), "max_tokens": 64}))' "$line" "$beam")" |
+      python3 -c 'import json,sys; print(json.load(sys.stdin)["choices"][0]["text"])'
+  done < "$DIR/sources.txt" > "$DIR/srv_tr$beam.txt"
+  grep -q . "$DIR/cli_tr$beam.txt" || { echo "FAIL: the test model translates nothing (beam $beam)"; exit 1; }
+  cmp -s "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt" ||
+    { echo "FAIL: beam $beam translations differ"; diff "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt"; exit 1; }
+done
+post "$S2S_PORT" /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}' | grep -q '"model_not_supported"' ||
+  { echo "FAIL: chat on a translation model"; exit 1; }
+printf 'WINNER you won a free prize call now\nsee you at lunch\nURGENT reply to claim\n' > "$DIR/sms.txt"
+"$TFM" -t 1 classify -m "$DIR/cls" < "$DIR/sms.txt" > "$DIR/cli_cls.txt" 2> /dev/null
+post "$CLS_PORT" /v1/classify '{"input": ["WINNER you won a free prize call now", "see you at lunch", "URGENT reply to claim"]}' |
+  python3 -c 'import json,sys; [print("%s\t%.4f" % (d["label"], d["probability"])) for d in json.load(sys.stdin)["data"]]' > "$DIR/srv_cls.txt"
+cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs"; diff "$DIR/cli_cls.txt" "$DIR/srv_cls.txt"; exit 1; }
+post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -q '"model_not_supported"' || { echo "FAIL: completion on a classifier"; exit 1; }
+echo "translate (greedy, beam 3) and classify == the CLI's"
+# CORS: off by default; with --cors ORIGIN, that origin and a preflight answer.
+if curl -si "http://127.0.0.1:$MAIN_PORT/health" | grep -qi '^access-control'; then echo "FAIL: CORS headers without --cors"; exit 1; fi
+curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -qi '^access-control-allow-origin: http://playground.test' ||
+  { echo "FAIL: no CORS header with --cors"; exit 1; }
+curl -si -X OPTIONS "http://127.0.0.1:$CLS_PORT/v1/classify" -H 'Origin: http://playground.test' \
+  -H 'Access-Control-Request-Method: POST' | grep -q '^HTTP/1.1 204' || { echo "FAIL: preflight"; exit 1; }
+
+# SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.
+kill -TERM "$MAIN_PID"
+wait "$MAIN_PID" || { echo "FAIL: server exited with $? after SIGTERM"; cat "$DIR/main.err"; exit 1; }
+grep -q "tfm serve: stopped" "$DIR/main.err" || { echo "FAIL: no clean stop"; exit 1; }
+grep -qE "req-[0-9]+ POST /v1/completions 200 prompt_tokens=[0-9]+ completion_tokens=[0-9]+" "$DIR/main.err" ||
+  { echo "FAIL: no access log line"; exit 1; }
+if grep -qF "$KEY" "$DIR/main.err" "$DIR/main.out"; then echo "FAIL: the API key was logged"; exit 1; fi
+echo "serve: ok ($(grep -c 'req-' "$DIR/main.err") requests logged)"
