@@ -79,6 +79,11 @@ check(/first token \d+ ms/.test(page.reply.timings) && /\d+ tokens?/.test(page.r
       `timings line ${JSON.stringify(page.reply.timings)}`);
 check(page.attention && page.attention.width > 0 && page.attention.height > 0,
       `attention heat map not drawn: ${JSON.stringify(page.attention)}`);
+// Rows: the reply's tokens (one per character here); columns: the chat template's rendering of
+// the message (ChatML: longer than the message) and the reply.
+const m = /(\d+) reply tokens × (\d+) tokens \(the prompt as the chat template renders it\)/.exec(page.attention ? page.attention.note : "");
+check(m && Number(m[1]) === expected.length && Number(m[2]) > expected.length + "To be".length,
+      `heat map shape: ${page.attention && page.attention.note}`);
 check(page.consoleErrors.length === 0, `script errors: ${page.consoleErrors.join(" | ")}`);
 const png = fs.readFileSync(shotPath);
 check(png.length > 10000 && png.subarray(1, 4).toString() === "PNG", `screenshot ${shotPath}: ${png.length} bytes`);
