@@ -112,15 +112,16 @@ try {
   if (nav.errorText) throw new Error(`navigation to ${args.url} failed: ${nav.errorText}`);
   await loaded;
   const title = await evaluate("document.title");
-  await waitFor("wait for the model name", `document.getElementById("model-status").textContent.startsWith("model:")`);
-  const modelStatus = await evaluate(`document.getElementById("model-status").textContent`);
 
-  // Settings, as a person would: set the field and fire its change event.
+  // Settings (the API key among them), as a person would: set the field and fire its change
+  // event (a new key makes the page ask for the model list again).
   step = "fill the settings";
   for (const [id, value] of Object.entries(settings)) {
     await evaluate(`(() => { const e = document.getElementById(${JSON.stringify(id)}); e.value = ${JSON.stringify(String(value))};
                      e.dispatchEvent(new Event("change")); return true; })()`);
   }
+  await waitFor("wait for the model name", `document.getElementById("model-status").textContent.startsWith("model:")`);
+  const modelStatus = await evaluate(`document.getElementById("model-status").textContent`);
 
   // Type the message into the box with real input events and press Enter.
   step = "type the message";

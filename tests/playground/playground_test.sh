@@ -35,8 +35,11 @@ JSON
 "$tfm" -t 1 train "$tmp/lm.json" --max-steps 5 -q --out "$tmp/lm" >/dev/null 2>"$tmp/train.err" \
   || fail "training the test model: $(cat "$tmp/train.err")"
 
-# The server on any free loopback port; its first stdout line names the URL.
-"$tfm" -t 1 serve -m "$tmp/lm" --host 127.0.0.1 --port 0 --parallel 2 >"$tmp/serve.out" 2>"$tmp/serve.err" &
+# The server on any free loopback port, with an API key (the page sends the one typed into its
+# key field); its first stdout line names the URL.
+key="playground-test-key-$$"
+echo "$key" >"$tmp/key"
+"$tfm" -t 1 serve -m "$tmp/lm" --host 127.0.0.1 --port 0 --parallel 2 --api-key-file "$tmp/key" >"$tmp/serve.out" 2>"$tmp/serve.err" &
 server_pid=$!
 url=""
 for _ in $(seq 1 600); do
@@ -50,17 +53,17 @@ done
 # Greedy, so the streamed reply can be compared with the same request unstreamed (the checks
 # below send it).
 message="To be"
-settings='{"temperature": 0, "max_tokens": 24, "seed": 7, "top_k": 40, "top_p": 0.95}'
+settings='{"temperature": 0, "max_tokens": 24, "seed": 7, "top_k": 40, "top_p": 0.95, "api-key": "'"$key"'"}'
 timeout 90 "$node" "$src/tests/playground/drive_page.mjs" --chromium "$chromium" --url "$url/" --message "$message" \
   --screenshot "$out/playground.png" --timeout-ms 60000 --settings "$settings" >"$tmp/page.json" \
   || fail "driving the page in Chromium failed"
-"$node" - "$tmp/page.json" "$url" "$out/playground.png" <<'JS' || fail "page checks (above)"
+"$node" - "$tmp/page.json" "$url" "$out/playground.png" "$key" <<'JS' || fail "page checks (above)"
 (async () => {
 const fs = require("fs");
-const [pagePath, url, shotPath] = process.argv.slice(2);
+const [pagePath, url, shotPath, key] = process.argv.slice(2);
 const page = JSON.parse(fs.readFileSync(pagePath, "utf8"));
 // The same request the page sent, unstreamed.
-const resp = await fetch(url + "/v1/chat/completions", { method: "POST", headers: { "Content-Type": "application/json" },
+const resp = await fetch(url + "/v1/chat/completions", { method: "POST", headers: { "Content-Type": "application/json", Authorization: "Bearer " + key },
   body: JSON.stringify({ messages: [{ role: "user", content: "To be" }], temperature: 0, max_tokens: 24, seed: 7, top_k: 40, top_p: 0.95 }) });
 const plain = await resp.json();
 if (!resp.ok) { console.error("  the unstreamed request failed: " + JSON.stringify(plain)); process.exit(1); }
