@@ -43,6 +43,8 @@ async function api() {
   eq(a.object, 'text_completion');
   eq(a.choices[0].text, expected, 'server text == tfm generate text');
   eq(a.usage.prompt_tokens, 6);
+  eq(a.timings.predicted_n, a.usage.completion_tokens, 'llama-server timings');
+  ok(a.timings.prompt_ms >= 0 && a.timings.predicted_ms >= 0, 'timings are durations');
   eq(a.usage.total_tokens, a.usage.prompt_tokens + a.usage.completion_tokens);
   ok(['stop', 'length'].includes(a.choices[0].finish_reason), 'finish_reason');
   // seed reproducibility, and streaming gives the same text

@@ -13,6 +13,7 @@ DIR=$(mktemp -d)
 PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
 trap cleanup EXIT
+trap 'echo "FAIL: serve_test.sh line $LINENO: $BASH_COMMAND"' ERR
 cat > "$DIR/tiny.json" <<JSON
 { "task": "lm", "seed": 1,
   "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,

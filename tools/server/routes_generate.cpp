@@ -130,7 +130,7 @@ struct Call {  // one request's state, shared with the streaming callbacks
   GenerationParams params;
   std::string id, echo_prefix;
   std::int64_t created = 0;
-  Clock::time_point start, deadline, last_token;
+  Clock::time_point start, deadline, first_token, last_token;
   bool first_token_seen = false, done = false;
   std::int64_t completion_tokens = 0;
   std::vector<bool> role_sent;
@@ -139,14 +139,27 @@ struct Call {  // one request's state, shared with the streaming callbacks
     return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
             {"model", cx.model_id}, {"choices", choices}};
   }
+  // llama-server's per-request timings: prompt = until the first token, predicted = after it.
+  Json timings() const {
+    using ms = std::chrono::duration<double, std::milli>;
+    const double prompt_ms = first_token_seen ? ms(first_token - start).count() : ms(Clock::now() - start).count();
+    const double predicted_ms = first_token_seen ? ms(last_token - first_token).count() : 0.0;
+    const std::int64_t after_first = std::max<std::int64_t>(completion_tokens - 1, 0);
+    return {{"prompt_n", gen->prompt_tokens}, {"prompt_ms", prompt_ms}, {"predicted_n", completion_tokens},
+            {"predicted_ms", predicted_ms},
+            {"predicted_per_second", predicted_ms > 0 ? 1e3 * static_cast<double>(after_first) / predicted_ms : 0.0}};
+  }
   Json usage() const {
     return {{"prompt_tokens", gen->prompt_tokens}, {"completion_tokens", completion_tokens},
             {"total_tokens", gen->prompt_tokens + completion_tokens}};
   }
-  void note_token() {
-    const auto now = Clock::now();
-    if (!first_token_seen) cx.metrics.first_token_seconds.observe(std::chrono::duration<double>(now - start).count());
-    else cx.metrics.inter_token_seconds.observe(std::chrono::duration<double>(now - last_token).count());
+  void note_token(Clock::time_point now) {  // when the scheduler produced the token
+    if (!first_token_seen) {
+      cx.metrics.first_token_seconds.observe(std::chrono::duration<double>(now - start).count());
+      first_token = now;
+    } else {
+      cx.metrics.inter_token_seconds.observe(std::chrono::duration<double>(now - last_token).count());
+    }
     first_token_seen = true;
     last_token = now;
   }
@@ -180,7 +193,7 @@ void stream_response(const std::shared_ptr<Call>& call, httplib::Response& res) 
           Json choice = {{"index", d.choice}};
           if (d.has_token) {
             ++call->completion_tokens;
-            call->note_token();
+            call->note_token(d.at);
           }
           Json lp;
           if (call->params.top_logprobs >= 0 && d.has_token) {
@@ -202,7 +215,9 @@ void stream_response(const std::shared_ptr<Call>& call, httplib::Response& res) 
           choice["logprobs"] = lp;
           choice["finish_reason"] = d.finished ? Json(finish_reason(d.stop_reason)) : Json();
           if (d.text.empty() && !d.finished && lp.is_null()) continue;  // nothing to show yet
-          if (!write_event(call->chunk(Json::array({choice})))) {
+          Json event = call->chunk(Json::array({choice}));
+          if (d.finished) event["timings"] = call->timings();
+          if (!write_event(event)) {
             call->cx.sched.cancel(call->gen);  // the client left: free its slots at the next step
             return false;
           }
@@ -252,7 +267,7 @@ void whole_response(const std::shared_ptr<Call>& call, httplib::Response& res) {
       texts[c] += d.text;
       if (d.has_token) {
         ++call->completion_tokens;
-        call->note_token();
+        call->note_token(d.at);
         if (call->params.top_logprobs >= 0) lps[c].add(call->cx.lm.tokenizer, d);
       }
       if (d.finished) reasons[c] = finish_reason(d.stop_reason);
@@ -274,7 +289,8 @@ void whole_response(const std::shared_ptr<Call>& call, httplib::Response& res) {
     choices.push_back(choice);
   }
   Json out = {{"id", call->id}, {"object", call->chat ? "chat.completion" : "text_completion"},
-              {"created", call->created}, {"model", call->cx.model_id}, {"choices", choices}, {"usage", call->usage()}};
+              {"created", call->created}, {"model", call->cx.model_id}, {"choices", choices}, {"usage", call->usage()},
+              {"timings", call->timings()}};
   access_info().completion_tokens = call->completion_tokens;
   send_json(res, out);
 }

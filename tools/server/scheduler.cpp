@@ -112,6 +112,7 @@ void Scheduler::drop_cancelled() {
 }
 
 void Scheduler::dispatch(const std::vector<BatchEvent>& events) {
+  const auto now = std::chrono::steady_clock::now();
   for (const BatchEvent& e : events) {
     const auto it = std::find_if(running_.begin(), running_.end(), [&](const auto& r) { return r.first == e.id; });
     if (it == running_.end()) continue;
@@ -123,6 +124,7 @@ void Scheduler::dispatch(const std::vector<BatchEvent>& events) {
     d.token = e.token;
     d.chosen = e.chosen;
     d.top = e.top;
+    d.at = now;
     if (e.has_token) ++metrics_.generated_tokens;
     if (e.finished) {
       d.finished = true;

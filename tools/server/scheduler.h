@@ -5,6 +5,7 @@
 #pragma once
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <cstdint>
 #include <deque>
@@ -34,6 +35,7 @@ struct ChoiceDelta {
   bool finished = false;
   std::string stop_reason;             // when finished: eos | stop | length | context | cancelled
   std::int64_t completion_tokens = 0;  // when finished
+  std::chrono::steady_clock::time_point at;  // when the scheduler produced it
 };
 
 // A request's generation (n choices of one prompt), shared by its HTTP handler and the scheduler.
