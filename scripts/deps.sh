@@ -17,6 +17,7 @@ packages=(
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)
   clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz targets (scripts/fuzz.sh)
   libcpp-httplib-dev                     # tfm serve's HTTP server (docs/server.md: why this library)
+  chromium                               # headless browser for the `tfm serve` playground page test (tests/playground)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.

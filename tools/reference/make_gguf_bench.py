@@ -4,7 +4,8 @@ llama-shaped model (TinyLlama's sizes: 2048 wide, 22 layers, 32 heads, 4 kv head
 32000 tokens; F16). Weights are one random 4 MiB pattern repeated (load time does not depend on
 the values); the vocabulary is 256 byte tokens plus filler tokens, so llama.cpp accepts it.
 
-  python3 tools/reference/make_gguf_bench.py OUT_DIR
+  python3 tools/reference/make_gguf_bench.py OUT_DIR [gpt2]    (gpt2: only the GPT-2 file; the server
+                                                              benchmark, bench/server/bench_server.sh)
 """
 import os
 import struct
@@ -76,6 +77,8 @@ def main():
     ts += [("output_norm.weight", "F32", [C]), ("output_norm.bias", "F32", [C])]
     p32 = (rng.standard_normal(1 << 20) * 0.02).astype(np.float32).tobytes()
     write(os.path.join(out, "bench-gpt2-124m-f32.gguf"), meta + vocab_meta(V), ts, {"F32": p32})
+    if sys.argv[2:] == ["gpt2"]:
+        return
     # 1.1B llama (TinyLlama's shape)
     V, C, L, H, KV, FF = 32000, 2048, 22, 32, 4, 5632
     D = C // H
