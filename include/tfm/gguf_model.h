@@ -12,6 +12,7 @@
 // BPE tokenizer, tensors in f32, f16, bf16 or q8_0 (norms and biases stay f32).
 #pragma once
 
+#include <optional>
 #include <string>
 
 #include "tfm/gguf.h"
@@ -34,7 +35,9 @@ LoadedModel gguf_to_model(const GgufFile& file, GgufModelInfo* info = nullptr);
 ModelConfig gguf_model_config(const GgufFile& file, GgufModelInfo* info = nullptr);
 
 struct GgufSaveOptions {
-  GgmlType type = GgmlType::f32;  // for matrices; 1-D tensors stay f32
+  GgmlType type = GgmlType::f32;  // for f32 matrices; 1-D tensors stay f32, compact
+                                  // (quantized) matrices keep their type
+  std::optional<GgmlType> file_type;  // general.file_type's recipe (default: type)
   std::string name;               // general.name ("" leaves it out)
   std::string chat_template;      // tokenizer.chat_template ("" leaves it out)
 };

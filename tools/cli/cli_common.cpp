@@ -8,6 +8,7 @@
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
 #include "tfm/model_config.h"
+#include "tfm/quantize.h"
 #include "tfm/tokenizer.h"
 
 namespace tfm::cli {
@@ -16,9 +17,24 @@ void add_adapter_option(CLI::App* cmd, std::string& adapter) {
   cmd->add_option("--adapter", adapter, "A LoRA adapter directory (adapter_config.json, adapter_model.safetensors)");
 }
 
-LoadedModel load_model(const std::string& dir, const std::string& adapter) {
+void add_weight_options(CLI::App* cmd, WeightOptions& w) {
+  cmd->add_option("--dtype", w.dtype, "Weight type at load: f32, bf16, f16, q8_0, q4_0, q4_k, q6_k");
+  cmd->add_option("--recipe", w.recipe, "With --dtype: q4_k_m (llama.cpp's mixed rule: q6_k for the output head, some V/down)");
+}
+
+void apply_weight_options(Model& model, const WeightOptions& w) {
+  TFM_CHECK(w.recipe.empty() || !w.dtype.empty(), "--recipe", "needs --dtype");
+  if (w.dtype.empty()) return;
+  QuantizeOptions q;
+  q.type = parse_weight_type(w.dtype, "--dtype");
+  q.recipe = w.recipe;
+  for (const auto& note : quantize_model(model, q)) std::fprintf(stderr, "tfm: %s\n", note.c_str());
+}
+
+LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights) {
   LoadedModel lm = load_model_dir(dir);
   if (!adapter.empty()) load_lora_adapter(adapter, lm.model);
+  apply_weight_options(lm.model, weights);
   return lm;
 }
 

@@ -165,7 +165,9 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("section", opts->section,
                   "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG")
       ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config"}));
-  cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory to measure too");
+  cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory (or .gguf) to measure too");
+  cmd->add_option("--dtype", opts->dtype, "decode: weight type f32, bf16, f16, q8_0, q4_0, q4_k, q6_k (converted at load)");
+  cmd->add_option("--recipe", opts->recipe, "decode: with --dtype, q4_k_m (llama.cpp's mix)");
   auto train_config = std::make_shared<std::string>();
   auto train_steps = std::make_shared<std::int64_t>(50);
   auto train_warmup = std::make_shared<std::int64_t>(10);
