@@ -65,10 +65,4 @@ void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, co
   }
 }
 
-// Until the fast kernels land, the entry point is the naive twin.
-void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
-           const void* w, float* y, std::int64_t ldy) {
-  qgemm_naive(wtype, M, N, K, x, ldx, w, y, ldy);
-}
-
 }  // namespace tfm::kernels

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdlib>
 #include <random>
 #include <vector>
 
+#include "kernels/gemm_rows.h"
 #include "kernels/qgemm.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
@@ -70,6 +72,126 @@ TEST(QgemmKernels, ZeroRowsQuantizeToZeros) {
     std::vector<float> back(w.size(), 1.0f);
     kernels::dequantize_rows(t, quantize(t, w, 2, 256).data(), back.data(), 2, 256);
     for (float v : back) ASSERT_EQ(v, 0.0f) << dtype_name(t);
+  }
+}
+
+constexpr DType kKernelTypes[] = {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::bf16, DType::f16};
+
+// Every instruction set this CPU can run (the generic one always); only the forced one when
+// the suite runs under TFM_ISA (its second, generic run would repeat the native run's work).
+std::vector<Isa> available_isas() {
+  if (std::getenv("TFM_ISA") != nullptr) return {active_isa()};
+  std::vector<Isa> out{Isa::generic};
+  if (cpu_best_isa() == Isa::avx2 || cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx2);
+  if (cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx512);
+  return out;
+}
+
+struct IsaScope {
+  Isa saved = active_isa();
+  explicit IsaScope(Isa isa) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved); }
+};
+
+struct Case {
+  std::int64_t K, N;
+  std::vector<unsigned char> w;
+  std::vector<float> x;
+};
+
+Case make_case(DType t, std::int64_t M, std::int64_t N, std::int64_t K, unsigned seed) {
+  Case c{K, N, {}, normal(static_cast<std::size_t>(M * K), seed + 1)};
+  c.w = quantize(t, normal(static_cast<std::size_t>(N * K), seed, 0.1f), N, K);
+  c.x[0] = 3.0f;  // an outlier in the first activation block
+  return c;
+}
+
+// Fast kernel == scalar twin up to float reordering of the per-block terms: the bound is a
+// few ulps of the sum of |terms|, estimated from the f32 product of |x| and |dequantized w|.
+TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
+  const std::vector<Isa> isas = available_isas();
+  for (DType t : kKernelTypes) {
+    const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
+    // odd block counts (1, 3, 5) and, for bf16 / f16, K with a partial vector
+    std::vector<std::int64_t> ks{block, 3 * block, 5 * block};
+    if (!dtype_is_block(t)) ks = {1, 7, 33, 257};
+    for (std::int64_t K : ks)
+      for (std::int64_t M : {1, 2, 7, 16})
+        for (std::int64_t N : {1, 7, 31, 33, 257}) {
+          if (M * N * K > 250000) continue;  // keep the ASan run short
+          const Case c = make_case(t, M, N, K, static_cast<unsigned>(M * 131 + N * 7 + K));
+          std::vector<float> fast(static_cast<std::size_t>(M * N)), twin(fast.size()), mag(fast.size());
+          kernels::qgemm_twin(t, M, N, K, c.x.data(), K, c.w.data(), twin.data(), N);
+          std::vector<float> deq(static_cast<std::size_t>(N * K)), ax(c.x.size());
+          kernels::dequantize_rows(t, c.w.data(), deq.data(), N, K);
+          for (float& v : deq) v = std::fabs(v);
+          for (std::size_t i = 0; i < ax.size(); ++i) ax[i] = std::fabs(c.x[i]);
+          kernels::gemm_rows(true, M, N, K, 1.0f, ax.data(), K, deq.data(), K, 0.0f, mag.data(), N);
+          for (Isa isa : isas) {
+            IsaScope scope(isa);
+            kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), fast.data(), N);
+            for (std::size_t i = 0; i < fast.size(); ++i)
+              ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f)
+                  << dtype_name(t) << " " << isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " at " << i;
+          }
+        }
+  }
+}
+
+// A row's output is bit-identical whether it is computed alone or among 16 rows, on every ISA.
+TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
+  const std::int64_t M = 16, N = 33, K = 512;
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    for (DType t : kKernelTypes) {
+      const Case c = make_case(t, M, N, K, 77);
+      std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+      kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
+      for (std::int64_t m = 0; m < M; ++m) {
+        kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
+        for (std::int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+              << dtype_name(t) << " " << isa_name(isa) << " row " << m << " col " << n;
+      }
+    }
+  }
+}
+
+// Against the f32-dequantized reference: the only approximation left is the activations'
+// int8 rounding (half a step of max|x| / 127 per element), bounded by
+// Σ_k |w_k| * max|x_block| / 254 per output; bf16 / f16 use f32 activations (ulps only).
+TEST(QgemmKernels, WithinActivationQuantizationErrorOfTheNaiveReference) {
+  const std::int64_t M = 3, N = 17, K = 768;
+  for (DType t : kKernelTypes) {
+    const Case c = make_case(t, M, N, dtype_is_block(t) && dtype_block_elems(t) == 256 ? 1024 : K, 5);
+    const std::int64_t k = c.K;
+    std::vector<float> fast(static_cast<std::size_t>(M * N)), naive(fast.size()), deq(static_cast<std::size_t>(N * k));
+    kernels::qgemm(t, M, N, k, c.x.data(), k, c.w.data(), fast.data(), N);
+    kernels::qgemm_naive(t, M, N, k, c.x.data(), k, c.w.data(), naive.data(), N);
+    kernels::dequantize_rows(t, c.w.data(), deq.data(), N, k);
+    const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : dtype_is_block(t) ? 256 : 1;
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        double bound = 0;
+        for (std::int64_t b = 0; b < k / block; ++b) {
+          float amax = 0;
+          for (std::int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(c.x[m * k + b * block + j]));
+          for (std::int64_t j = 0; j < block; ++j)
+            bound += std::fabs(deq[n * k + b * block + j]) * (block > 1 ? amax / 254.0 * 1.001 : 1e-6 * std::fabs(c.x[m * k + b * block + j]));
+        }
+        ASSERT_NEAR(fast[m * N + n], naive[m * N + n], bound + 1e-5) << dtype_name(t) << " m=" << m << " n=" << n;
+      }
+  }
+}
+
+TEST(QgemmKernels, PrefillPathMatchesTheNaiveReference) {
+  const std::int64_t M = 40, N = 37, K = 256;
+  for (DType t : kKernelTypes) {
+    const Case c = make_case(t, M, N, K, 9);
+    std::vector<float> got(static_cast<std::size_t>(M * N)), want(got.size());
+    kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), got.data(), N);  // M >= 32: dequantized tiles
+    kernels::qgemm_naive(t, M, N, K, c.x.data(), K, c.w.data(), want.data(), N);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f) << dtype_name(t) << " at " << i;
   }
 }
 
