@@ -7,6 +7,7 @@
 #include <cstring>
 #include <optional>
 
+#include "kernels/qgemm.h"
 #include "kernels/quant_blocks.h"
 #include "support/test_support.h"
 #include "tfm/gguf_model.h"
@@ -57,6 +58,21 @@ TEST(ParityGguf, Q8_0QuantizesToGgufPyBytes) {
   kernels::quantize_q8_0(x.data<float>(), got.data(), x.numel());
   const std::vector<std::int64_t> w = want.to_ints();
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], w[i]) << "byte " << i;
+}
+
+// ggml's reference quantizers for Q4_0, Q4_K and Q6_K write the bytes of the numpy
+// transcription (zero blocks, zero sub-blocks, an outlier and all-positive weights included).
+TEST(ParityGguf, ReferenceQuantizersWriteGgmlBytes) {
+  const SafetensorsFile f = test::load_fixture("gguf_blocks");
+  const Tensor x = test::fixture_tensor(f, "quant.input");
+  const std::pair<const char*, DType> types[] = {{"Q4_0", DType::q4_0}, {"Q4_K", DType::q4_k}, {"Q6_K", DType::q6_k}};
+  for (const auto& [name, type] : types) {
+    const std::vector<std::int64_t> want = test::fixture_tensor(f, std::string("quant.") + name).to_ints();
+    std::vector<std::uint8_t> got(dtype_row_bytes(type, x.numel()));
+    ASSERT_EQ(got.size(), want.size()) << name;
+    kernels::quantize_rows(type, x.data<float>(), got.data(), 1, x.numel());
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << name << " byte " << i;
+  }
 }
 
 // The engine's writer re-encodes the llama file; reading it back gives bit-identical f32

@@ -37,8 +37,8 @@ TEST(Qgemm, RowThatDoesNotFitABlockIsAOneLineError) {
 TEST(Qgemm, NaiveProductOfQ8RowsEqualsF32ProductOfTheirDequantization) {
   const std::int64_t M = 3, N = 5, K = 64;
   std::vector<float> w(N * K), x(M * K);
-  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>((i * 37 % 101) - 50) / 25.0f;
-  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>((i * 13 % 29) - 14) / 7.0f;
+  for (std::size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(static_cast<int>(i * 37 % 101) - 50) / 25.0f;
+  for (std::size_t i = 0; i < x.size(); ++i) x[i] = static_cast<float>(static_cast<int>(i * 13 % 29) - 14) / 7.0f;
   std::vector<unsigned char> q(dtype_row_bytes(DType::q8_0, K) * N);
   kernels::quantize_rows(DType::q8_0, w.data(), q.data(), N, K);
   std::vector<float> deq(N * K);
