@@ -12,7 +12,6 @@
 // BPE tokenizer, tensors in f32, f16, bf16 or q8_0 (norms and biases stay f32).
 #pragma once
 
-#include <optional>
 #include <string>
 
 #include "tfm/gguf.h"
@@ -36,8 +35,8 @@ ModelConfig gguf_model_config(const GgufFile& file, GgufModelInfo* info = nullpt
 
 struct GgufSaveOptions {
   GgmlType type = GgmlType::f32;  // for f32 matrices; 1-D tensors stay f32, compact
-                                  // (quantized) matrices keep their type
-  std::optional<GgmlType> file_type;  // general.file_type's recipe (default: type)
+                                  // (quantized) matrices keep their type (general.file_type
+                                  // then names the most common one)
   std::string name;               // general.name ("" leaves it out)
   std::string chat_template;      // tokenizer.chat_template ("" leaves it out)
 };

@@ -355,7 +355,15 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
   if (!opt.name.empty()) meta.emplace_back("general.name", GgufValue::string(opt.name));
   // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7, MOSTLY_Q6_K 18,
   // MOSTLY_Q4_K_M 15, MOSTLY_BF16 32.
-  const GgmlType ft = opt.file_type ? *opt.file_type : opt.type;
+  GgmlType ft = opt.type;
+  {
+    std::map<DType, int> compact;  // the model's compact matrices by type
+    for (const auto& [name, t] : model.parameters())
+      if (t.dtype() != DType::f32) ++compact[t.dtype()];
+    int most = 0;
+    for (const auto& [d, n] : compact)
+      if (n > most) most = n, ft = ggml_type_of(d);
+  }
   const std::uint32_t ftype = ft == GgmlType::f16 ? 1 : ft == GgmlType::q8_0 ? 7 : ft == GgmlType::bf16 ? 32
                               : ft == GgmlType::q4_0 ? 2 : ft == GgmlType::q4_k ? 15 : ft == GgmlType::q6_k ? 18 : 0;
   meta.emplace_back("general.file_type", GgufValue::u32(ftype));

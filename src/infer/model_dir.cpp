@@ -52,7 +52,9 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
       const Tensor c = t.is_contiguous() ? t : t.clone();
       meta["tfm.dtype." + name] = std::string(dtype_name(t.dtype())) + ":" + std::to_string(t.size(0)) + "," +
                                   std::to_string(t.size(1));
-      t = Tensor::from_storage(c.storage(), {t.size(0), static_cast<std::int64_t>(c.nbytes()) / t.size(0)}, DType::u8);
+      const std::int64_t byte_offset = dtype_is_block(c.dtype()) ? 0 : c.offset() * static_cast<std::int64_t>(dtype_size(c.dtype()));
+      t = Tensor::from_storage(c.storage(), {t.size(0), static_cast<std::int64_t>(c.nbytes()) / t.size(0)}, DType::u8,
+                               byte_offset);
     }
     save_safetensors(join(dir, "model.safetensors"), tensors, meta);
     return;

@@ -43,9 +43,13 @@ std::vector<WeightSlot> weight_matrices_of(const ModelConfig& cfg, const std::ma
     w.layer = layer_of(name).second;
     out.push_back(w);
   };
-  auto same = [](const Tensor& a, const Tensor& b) { return a.defined() && b.defined() && a.storage() == b.storage(); };
+  // The same tensor (tied copies), not merely the same storage: a memory-mapped checkpoint's
+  // tensors all view one mapping.
+  auto same = [](const Tensor& a, const Tensor& b) {
+    return a.defined() && b.defined() && a.storage() == b.storage() && a.offset() == b.offset() && a.shape() == b.shape();
+  };
   for (const auto& [name, t] : params) {
-    if (same(t, l.tok_emb)) {
+    if (same(t, l.tok_emb) && t.dim() == 2) {
       add(name, WeightMatrix::Role::embedding, false);
       out.back().tied_output = cfg.head == HeadKind::lm && same(t, l.lm_head);
     } else if (same(t, l.lm_head) || same(t, l.mlm_decoder)) {

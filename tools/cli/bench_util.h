@@ -21,6 +21,7 @@ struct BenchOptions {
   std::int64_t plain_max_t = 1024;  // attention: the plain O(T^2) path is skipped above this T
   std::string model_dir;    // decode: a trained model directory (-m DIR); empty: skipped
   std::string dtype, recipe;  // decode: weight type of both models (--dtype, --recipe; quantize.h)
+  bool model_only = false;    // decode: -m's model alone (no random GPT-2-size model)
 };
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {

@@ -168,6 +168,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory (or .gguf) to measure too");
   cmd->add_option("--dtype", opts->dtype, "decode: weight type f32, bf16, f16, q8_0, q4_0, q4_k, q6_k (converted at load)");
   cmd->add_option("--recipe", opts->recipe, "decode: with --dtype, q4_k_m (llama.cpp's mix)");
+  cmd->add_flag("--model-only", opts->model_only, "decode: measure -m's model only (skip the random GPT-2-size one)");
   auto train_config = std::make_shared<std::string>();
   auto train_steps = std::make_shared<std::int64_t>(50);
   auto train_warmup = std::make_shared<std::int64_t>(10);

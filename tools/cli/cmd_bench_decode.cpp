@@ -243,9 +243,11 @@ void run_bench_decode(const BenchOptions& o, int threads) {
     apply_weight_options(lm.model, {o.dtype, o.recipe});
     bench_model(lm.model, {"trained model " + o.model_dir, o.model_dir}, o, threads, bw);
   }
-  Model gpt2 = Model::create(model_preset("gpt2"), 1234);
-  apply_weight_options(gpt2, {o.dtype, o.recipe});
-  bench_model(gpt2, {"GPT-2 small size (random weights)", ""}, o, threads, bw);
+  if (!o.model_only) {
+    Model gpt2 = Model::create(model_preset("gpt2"), 1234);
+    apply_weight_options(gpt2, {o.dtype, o.recipe});
+    bench_model(gpt2, {"GPT-2 small size (random weights)", ""}, o, threads, bw);
+  }
   std::printf("(ours/torch > 1: ours is faster; roofline = batch x bandwidth / weight bytes per step)\n");
 }
 

@@ -42,7 +42,6 @@ void add_quantize_command(CLI::App& app) {
     if (is_gguf_path(a->out)) {
       GgufSaveOptions o;
       o.type = GgmlType::f32;  // the compact matrices keep their own types
-      o.file_type = ggml_type_of(q.type);
       o.name = info.name;
       o.chat_template = info.chat_template;
       save_gguf_model(a->out, m.model, m.tokenizer, o);
