@@ -393,7 +393,7 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
     meta.emplace_back(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.norm_eps)));
     u32("vocab_size", c.vocab_size);
   }
-  tokenizer_to_gguf(tokenizer, meta);
+  tokenizer_to_gguf(tokenizer, meta, c.vocab_size);
   if (!opt.chat_template.empty()) meta.emplace_back("tokenizer.chat_template", GgufValue::string(opt.chat_template));
 
   const auto& params = renamed.empty() ? model.parameters() : renamed;

@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -28,7 +29,13 @@ void apply_weight_options(Model& model, const WeightOptions& w) {
   QuantizeOptions q;
   q.type = parse_weight_type(w.dtype, "--dtype");
   q.recipe = w.recipe;
-  for (const auto& note : quantize_model(model, q)) std::fprintf(stderr, "tfm: %s\n", note.c_str());
+  print_fallbacks(quantize_model(model, q));
+}
+
+void print_fallbacks(const std::vector<std::string>& notes) {
+  const std::size_t shown = std::min<std::size_t>(notes.size(), 3);
+  for (std::size_t i = 0; i < shown; ++i) std::fprintf(stderr, "tfm: %s\n", notes[i].c_str());
+  if (notes.size() > shown) std::fprintf(stderr, "tfm: ... and %zu more matrices fell back the same way\n", notes.size() - shown);
 }
 
 LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights) {

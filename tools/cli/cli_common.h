@@ -24,6 +24,8 @@ struct WeightOptions {
 void add_weight_options(CLI::App* cmd, WeightOptions& w);
 // Converts the model's weights as asked (nothing when dtype is empty); fallbacks on stderr.
 void apply_weight_options(Model& model, const WeightOptions& w);
+// quantize_model's fallback notes on stderr: the first three and a count of the rest.
+void print_fallbacks(const std::vector<std::string>& notes);
 // The model directory, with the adapter attached when `adapter` is not empty, and its
 // weights converted per `weights`.
 LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights = {});

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <map>
 
+#include "cli_common.h"
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/gguf_model.h"
@@ -36,7 +37,7 @@ void add_quantize_command(CLI::App& app) {
     LoadedModel m = is_gguf_path(a->in) ? load_gguf_model(a->in, &info) : load_model_dir(a->in);
     TFM_CHECK(!m.model.has_lora(), "quantize", a->in, " carries LoRA factors: merge them first (tfm merge)");
     const auto notes = quantize_model(m.model, q);
-    for (const auto& n : notes) std::fprintf(stderr, "tfm: %s\n", n.c_str());
+    print_fallbacks(notes);
     std::map<std::string, std::int64_t> count;
     for (const auto& [name, t] : m.model.parameters()) count[dtype_name(t.dtype())] += 1;
     if (is_gguf_path(a->out)) {
