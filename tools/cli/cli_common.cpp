@@ -82,10 +82,13 @@ void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& 
                to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6,
                static_cast<long long>(cache.capacity()), static_cast<long long>(cache.slots()),
                static_cast<double>(cache.bytes()) * mib);
-  if (verbose)
-    std::fprintf(stderr, "tfm: weights %.1f MiB (f32), %lld decoder layers, vocabulary %lld\n",
-                 static_cast<double>(lm.model.parameter_count()) * 4 * mib, static_cast<long long>(cache.layers()),
+  if (verbose) {
+    double bytes = 0;  // as held: compact matrices at their size (tied copies once)
+    for (const auto& [name, t] : lm.model.parameters()) bytes += static_cast<double>(t.nbytes());
+    std::fprintf(stderr, "tfm: weights %.1f MiB (%s), %lld decoder layers, vocabulary %lld\n", bytes * mib,
+                 lm.model.has_compact_weights() ? "as stored" : "f32", static_cast<long long>(cache.layers()),
                  static_cast<long long>(lm.config.vocab_size));
+  }
 }
 
 void report_timings(const Timings& t) {
