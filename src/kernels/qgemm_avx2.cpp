@@ -47,36 +47,52 @@ struct RowPtrs {
 
 template <int R>
 void q8_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < K / 32; ++b, w += sizeof(BlockQ8_0)) {
-    const __m256i wq = load256(w + 2);
+  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  auto step = [&](std::int64_t b, __m256* acc) {
+    const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ8_0));
+      const __m256i wq = load256(wb + 2);
     const __m256i aw = _mm256_abs_epi8(wq);
-    const float dw = h2f(w);
+    const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
       const __m256i p = dot_u8s8(aw, _mm256_sign_epi8(load256(a.q[r] + 32 * b), wq));
-      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r][b & 1]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
+  };
+  const std::int64_t nb = K / 32;
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, acc0);
+    step(b + 1, acc1);
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+  if (b < nb) step(b, acc0);
+  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 template <int R>
 void q4_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < K / 32; ++b, w += sizeof(BlockQ4_0)) {
-    const __m128i q = load128(w + 2);
+  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  auto step = [&](std::int64_t b, __m256* acc) {
+    const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ4_0));
+      const __m128i q = load128(wb + 2);
     const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-    const float dw = h2f(w);
+    const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
       __m256i p = dot_u8s8(u, load256(a.q[r] + 32 * b));
       p = _mm256_add_epi32(p, _mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * a.s[r][b])));
-      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r][b & 1]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
+  };
+  const std::int64_t nb = K / 32;
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, acc0);
+    step(b + 1, acc1);
   }
-  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
+  if (b < nb) step(b, acc0);
+  for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc0[r], acc1[r]));
 }
 
 template <int R>
@@ -162,9 +178,18 @@ void half_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
   };
   std::int64_t k = 0;
   int parity = 0;
-  for (; k + 8 <= K; k += 8, parity ^= 1) {
+  for (; k + 16 <= K; k += 16) {  // two chunks, one per accumulator (kept in registers)
+    const __m256 w0 = widen(load128(w + 2 * k)), w1 = widen(load128(w + 2 * k + 16));
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(a.x[r] + k), acc[r][0]);
+      acc[r][1] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(a.x[r] + k + 8), acc[r][1]);
+    }
+  }
+  if (k + 8 <= K) {
     const __m256 wf = widen(load128(w + 2 * k));
-    for (int r = 0; r < R; ++r) acc[r][parity] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(a.x[r] + k), acc[r][parity]);
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(a.x[r] + k), acc[r][0]);
+    k += 8;
+    parity = 1;
   }
   if (k < K) {  // the last partial vector, zero-padded
     const int rest = static_cast<int>(K - k);
@@ -174,7 +199,8 @@ void half_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
     for (int r = 0; r < R; ++r) {
       float xt[8] = {};
       std::memcpy(xt, a.x[r] + k, 4 * static_cast<std::size_t>(rest));
-      acc[r][parity] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(xt), acc[r][parity]);
+      if (parity) acc[r][1] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(xt), acc[r][1]);
+      else acc[r][0] = _mm256_fmadd_ps(wf, _mm256_loadu_ps(xt), acc[r][0]);
     }
   }
   for (int r = 0; r < R; ++r) out[r] = hsum(_mm256_add_ps(acc[r][0], acc[r][1]));
