@@ -48,7 +48,7 @@ void run_bench_qgemm(const BenchOptions& o, int threads) {
   std::printf("\nisa %s%s\n\n", isa_name(active_isa()), cpu_info().avx512_vnni ? " + VNNI" : "");
   std::printf("%-6s %-11s %3s", "type", "N x K", "M");
   for (int t : tcs) std::printf(" %9s %6s", ("GB/s@" + std::to_string(t) + "t").c_str(), ("%bw@" + std::to_string(t)).c_str());
-  std::printf(" %9s\n", "tok/s@1t");
+  std::printf(" %9s\n", "rows/s@1t");
   const std::pair<std::int64_t, std::int64_t> shapes[] = {{3072, 768}, {5632, 2048}};
   const DType types[] = {DType::f32, DType::bf16, DType::f16, DType::q8_0, DType::q6_k, DType::q4_k, DType::q4_0};
   for (const auto& [N, K] : shapes)
@@ -70,7 +70,7 @@ void run_bench_qgemm(const BenchOptions& o, int threads) {
           if (i == 0) first = s;
           std::printf(" %9.1f %5.0f%%", gbs, 100.0 * gbs / bw[i]);
         }
-        std::printf(" %9.0f\n", static_cast<double>(M) / first);  // products per second (one matrix)
+        std::printf(" %9.0f\n", static_cast<double>(M) / first);  // activation rows through one matrix per second
         std::fflush(stdout);
       }
     }
