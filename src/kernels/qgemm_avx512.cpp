@@ -39,20 +39,28 @@ struct RowPtrs {
 
 template <int R>
 void q8_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < K / 32; ++b, w += sizeof(BlockQ8_0)) {
-    const __m256i wq = load256(w + 2);
+  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  auto step = [&](std::int64_t b, __m256* acc) {
+    const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ8_0));
+      const __m256i wq = load256(wb + 2);
     const __m256i aw = _mm256_abs_epi8(wq);
-    const float dw = h2f(w);
+    const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
       const __m256i sx = _mm256_sign_epi8(load256(a.q[r] + 32 * b), wq);  // sign moved onto x
       const __m256i p = _mm256_dpbusd_epi32(_mm256_setzero_si256(), aw, sx);
-      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r][b & 1]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
+  };
+  const std::int64_t nb = K / 32;
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, acc0);
+    step(b + 1, acc1);
   }
+  if (b < nb) step(b, acc0);
   for (int r = 0; r < R; ++r) {
-    const __m256 s = _mm256_add_ps(acc[r][0], acc[r][1]);
+    const __m256 s = _mm256_add_ps(acc0[r], acc1[r]);
     out[r] = _mm512_reduce_add_ps(_mm512_zextps256_ps512(s));
   }
 }
@@ -60,21 +68,29 @@ void q8_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
 template <int R>
 void q4_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  __m256 acc[R][2];
-  for (int r = 0; r < R; ++r) acc[r][0] = acc[r][1] = _mm256_setzero_ps();
-  for (std::int64_t b = 0; b < K / 32; ++b, w += sizeof(BlockQ4_0)) {
-    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(w + 2));
+  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  auto step = [&](std::int64_t b, __m256* acc) {
+    const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ4_0));
+      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 2));
     const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
-    const float dw = h2f(w);
+    const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
       // lane 0 starts at -8 Σx: the nibbles' offset, folded into the integer sum
       const __m256i p = _mm256_dpbusd_epi32(_mm256_zextsi128_si256(_mm_cvtsi32_si128(-8 * a.s[r][b])), u,
                                             load256(a.q[r] + 32 * b));
-      acc[r][b & 1] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r][b & 1]);
+      acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
+  };
+  const std::int64_t nb = K / 32;
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, acc0);
+    step(b + 1, acc1);
   }
+  if (b < nb) step(b, acc0);
   for (int r = 0; r < R; ++r) {
-    const __m256 s = _mm256_add_ps(acc[r][0], acc[r][1]);
+    const __m256 s = _mm256_add_ps(acc0[r], acc1[r]);
     out[r] = _mm512_reduce_add_ps(_mm512_zextps256_ps512(s));
   }
 }
@@ -179,15 +195,25 @@ void half_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
     if constexpr (kBf16) return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(h), 16));
     else return _mm512_cvtph_ps(h);
   };
-  for (; k + 16 <= K; k += 16, parity ^= 1) {
-    const __m512 wf = widen(load256(w + 2 * k));
-    for (int r = 0; r < R; ++r) acc[r][parity] = _mm512_fmadd_ps(wf, _mm512_loadu_ps(a.x[r] + k), acc[r][parity]);
+  for (; k + 32 <= K; k += 32) {  // two chunks, one per accumulator (kept in registers)
+    const __m512 w0 = widen(load256(w + 2 * k)), w1 = widen(load256(w + 2 * k + 32));
+    for (int r = 0; r < R; ++r) {
+      acc[r][0] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(a.x[r] + k), acc[r][0]);
+      acc[r][1] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(a.x[r] + k + 16), acc[r][1]);
+    }
   }
-  if (k < K) {
+  if (k + 16 <= K) {
+    const __m512 wf = widen(load256(w + 2 * k));
+    for (int r = 0; r < R; ++r) acc[r][0] = _mm512_fmadd_ps(wf, _mm512_loadu_ps(a.x[r] + k), acc[r][0]);
+    k += 16;
+    parity = 1;
+  }
+  if (k < K) {  // the last partial chunk, masked
     const __mmask16 mask = static_cast<__mmask16>((1u << (K - k)) - 1);
     const __m512 wf = widen(_mm256_maskz_loadu_epi16(mask, w + 2 * k));
     for (int r = 0; r < R; ++r)
-      acc[r][parity] = _mm512_fmadd_ps(wf, _mm512_maskz_loadu_ps(mask, a.x[r] + k), acc[r][parity]);
+      if (parity) acc[r][1] = _mm512_fmadd_ps(wf, _mm512_maskz_loadu_ps(mask, a.x[r] + k), acc[r][1]);
+      else acc[r][0] = _mm512_fmadd_ps(wf, _mm512_maskz_loadu_ps(mask, a.x[r] + k), acc[r][0]);
   }
   for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_add_ps(acc[r][0], acc[r][1]));
 }

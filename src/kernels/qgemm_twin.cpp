@@ -177,8 +177,3 @@ void rows_twin(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, st
 }
 
 }  // namespace tfm::kernels::qgemm_detail
-
-namespace tfm::kernels::qgemm_detail {
-// No AVX2 build of the integer kernels yet: AVX2-only CPUs run the scalar twin.
-const RowsFn rows_avx2 = nullptr;
-}  // namespace tfm::kernels::qgemm_detail

@@ -62,6 +62,7 @@ namespace tfm::cli {
 // The sections beyond machine/gemm, one cmd_bench_<section>.cpp each; `threads` is the
 // engine's thread count (-t N), restored by the caller afterwards.
 void run_bench_kernels(const BenchOptions& o, int threads);
+void run_bench_qgemm(const BenchOptions& o, int threads);  // compact-weight products (qgemm)
 void run_bench_attention(const BenchOptions& o, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);
