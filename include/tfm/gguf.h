@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -54,8 +55,9 @@ struct GgufValue {
   std::string str() const;  // short printable form ("[32000 strings]" for big arrays)
 };
 
-// GGML element types. The engine reads those named here (f32, f16, bf16, q8_0, q4_0,
-// q4_1, q5_0, q4_k, q5_k, q6_k: dequantized to f32 at load) and writes f32, f16, bf16, q8_0.
+// GGML element types. The engine reads those named here: f32, f16, bf16, q8_0, q4_0, q4_k
+// and q6_k weight matrices stay in their type at load (docs/quantization.md); q4_1, q5_0
+// and q5_k are dequantized to f32. It writes f32, f16, bf16, q8_0, q4_0, q4_k and q6_k.
 enum class GgmlType : std::uint32_t {
   f32 = 0, f16 = 1, q4_0 = 2, q4_1 = 3, q5_0 = 6, q5_1 = 7, q8_0 = 8, q8_1 = 9,
   q2_k = 10, q3_k = 11, q4_k = 12, q5_k = 13, q6_k = 14, q8_k = 15, bf16 = 30,
@@ -63,6 +65,10 @@ enum class GgmlType : std::uint32_t {
 // "Q4_K", ... or "type N" for ids the engine does not know.
 std::string ggml_type_name(std::uint32_t type);
 GgmlType ggml_type_from_name(const std::string& name);  // "f32", "f16", "bf16", "q8_0" (any case)
+// The GGML type of an engine dtype (f32, f16, bf16, q8_0, q4_0, q4_k, q6_k) and back; the
+// reverse is empty for GGML types the engine does not hold natively (q4_1, q5_k, ...).
+GgmlType ggml_type_of(DType t);
+std::optional<DType> dtype_of_ggml(std::uint32_t type);
 
 struct GgufTensorInfo {
   std::string name;
@@ -112,7 +118,9 @@ GgufFile read_gguf(const std::string& path);
 GgufFile parse_gguf(std::string bytes, const std::string& where);
 
 // One tensor to write: `data` holds the values (any float dtype, PyTorch order); `type` is
-// the encoding in the file. Q8_0 needs the innermost dimension to be a multiple of 32.
+// the encoding in the file. Block types need the innermost dimension to be a multiple of
+// their block (32; 256 for q4_k/q6_k). A block-quantized `data` is written as it is (its
+// type must be `type`).
 struct GgufTensorOut {
   std::string name;
   Tensor data;

@@ -34,7 +34,9 @@ LoadedModel gguf_to_model(const GgufFile& file, GgufModelInfo* info = nullptr);
 ModelConfig gguf_model_config(const GgufFile& file, GgufModelInfo* info = nullptr);
 
 struct GgufSaveOptions {
-  GgmlType type = GgmlType::f32;  // for matrices; 1-D tensors stay f32
+  GgmlType type = GgmlType::f32;  // for f32 matrices; 1-D tensors stay f32, compact
+                                  // (quantized) matrices keep their type (general.file_type
+                                  // then names the most common one)
   std::string name;               // general.name ("" leaves it out)
   std::string chat_template;      // tokenizer.chat_template ("" leaves it out)
 };

@@ -10,6 +10,12 @@
 // is the model's KV head count, so GQA/MQA models store only what they need. The cross-attention
 // keys/values of a source sentence are computed once (Model::encode_to_cache) and shared by
 // every slot bound to that source (all beams of one sentence).
+//
+// Cache types (llama.cpp's -ctk/-ctv): the self-attention keys/values may be stored as f32
+// (default), f16 or q8_0 (blocks of 32 along head_dim; head_dim must be a multiple of 32).
+// store() rounds each new key/value row to the type once, load() widens the used prefix to
+// f32 for the attention kernel; both work row by row, so a sequence's results stay
+// independent of the others in the batch. Cross-attention keys/values stay f32.
 #pragma once
 
 #include <cstdint>
@@ -24,11 +30,12 @@ class KVCache {
  public:
   // slots sequences of at most max_T positions; encoder-decoder: sources of at most max_S tokens.
   KVCache(const ModelConfig& cfg, std::int64_t slots, std::int64_t max_T, std::int64_t sources = 0,
-          std::int64_t max_S = 0);
+          std::int64_t max_S = 0, DType type = DType::f32);
   // Bytes such a cache holds, without allocating it (the memory planner).
   static std::int64_t bytes_needed(const ModelConfig& cfg, std::int64_t slots, std::int64_t max_T,
-                                   std::int64_t sources = 0, std::int64_t max_S = 0);
+                                   std::int64_t sources = 0, std::int64_t max_S = 0, DType type = DType::f32);
   std::int64_t bytes() const;
+  DType type() const { return type_; }  // of the self-attention keys/values
 
   std::int64_t slots() const { return slots_; }
   std::int64_t capacity() const { return max_T_; }      // positions per slot (--ctx-size)
@@ -41,9 +48,14 @@ class KVCache {
   void reorder(const std::vector<std::int64_t>& parents);
 
   // (1, kv_heads, max_T, head_dim) views of a slot's keys / values for one layer; positions
-  // >= length(slot) are scratch.
+  // >= length(slot) are scratch. f32 caches only.
   Tensor keys(std::int64_t slot, std::int64_t layer) const;
   Tensor values(std::int64_t slot, std::int64_t layer) const;
+  // Any cache type: x (1, kv_heads, T, head_dim) f32 written at positions pos..pos+T-1 of
+  // the slot's keys (kv 0) or values (kv 1); load gives positions 0..n-1 as f32 (a view
+  // for f32 caches, a widened copy otherwise).
+  void store(std::int64_t slot, std::int64_t layer, int kv, std::int64_t pos, const Tensor& x);
+  Tensor load(std::int64_t slot, std::int64_t layer, int kv, std::int64_t n) const;
 
   // Encoder-decoder: which source a slot reads, and the source's cross keys/values.
   std::int64_t sources() const { return sources_; }
@@ -59,7 +71,9 @@ class KVCache {
   Tensor view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const;
   void check_slot(std::int64_t slot, const char* what) const;
   std::int64_t slots_, max_T_, sources_, max_S_, layers_, kv_heads_, head_dim_;
-  Tensor self_, cross_;
+  DType type_ = DType::f32;
+  std::int64_t row_bytes_ = 0;  // one position of one head in type_
+  Tensor self_, cross_;  // self_: f32 (slots, layers, 2, H, max_T, D), else u8 (..., max_T, row_bytes)
   std::vector<std::int64_t> length_, source_of_, source_length_;
 };
 

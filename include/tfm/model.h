@@ -25,6 +25,18 @@ namespace tfm {
 
 class KVCache;
 
+// A weight matrix the engine can hold in a compact type (docs/quantization.md): every
+// linear layer's weight, the token embedding and the output head (LM head, MLM decoder).
+struct WeightMatrix {
+  enum class Role { linear, embedding, output } role = Role::linear;
+  std::string name;       // parameter name
+  std::int64_t rows = 0;  // out features (vocab for embeddings and heads)
+  std::int64_t cols = 0;  // in features (d_model): the dimension blocks run along
+  bool tied_output = false;   // the token embedding that is also the LM head
+  std::int64_t layer = -1;    // index in its stack (-1: not in a layer)
+  std::int64_t n_layers = 0;  // layers of that stack
+};
+
 struct ModelInputs {
   Tensor input_ids;           // (B, T) i64/i32: encoder input, or the decoder's for decoder-only
   Tensor valid_lens;          // (B) integer, optional: keys at t >= valid_lens[b] are padding
@@ -63,7 +75,10 @@ class Model {
   static Model create(const ModelConfig& cfg, std::uint64_t seed);
   // Wrap existing parameters (names and shapes must match parameter_specs(cfg) exactly; the
   // error names the first missing, unexpected or mis-shaped tensor).
-  static Model from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params);
+  // Weight matrices in a block-quantized type stay so (stored (out, in), even for GPT-2's
+  // Conv1D weights); bf16/f16 ones too when keep_compact (GGUF files, tfm quantize's
+  // directories), else every tensor becomes f32 (hub bf16 checkpoints compute in f32).
+  static Model from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact = false);
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -111,6 +126,16 @@ class Model {
   // W += scale * B A into every base weight (transposed for in_out layouts), then drops the
   // factors: the plain model computes what the adapted one did.
   void merge_lora();
+
+  // ---- compact weights (inference only; docs/quantization.md) ------------------------------
+  // Every weight matrix that may be stored in bf16, f16 or a block-quantized type.
+  std::vector<WeightMatrix> weight_matrices() const;
+  // Converts the named weight matrices to the given types (f32 restores f32 from whatever is
+  // held). A compact weight is always stored (out, in), GPT-2's Conv1D ones included. Fails
+  // naming the tensor and its shape when a row does not fit the type's block size.
+  void convert_weights(const std::map<std::string, DType>& types);
+  // True when any parameter is held in a compact type (training and LoRA merges refuse).
+  bool has_compact_weights() const;
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

@@ -34,6 +34,7 @@ struct SessionOptions {
   // Encoder-decoder: the first decoder token; < 0: the tokenizer's <bos>, else the config's
   // decoder_start_token_id (hub directories give it in generation_config.json).
   std::int64_t decoder_start_id = -1;
+  DType cache_type = DType::f32;  // self-attention KV cache: f32, f16 or q8_0 (kv_cache.h)
 };
 
 struct GenerateOptions {

@@ -23,6 +23,9 @@ using Shape = std::vector<std::int64_t>;  // sizes (or strides, in elements), ou
 std::int64_t shape_numel(const Shape& shape);
 std::string shape_str(const Shape& shape);       // "(2,3,4)"
 Shape contiguous_strides(const Shape& shape);    // row-major strides in elements
+// Bytes of a contiguous tensor: numel * dtype_size, or for a block-quantized dtype
+// (q8_0, q4_k, ...) rows of the last dimension times dtype_row_bytes(dtype, last).
+std::size_t tensor_bytes(const Shape& shape, DType dtype);
 
 // A block of memory from the engine's counted, 64-byte aligned allocator. A Storage may
 // also wrap memory it does not own (e.g. a memory-mapped checkpoint): `owner` keeps that
@@ -74,7 +77,9 @@ class Tensor {
   std::int64_t dim() const { return static_cast<std::int64_t>(shape_.size()); }
   std::int64_t size(std::int64_t d) const;  // negative d counts from the end
   std::int64_t numel() const { return shape_numel(shape_); }
-  std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * dtype_size(dtype_); }
+  // Block-quantized tensors (dtype_is_block) are whole contiguous rows: no element views
+  // (as_strided fails), no element access; to_floats/clone/copy_ work a row at a time.
+  std::size_t nbytes() const { return tensor_bytes(shape_, dtype_); }
   bool is_contiguous() const;
   std::string str() const;  // "Tensor(f32, (2,3))"
 
@@ -97,6 +102,7 @@ class Tensor {
   // for no-grad updates such as optimizer steps and caches.
   void copy_(const Tensor& src);
   void fill_(float value);
+  Tensor clone_as_f32() const;  // contiguous f32 copy (dequantizes block types)
 
   // ---- autograd ------------------------------------------------------------------------
   bool requires_grad() const;
@@ -110,6 +116,7 @@ class Tensor {
   void set_autograd_meta(std::shared_ptr<AutogradMeta> meta) { meta_ = std::move(meta); }
 
  private:
+  void copy_blocks(const Tensor& src);
   std::shared_ptr<Storage> storage_;
   std::int64_t offset_ = 0;  // in elements
   Shape shape_, strides_;    // strides in elements

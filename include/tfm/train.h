@@ -245,6 +245,7 @@ struct EvalOptions {
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
   std::string adapter_dir = "";     // a LoRA adapter to attach (adapter.h), or empty
+  std::string weight_type{}, weight_recipe{};  // --dtype / --recipe: weights converted at load (quantize.h)
   std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
   std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for
                                       // the eval batch (plan_memory: batch x context) exceeds it

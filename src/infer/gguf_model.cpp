@@ -9,6 +9,7 @@
 //          attn_output, ffn_norm, ffn_up, ffn_down}; Hugging Face's Conv1D (in, out)
 //          weights stored transposed, as (out, in) like every other linear.
 #include <algorithm>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -32,25 +33,59 @@ std::string hf(const char* prefix, std::int64_t i, const char* name) {
 // RoPE pairs dimension i with i + head_dim/2, and llama.cpp's, where it pairs 2i with 2i+1.
 // to_gguf: gguf row h*D + 2i + j  <-  hf row h*D + j*D/2 + i (convert_hf_to_gguf's permute);
 // otherwise the inverse.
-Tensor permute_rope_rows(const Tensor& w, std::int64_t n_heads, bool to_gguf) {
-  const std::int64_t rows = w.size(0), D = rows / n_heads;
-  const std::int64_t cols = w.numel() / rows;
-  TFM_CHECK(rows % n_heads == 0 && D % 2 == 0, "gguf", "cannot permute ", shape_str(w.shape()), " for ", n_heads,
+// Whole rows move, so it works on any dtype (block-quantized rows included) byte-wise.
+Tensor permute_rope_rows(const Tensor& w_in, std::int64_t n_heads, bool to_gguf) {
+  const std::int64_t rows = w_in.size(0), D = rows / n_heads;
+  TFM_CHECK(rows % n_heads == 0 && D % 2 == 0, "gguf", "cannot permute ", shape_str(w_in.shape()), " for ", n_heads,
             " heads");
-  const std::vector<float> in = w.to_floats();
-  Tensor out = Tensor::empty(w.shape(), DType::f32);
-  float* o = out.data<float>();
+  const Tensor w = w_in.is_contiguous() ? w_in : w_in.clone();
+  const std::size_t row_bytes = w.nbytes() / static_cast<std::size_t>(rows);
+  const auto* in = static_cast<const unsigned char*>(w.raw_data());
+  Tensor out = Tensor::empty(w.shape(), w.dtype());
+  auto* o = static_cast<unsigned char*>(out.raw_data());
   for (std::int64_t h = 0; h < n_heads; ++h)
     for (std::int64_t i = 0; i < D / 2; ++i)
       for (std::int64_t j = 0; j < 2; ++j) {
         const std::int64_t g = h * D + 2 * i + j, r = h * D + j * (D / 2) + i;
-        const std::int64_t src = to_gguf ? r : g, dst = to_gguf ? g : r;
-        std::copy(in.begin() + src * cols, in.begin() + (src + 1) * cols, o + dst * cols);
+        const auto src = static_cast<std::size_t>(to_gguf ? r : g), dst = static_cast<std::size_t>(to_gguf ? g : r);
+        std::memcpy(o + dst * row_bytes, in + src * row_bytes, row_bytes);
       }
   return out;
 }
 
+// A 2-D tensor stored in a type the engine holds natively (f16, bf16, q8_0, q4_0, q4_k,
+// q6_k), copied out of the file in that type; f32 and other types come back as f32.
+Tensor read_kept(const GgufFile& f, const GgufTensorInfo& t) {
+  const auto d = dtype_of_ggml(t.type);
+  if (!d || *d == DType::f32 || t.ne.size() != 2) return f.to_f32(t);
+  Tensor out = Tensor::empty(t.shape(), *d);
+  TFM_CHECK(out.nbytes() == t.nbytes, f.path, "tensor '", t.name, "': ", t.nbytes, " bytes for ", shape_str(t.shape()),
+            " of ", dtype_name(*d));
+  std::memcpy(out.raw_data(), f.raw(t), out.nbytes());
+  return out;
+}
+
 Tensor transpose2d(const Tensor& w) { return contiguous(transpose(w, 0, 1)); }  // a fresh (out, in) copy
+// Conv1D (in, out) of an (out, in) weight; compact weights stay (out, in) (their orientation).
+Tensor conv1d(const Tensor& w) { return w.dtype() == DType::f32 ? transpose2d(w) : w; }
+// Rows of same-typed 2-D tensors one after another (any dtype: rows are whole).
+Tensor concat_rows(const std::vector<Tensor>& parts) {
+  if (parts[0].dtype() == DType::f32) return concat(parts, 0);
+  std::int64_t rows = 0;
+  for (const auto& p : parts) {
+    TFM_CHECK(p.dtype() == parts[0].dtype() && p.size(1) == parts[0].size(1), "gguf", "cannot fuse ", p.str(), " with ",
+              parts[0].str(), " into GPT-2's attn_qkv (give q, k and v one type)");
+    rows += p.size(0);
+  }
+  Tensor out = Tensor::empty({rows, parts[0].size(1)}, parts[0].dtype());
+  auto* o = static_cast<unsigned char*>(out.raw_data());
+  for (const auto& p : parts) {
+    const Tensor c = p.is_contiguous() ? p : p.clone();
+    std::memcpy(o, c.raw_data(), c.nbytes());
+    o += c.nbytes();
+  }
+  return out;
+}
 
 struct Names {
   std::string gguf, hf;
@@ -177,15 +212,15 @@ std::map<std::string, Tensor> engine_to_hf(const ModelConfig& c, const std::stri
         hf[h + "ln_2." + w] = get(e + "ffn_norm." + w);
       }
       // Conv1D (in, out): the fused c_attn is [Wq; Wk; Wv] transposed.
-      hf[h + "attn.c_attn.weight"] = transpose2d(concat({get(e + "self_attn.q_proj.weight"), get(e + "self_attn.k_proj.weight"),
-                                                         get(e + "self_attn.v_proj.weight")}, 0));
+      hf[h + "attn.c_attn.weight"] = conv1d(concat_rows({get(e + "self_attn.q_proj.weight"), get(e + "self_attn.k_proj.weight"),
+                                                         get(e + "self_attn.v_proj.weight")}));
       hf[h + "attn.c_attn.bias"] = concat({get(e + "self_attn.q_proj.bias"), get(e + "self_attn.k_proj.bias"),
                                            get(e + "self_attn.v_proj.bias")}, 0);
-      hf[h + "attn.c_proj.weight"] = transpose2d(get(e + "self_attn.o_proj.weight"));
+      hf[h + "attn.c_proj.weight"] = conv1d(get(e + "self_attn.o_proj.weight"));
       hf[h + "attn.c_proj.bias"] = get(e + "self_attn.o_proj.bias");
-      hf[h + "mlp.c_fc.weight"] = transpose2d(get(e + "ffn.up_proj.weight"));
+      hf[h + "mlp.c_fc.weight"] = conv1d(get(e + "ffn.up_proj.weight"));
       hf[h + "mlp.c_fc.bias"] = get(e + "ffn.up_proj.bias");
-      hf[h + "mlp.c_proj.weight"] = transpose2d(get(e + "ffn.down_proj.weight"));
+      hf[h + "mlp.c_proj.weight"] = conv1d(get(e + "ffn.down_proj.weight"));
       hf[h + "mlp.c_proj.bias"] = get(e + "ffn.down_proj.bias");
     } else {
       const std::string h = "model.layers." + std::to_string(i) + ".";
@@ -256,19 +291,20 @@ LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
     if (n.fix == Names::transpose) std::reverse(want.begin(), want.end());
     TFM_CHECK(t.shape() == want, f.path, "tensor '", t.name, "' has shape ", shape_str(t.shape()),
               ", the metadata implies ", shape_str(want));
-    Tensor w = f.to_f32(t);
+    Tensor w = read_kept(f, t);
     f.release(t);
     if (n.fix == Names::rope_q) w = permute_rope_rows(w, cfg.n_heads, false);
     if (n.fix == Names::rope_k) w = permute_rope_rows(w, cfg.kv_heads(), false);
     if (n.fix == Names::transpose) {
       TFM_CHECK(w.dim() == 2, f.path, "tensor '", t.name, "' must be 2-D");
-      w = transpose2d(w);
+      // Compact types stay (out, in), the engine's orientation for them.
+      if (w.dtype() == DType::f32) w = transpose2d(w);
     }
     params[n.hf] = std::move(w);
   }
   Model model = [&] {
     try {
-      return Model::from_parameters(cfg, std::move(params));
+      return Model::from_parameters(cfg, std::move(params), /*keep_compact=*/true);
     } catch (const Error& e) {
       fail(f.path, "tensors do not match the metadata: ", e.what());
     }
@@ -317,10 +353,22 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
   std::vector<std::pair<std::string, GgufValue>> meta;
   meta.emplace_back("general.architecture", GgufValue::string(arch));
   if (!opt.name.empty()) meta.emplace_back("general.name", GgufValue::string(opt.name));
-  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q8_0 7, MOSTLY_BF16 32.
-  const std::uint32_t ftype = opt.type == GgmlType::f16 ? 1 : opt.type == GgmlType::q8_0 ? 7 : opt.type == GgmlType::bf16 ? 32 : 0;
+  // llama_ftype: ALL_F32 0, MOSTLY_F16 1, MOSTLY_Q4_0 2, MOSTLY_Q8_0 7, MOSTLY_Q6_K 18,
+  // MOSTLY_Q4_K_M 15, MOSTLY_BF16 32.
+  GgmlType ft = opt.type;
+  {
+    std::map<DType, int> compact;  // the model's compact matrices by type
+    for (const auto& [name, t] : model.parameters())
+      if (t.dtype() != DType::f32) ++compact[t.dtype()];
+    int most = 0;
+    for (const auto& [d, n] : compact)
+      if (n > most) most = n, ft = ggml_type_of(d);
+  }
+  const std::uint32_t ftype = ft == GgmlType::f16 ? 1 : ft == GgmlType::q8_0 ? 7 : ft == GgmlType::bf16 ? 32
+                              : ft == GgmlType::q4_0 ? 2 : ft == GgmlType::q4_k ? 15 : ft == GgmlType::q6_k ? 18 : 0;
   meta.emplace_back("general.file_type", GgufValue::u32(ftype));
-  if (opt.type == GgmlType::q8_0) meta.emplace_back("general.quantization_version", GgufValue::u32(2));
+  if (ft != GgmlType::f32 && ft != GgmlType::f16 && ft != GgmlType::bf16)
+    meta.emplace_back("general.quantization_version", GgufValue::u32(2));
   auto u32 = [&](const std::string& k, std::int64_t v) { meta.emplace_back(p + k, GgufValue::u32(static_cast<std::uint32_t>(v))); };
   u32("context_length", c.max_positions);
   u32("embedding_length", c.d_model);
@@ -345,7 +393,7 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
     meta.emplace_back(p + "attention.layer_norm_rms_epsilon", GgufValue::f32(static_cast<float>(c.norm_eps)));
     u32("vocab_size", c.vocab_size);
   }
-  tokenizer_to_gguf(tokenizer, meta);
+  tokenizer_to_gguf(tokenizer, meta, c.vocab_size);
   if (!opt.chat_template.empty()) meta.emplace_back("tokenizer.chat_template", GgufValue::string(opt.chat_template));
 
   const auto& params = renamed.empty() ? model.parameters() : renamed;
@@ -356,9 +404,13 @@ void save_gguf_model(const std::string& path, const Model& model, const Tokenize
     Tensor w = it->second;
     if (n.fix == Names::rope_q) w = permute_rope_rows(w, c.n_heads, true);
     if (n.fix == Names::rope_k) w = permute_rope_rows(w, c.kv_heads(), true);
-    if (n.fix == Names::transpose) w = transpose2d(w);
+    // Compact weights are already (out, in); f32 Conv1D ones are (in, out).
+    if (n.fix == Names::transpose && w.dtype() == DType::f32) w = transpose2d(w);
     GgmlType type = w.dim() >= 2 ? opt.type : GgmlType::f32;
-    // Q8_0 blocks need rows of whole blocks; like llama.cpp's converter, fall back to F16.
+    // A weight the model holds in a compact type is written in that type (tfm quantize's
+    // per-tensor recipe); otherwise opt.type, falling back to F16 when a row does not fit
+    // the block, like llama.cpp's converter.
+    if (w.dtype() != DType::f32) type = ggml_type_of(w.dtype());
     if (type == GgmlType::q8_0 && w.size(-1) % 32 != 0) type = GgmlType::f16;
     out.push_back({n.gguf, w, type});
   }

@@ -199,7 +199,7 @@ std::string gguf_tokenizer_json(const GgufFile& f) {
   }
 }
 
-void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& meta) {
+void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& meta, std::int64_t vocab_size) {
   const ojson j = ojson::parse(tok.to_json());
   const ojson& model = j.at("model");
   TFM_CHECK(model.value("type", std::string()) == "BPE" && j.at("pre_tokenizer").value("type", std::string()) == "ByteLevel",
@@ -210,6 +210,12 @@ void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, 
   for (std::int32_t id = 0; id < static_cast<std::int32_t>(tokens.size()); ++id) {
     tokens[static_cast<std::size_t>(id)] = tok.id_to_token(id);
     if (tok.is_special(id)) types[static_cast<std::size_t>(id)] = kTypeControl;
+  }
+  // A model with more embedding rows than tokenizer tokens: llama.cpp needs one token per row,
+  // so the rest are "[PAD<id>]" tokens of type UNUSED (5), as convert_hf_to_gguf.py pads.
+  for (auto id = static_cast<std::int64_t>(tokens.size()); id < vocab_size; ++id) {
+    tokens.push_back("[PAD" + std::to_string(id) + "]");
+    types.push_back(5);
   }
   std::vector<std::string> merges;
   for (const auto& m : model.at("merges")) merges.push_back(m.is_string() ? m.get<std::string>()

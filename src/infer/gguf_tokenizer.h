@@ -11,6 +11,8 @@
 
 namespace tfm {
 
-void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& meta);
+// vocab_size > the tokenizer's: padded with UNUSED "[PAD<id>]" tokens up to it.
+void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& meta,
+                       std::int64_t vocab_size = 0);
 
 }  // namespace tfm

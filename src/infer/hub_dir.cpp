@@ -72,12 +72,50 @@ std::optional<double> opt_double(const json& j, const char* key, const std::stri
 
 }  // namespace
 
+// docs/formats.md, "Quantized weights": a compact tensor is stored as a U8 tensor of its
+// raw bytes, (rows, row_bytes), and __metadata__ "tfm.dtype.<name>" = "<dtype>:<rows>,<cols>".
+bool decode_compact_tensors(SafetensorsFile& sf, const std::string& where) {
+  const std::string tag = "tfm.dtype.";
+  bool any = false;
+  for (const auto& [key, value] : sf.metadata) {
+    if (key.rfind(tag, 0) != 0) continue;
+    const std::string name = key.substr(tag.size());
+    auto it = sf.tensors.find(name);
+    TFM_CHECK(it != sf.tensors.end(), where, "metadata '", key, "' names a tensor the file does not hold");
+    const std::size_t colon = value.find(':'), comma = value.find(',');
+    TFM_CHECK(colon != std::string::npos && comma != std::string::npos && comma > colon, where, "metadata '", key,
+              "' = '", value, "' is not <dtype>:<rows>,<cols>");
+    const DType d = dtype_from_name(value.substr(0, colon));
+    std::int64_t rows = 0, cols = 0;
+    try {
+      rows = std::stoll(value.substr(colon + 1, comma - colon - 1));
+      cols = std::stoll(value.substr(comma + 1));
+    } catch (const std::exception&) {
+      fail(where, "metadata '", key, "' = '", value, "' is not <dtype>:<rows>,<cols>");
+    }
+    TFM_CHECK(d == DType::bf16 || d == DType::f16 || dtype_is_block(d), where, "metadata '", key, "': ",
+              dtype_name(d), " is not a compact weight type");
+    TFM_CHECK(rows > 0 && cols > 0 && cols % dtype_block_elems(d) == 0, where, "metadata '", key, "' = '", value,
+              "': bad shape for ", dtype_name(d));
+    const Tensor& raw = it->second;
+    const Shape want{rows, static_cast<std::int64_t>(dtype_row_bytes(d, cols))};
+    TFM_CHECK(raw.dtype() == DType::u8 && raw.shape() == want, where, "tensor '", name, "' must be u8 ",
+              shape_str(want), " for ", value, ", got ", raw.str());
+    const Tensor c = raw.clone();  // owned, aligned bytes (the mapping's offset may not be)
+    it->second = Tensor::from_storage(c.storage(), {rows, cols}, d);
+    any = true;
+  }
+  return any;
+}
+
 ModelSource read_safetensors_dir(const std::string& dir) {
   ModelSource src;
   src.config = load_model_config(join(dir, "config.json"));
   const std::string single = join(dir, "model.safetensors"), index = join(dir, "model.safetensors.index.json");
   if (fs::exists(single)) {
-    src.tensors = load_safetensors(single).tensors;
+    SafetensorsFile sf = load_safetensors(single);
+    src.compact = decode_compact_tensors(sf, single);
+    src.tensors = std::move(sf.tensors);
     src.weights_where = single;
   } else if (fs::exists(index)) {
     read_sharded(dir, index, src);

@@ -29,7 +29,7 @@ Model build_model(ModelSource& src) {
   // Tensors whose stored dtype is f32 keep viewing the file's (copy-on-write) mapping;
   // from_parameters converts the others.
   try {
-    return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)));
+    return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)), src.compact);
   } catch (const Error& e) {
     fail(src.weights_where, "does not match config.json: ", e.what());
   }
@@ -43,9 +43,23 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
   write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
   if (!model.has_lora()) {
-    save_safetensors(join(dir, "model.safetensors"), model.parameters(), metadata);
+    // Compact weights (bf16, f16, q8_0, ...) as U8 bytes, their type in __metadata__
+    // (docs/formats.md, "Quantized weights"; decode_compact_tensors reads them back).
+    std::map<std::string, Tensor> tensors = model.parameters();
+    std::map<std::string, std::string> meta = metadata;
+    for (auto& [name, t] : tensors) {
+      if (t.dtype() == DType::f32) continue;
+      const Tensor c = t.is_contiguous() ? t : t.clone();
+      meta["tfm.dtype." + name] = std::string(dtype_name(t.dtype())) + ":" + std::to_string(t.size(0)) + "," +
+                                  std::to_string(t.size(1));
+      const std::int64_t byte_offset = dtype_is_block(c.dtype()) ? 0 : c.offset() * static_cast<std::int64_t>(dtype_size(c.dtype()));
+      t = Tensor::from_storage(c.storage(), {t.size(0), static_cast<std::int64_t>(c.nbytes()) / t.size(0)}, DType::u8,
+                               byte_offset);
+    }
+    save_safetensors(join(dir, "model.safetensors"), tensors, meta);
     return;
   }
+  TFM_CHECK(!model.has_compact_weights(), dir, "a model with LoRA factors is saved with f32 weights");
   // A LoRA model: the base weights as usual, the factors beside them in PEFT's layout, which
   // load_model_dir attaches again.
   std::map<std::string, Tensor> base = model.parameters();

@@ -11,7 +11,7 @@ namespace tfm {
 double PerplexityResult::perplexity() const { return std::exp(loss()); }
 
 PerplexityResult strided_perplexity(Model& model, const std::vector<std::int32_t>& ids, std::int64_t context,
-                                    std::int64_t stride) {
+                                    std::int64_t stride, Model* base) {
   const ModelConfig& c = model.config();
   TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, "perplexity",
             "needs a decoder-only language model, this one is ", to_string(c.architecture), " with a ",
@@ -34,6 +34,11 @@ PerplexityResult strided_perplexity(Model& model, const std::vector<std::int32_t
     ModelInputs in;
     in.input_ids = Tensor::from_ints(w, {1, e - b});
     const std::vector<float> logits = model.forward(in).logits.to_floats();  // (1, T, V)
+    std::vector<float> base_logits;
+    if (base != nullptr) {
+      base_logits = base->forward(in).logits.to_floats();
+      TFM_CHECK(base_logits.size() == logits.size(), "perplexity", "the base model's vocabulary differs");
+    }
     for (std::int64_t t = std::max(scored_to, b + 1); t < e; ++t) {
       const float* row = logits.data() + (t - 1 - b) * V;  // position t-1 predicts x_t
       const double mx = *std::max_element(row, row + V);
@@ -41,8 +46,24 @@ PerplexityResult strided_perplexity(Model& model, const std::vector<std::int32_t
       for (std::int64_t v = 0; v < V; ++v) z += std::exp(static_cast<double>(row[v]) - mx);
       const std::int32_t x = ids[static_cast<std::size_t>(t)];
       TFM_CHECK(x >= 0 && x < V, "perplexity", "token id ", x, " at ", t, " is outside the vocabulary of ", V);
-      r.nll_sum += mx + std::log(z) - static_cast<double>(row[x]);
+      const double lse = mx + std::log(z);
+      r.nll_sum += lse - static_cast<double>(row[x]);
       ++r.predicted;
+      if (base != nullptr) {
+        const float* brow = base_logits.data() + (t - 1 - b) * V;
+        const double bmx = *std::max_element(brow, brow + V);
+        double bz = 0;
+        for (std::int64_t v = 0; v < V; ++v) bz += std::exp(static_cast<double>(brow[v]) - bmx);
+        const double blse = bmx + std::log(bz);
+        double kl = 0;
+        for (std::int64_t v = 0; v < V; ++v) {
+          const double lp = static_cast<double>(brow[v]) - blse;
+          kl += std::exp(lp) * (lp - (static_cast<double>(row[v]) - lse));
+        }
+        r.kl_sum += kl;
+        r.base_nll_sum += blse - static_cast<double>(brow[x]);
+        r.same_top += (std::max_element(brow, brow + V) - brow) == (std::max_element(row, row + V) - row);
+      }
     }
     scored_to = std::max(scored_to, e);
     ++r.windows;

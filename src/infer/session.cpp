@@ -140,7 +140,8 @@ const ModelConfig& lm_config(const Model& model) {
 
 Generator::Generator(Model& model, const Tokenizer& tok, SessionOptions opt)
     : model_(model), tok_(tok),
-      cache_(lm_config(model), std::max<std::int64_t>(opt.max_batch, 1), context_for(model.config(), opt.ctx_size)) {
+      cache_(lm_config(model), std::max<std::int64_t>(opt.max_batch, 1), context_for(model.config(), opt.ctx_size), 0, 0,
+             opt.cache_type) {
   model_.set_training(false);
 }
 
@@ -296,7 +297,7 @@ Translator::Translator(Model& model, const Tokenizer& tok, SessionOptions opt)
     : model_(model), tok_(tok),
       cache_(model.config(), std::max<std::int64_t>(opt.max_batch, 1), context_for(model.config(), opt.ctx_size),
              std::max<std::int64_t>(opt.max_batch, 1),
-             opt.max_source > 0 ? opt.max_source : model.config().max_positions) {
+             opt.max_source > 0 ? opt.max_source : model.config().max_positions, opt.cache_type) {
   const ModelConfig& c = model.config();
   TFM_CHECK(c.architecture == Architecture::encoder_decoder && c.head == HeadKind::lm, "translate",
             "needs an encoder-decoder model; this one is ", to_string(c.architecture),

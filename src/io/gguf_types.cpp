@@ -83,7 +83,36 @@ GgmlType ggml_type_from_name(const std::string& name) {
   if (s == "f16") return GgmlType::f16;
   if (s == "bf16") return GgmlType::bf16;
   if (s == "q8_0") return GgmlType::q8_0;
-  fail("gguf", "unknown output type '", name, "' (allowed: f32, f16, bf16, q8_0)");
+  if (s == "q4_0") return GgmlType::q4_0;
+  if (s == "q4_k") return GgmlType::q4_k;
+  if (s == "q6_k") return GgmlType::q6_k;
+  fail("gguf", "unknown output type '", name, "' (allowed: f32, f16, bf16, q8_0, q4_0, q4_k, q6_k)");
+}
+
+GgmlType ggml_type_of(DType t) {
+  switch (t) {
+    case DType::f32: return GgmlType::f32;
+    case DType::f16: return GgmlType::f16;
+    case DType::bf16: return GgmlType::bf16;
+    case DType::q8_0: return GgmlType::q8_0;
+    case DType::q4_0: return GgmlType::q4_0;
+    case DType::q4_k: return GgmlType::q4_k;
+    case DType::q6_k: return GgmlType::q6_k;
+    default: fail("gguf", "dtype ", dtype_name(t), " has no GGML type");
+  }
+}
+
+std::optional<DType> dtype_of_ggml(std::uint32_t type) {
+  switch (static_cast<GgmlType>(type)) {
+    case GgmlType::f32: return DType::f32;
+    case GgmlType::f16: return DType::f16;
+    case GgmlType::bf16: return DType::bf16;
+    case GgmlType::q8_0: return DType::q8_0;
+    case GgmlType::q4_0: return DType::q4_0;
+    case GgmlType::q4_k: return DType::q4_k;
+    case GgmlType::q6_k: return DType::q6_k;
+    default: return std::nullopt;
+  }
 }
 
 std::uint64_t gguf_scalar_size(GgufValueType t) {

@@ -11,6 +11,7 @@
 #include <set>
 
 #include "io/gguf_types.h"
+#include "kernels/qgemm.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
 #include "tfm/gguf.h"
@@ -123,9 +124,13 @@ void write_value(Sink& s, const GgufValue& v) {
 std::uint64_t encoded_bytes(const GgufTensorOut& t, const std::string& path) {
   const GgmlTypeTraits* tr = ggml_traits(static_cast<std::uint32_t>(t.type));
   TFM_CHECK(tr != nullptr && (t.type == GgmlType::f32 || t.type == GgmlType::f16 || t.type == GgmlType::bf16 ||
-                              t.type == GgmlType::q8_0),
-            path, "tensor '", t.name, "': the writer encodes F32, F16, BF16 and Q8_0, not ",
+                              t.type == GgmlType::q8_0 || t.type == GgmlType::q4_0 || t.type == GgmlType::q4_k ||
+                              t.type == GgmlType::q6_k),
+            path, "tensor '", t.name, "': the writer encodes F32, F16, BF16, Q8_0, Q4_0, Q4_K and Q6_K, not ",
             ggml_type_name(static_cast<std::uint32_t>(t.type)));
+  TFM_CHECK(!dtype_is_block(t.data.dtype()) || ggml_type_of(t.data.dtype()) == t.type, path, "tensor '", t.name,
+            "' is held as ", dtype_name(t.data.dtype()), " and cannot be re-encoded as ",
+            ggml_type_name(static_cast<std::uint32_t>(t.type)), " (dequantize it first)");
   const std::int64_t inner = t.data.dim() == 0 ? 1 : t.data.size(-1);
   TFM_CHECK(inner % static_cast<std::int64_t>(tr->block) == 0, path, "tensor '", t.name, "': row length ", inner,
             " is not a multiple of ", tr->name, "'s block of ", tr->block);
@@ -133,6 +138,11 @@ std::uint64_t encoded_bytes(const GgufTensorOut& t, const std::string& path) {
 }
 
 void write_tensor_data(Sink& s, const GgufTensorOut& t) {
+  if (dtype_is_block(t.data.dtype())) {  // already in the file's encoding: the blocks as they are
+    const Tensor c = t.data.is_contiguous() ? t.data : t.data.clone();
+    s.bytes(c.raw_data(), c.nbytes());
+    return;
+  }
   const std::vector<float> v = t.data.to_floats();
   const auto n = static_cast<std::int64_t>(v.size());
   switch (t.type) {
@@ -148,6 +158,17 @@ void write_tensor_data(Sink& s, const GgufTensorOut& t) {
         TFM_CHECK(std::isfinite(x), "gguf", "tensor '", t.name, "' holds ", x, ", which Q8_0 cannot encode");
       std::string blocks(static_cast<std::size_t>(n / kernels::kQK) * sizeof(kernels::BlockQ8_0), '\0');
       kernels::quantize_q8_0(v.data(), blocks.data(), n);
+      s.bytes(blocks.data(), blocks.size());
+      break;
+    }
+    case GgmlType::q4_0: case GgmlType::q4_k: case GgmlType::q6_k: {
+      for (float x : v)
+        TFM_CHECK(std::isfinite(x), "gguf", "tensor '", t.name, "' holds ", x, ", which ",
+                  ggml_type_name(static_cast<std::uint32_t>(t.type)), " cannot encode");
+      const DType d = t.type == GgmlType::q4_0 ? DType::q4_0 : t.type == GgmlType::q4_k ? DType::q4_k : DType::q6_k;
+      const std::int64_t inner = t.data.dim() == 0 ? 1 : t.data.size(-1);
+      std::string blocks(static_cast<std::size_t>(n / inner) * dtype_row_bytes(d, inner), '\0');
+      kernels::quantize_rows(d, v.data(), blocks.data(), n / inner, inner);
       s.bytes(blocks.data(), blocks.size());
       break;
     }

@@ -18,7 +18,10 @@ void gemm_rows(bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, flo
   // Blocks of 64 columns: 64 rows of B (or a 64-wide strip) per task.
   constexpr std::int64_t kCols = 64;
   const std::int64_t blocks = (N + kCols - 1) / kCols;
-  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 16) / std::max<std::int64_t>(1, M * K));
+  // Tasks of >= 2^18 multiply-adds (1 MiB of B at M = 1). The grain used to count one block as
+  // M * K multiply-adds, forgetting its 64 columns, so a 768 x 3072 decode GEMV stayed on one
+  // thread (the "no faster on 2 threads"); per-column results are unchanged by it.
+  const std::int64_t grain = std::max<std::int64_t>(1, (std::int64_t{1} << 18) / std::max<std::int64_t>(1, kCols * M * K));
   parallel_for(blocks, grain, [&](std::int64_t b0, std::int64_t b1) {
     fn(trans_b, M, b0 * kCols, std::min(N, b1 * kCols), K, alpha, A, lda, B, ldb, beta, C, ldc);
   });

@@ -29,6 +29,18 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
 void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                  const void* w, float* y, std::int64_t ldy);
 
+// The scalar twin of the fast kernels: activations quantized to int8 blocks and integer dots
+// per block exactly as the AVX2 / AVX-512 VNNI kernels do, one term at a time (it is also
+// what qgemm runs under TFM_ISA=generic). Fast kernels equal it up to float reordering of the
+// per-block terms; it differs from qgemm_naive by the activation quantization alone.
+void qgemm_twin(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
+                const void* w, float* y, std::int64_t ldy);
+
+// Rows above which qgemm dequantizes weight tiles into the f32 GEMM (prefill) instead of
+// running the integer kernels; up to kRowInvariantMaxRows rows it never does (row invariance).
+std::int64_t qgemm_dequant_min_rows();
+void set_qgemm_dequant_min_rows(std::int64_t rows);  // benchmarks and tests
+
 // Whole rows: `rows` rows of K elements between f32 and `type` (any float or block type).
 // Quantizers follow llama.cpp's quantize_row_*_ref so GGUF files we write decode the same in
 // llama.cpp; q8_0 is implemented in quant_blocks.cpp, the others by the quantization work.

@@ -41,6 +41,9 @@ void quantize_rows(DType type, const float* x, void* out, std::int64_t rows, std
         for (std::int64_t k = 0; k < K; ++k) static_cast<std::uint16_t*>(dst)[k] = f32_to_f16(src[k]);
         break;
       case DType::q8_0: quantize_q8_0(src, dst, K); break;
+      case DType::q4_0: quantize_q4_0(src, dst, K); break;
+      case DType::q4_k: quantize_q4_k(src, dst, K); break;
+      case DType::q6_k: quantize_q6_k(src, dst, K); break;
       default: fail("quantize", "quantizing to ", dtype_name(type), " is not implemented yet");
     }
   }
@@ -60,12 +63,6 @@ void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, co
       y[m * ldy + n] = acc;
     }
   }
-}
-
-// Until the fast kernels land, the entry point is the naive twin.
-void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
-           const void* w, float* y, std::int64_t ldy) {
-  qgemm_naive(wtype, M, N, K, x, ldx, w, y, ldy);
 }
 
 }  // namespace tfm::kernels

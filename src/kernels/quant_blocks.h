@@ -79,5 +79,10 @@ void dequantize_bf16(const void* src, float* out, std::int64_t n);
 // ggml's quantize_row_q8_0_ref: d = max|x| / 127, q = round-half-away(x * (1/d)), d stored as
 // fp16. Writes n / 32 blocks (n a multiple of 32).
 void quantize_q8_0(const float* x, void* blocks, std::int64_t n);
+// ggml's quantize_row_q4_0_ref, quantize_row_q4_K_ref and quantize_row_q6_K_ref (no importance
+// weights): byte-identical to llama.cpp's reference quantizers (quant_blocks_quantize.cpp).
+void quantize_q4_0(const float* x, void* blocks, std::int64_t n);
+void quantize_q4_k(const float* x, void* blocks, std::int64_t n);
+void quantize_q6_k(const float* x, void* blocks, std::int64_t n);
 
 }  // namespace tfm::kernels

@@ -3,7 +3,9 @@
 
 #include <cstring>
 
+#include "kernels/qgemm.h"
 #include "tfm/error.h"
+#include "tfm/ops.h"
 
 namespace tfm {
 namespace {
@@ -13,19 +15,28 @@ std::int64_t decoder_layers(const ModelConfig& c) {
 }  // namespace
 
 std::int64_t KVCache::bytes_needed(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, std::int64_t sources,
-                                   std::int64_t max_S) {
-  const std::int64_t per_pos = decoder_layers(c) * 2 * c.kv_heads() * c.dim_head() * 4;
-  return per_pos * (slots * max_T + sources * max_S);
+                                   std::int64_t max_S, DType type) {
+  const std::int64_t per_head = c.dim_head() % dtype_block_elems(type) == 0
+                                    ? static_cast<std::int64_t>(dtype_row_bytes(type, c.dim_head())) : c.dim_head() * 4;
+  const std::int64_t per_pos = decoder_layers(c) * 2 * c.kv_heads();
+  return per_pos * (slots * max_T * per_head + sources * max_S * c.dim_head() * 4);
 }
 
-KVCache::KVCache(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, std::int64_t sources, std::int64_t max_S)
+KVCache::KVCache(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, std::int64_t sources, std::int64_t max_S,
+                 DType type)
     : slots_(slots), max_T_(max_T), sources_(sources), max_S_(max_S), layers_(decoder_layers(c)),
-      kv_heads_(c.kv_heads()), head_dim_(c.dim_head()) {
+      kv_heads_(c.kv_heads()), head_dim_(c.dim_head()), type_(type) {
+  TFM_CHECK(type == DType::f32 || type == DType::f16 || type == DType::q8_0, "kv_cache", "cache type ",
+            dtype_name(type), " is not supported (f32, f16, q8_0)");
+  TFM_CHECK(head_dim_ % dtype_block_elems(type) == 0, "kv_cache", "a ", dtype_name(type), " cache stores head_dim in blocks of ",
+            dtype_block_elems(type), "; this model's head_dim is ", head_dim_);
+  row_bytes_ = static_cast<std::int64_t>(dtype_row_bytes(type, head_dim_));
   TFM_CHECK(c.architecture != Architecture::encoder_only, "kv_cache", "an encoder-only model does not decode");
   TFM_CHECK(slots >= 1 && max_T >= 1, "kv_cache", "need at least one slot of one position, got ", slots, " x ", max_T);
   TFM_CHECK(c.architecture != Architecture::encoder_decoder || (sources >= 1 && max_S >= 1), "kv_cache",
             "an encoder-decoder model needs room for at least one source sentence");
-  self_ = Tensor::zeros({slots, layers_, 2, kv_heads_, max_T, head_dim_});
+  self_ = type == DType::f32 ? Tensor::zeros({slots, layers_, 2, kv_heads_, max_T, head_dim_})
+                             : Tensor::zeros({slots, layers_, 2, kv_heads_, max_T, row_bytes_}, DType::u8);
   if (sources > 0) cross_ = Tensor::zeros({sources, layers_, 2, kv_heads_, max_S, head_dim_});
   length_.assign(static_cast<std::size_t>(slots), 0);
   source_of_.assign(static_cast<std::size_t>(slots), 0);
@@ -33,7 +44,7 @@ KVCache::KVCache(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, s
 }
 
 std::int64_t KVCache::bytes() const {
-  return (self_.numel() + (cross_.defined() ? cross_.numel() : 0)) * 4;
+  return static_cast<std::int64_t>(self_.nbytes() + (cross_.defined() ? cross_.nbytes() : 0));
 }
 
 void KVCache::check_slot(std::int64_t slot, const char* what) const {
@@ -64,27 +75,28 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   if (identity) return;
   // Copy the distinct parents' used prefixes out first (only the filled positions of each
   // (layer, k/v, head) block), so every copy reads the old contents.
-  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_floats = max_T_ * head_dim_;
-  const std::int64_t slot_floats = blocks * block_floats;
-  std::vector<float> saved;
+  // In bytes, so every cache type moves the same way (a position is row_bytes_ per head).
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_bytes = max_T_ * row_bytes_;
+  const std::int64_t slot_bytes = blocks * block_bytes;
+  std::vector<unsigned char> saved;
   std::vector<std::int64_t> where(static_cast<std::size_t>(slots_), -1);
-  float* base = self_.data<float>();
+  auto* base = static_cast<unsigned char*>(self_.raw_data());
   for (std::int64_t p : parents) {
     if (where[static_cast<std::size_t>(p)] >= 0) continue;
     where[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(saved.size());
-    const std::int64_t used = length_[static_cast<std::size_t>(p)] * head_dim_;
+    const std::int64_t used = length_[static_cast<std::size_t>(p)] * row_bytes_;
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
-      const float* from = base + p * slot_floats + blk * block_floats;
+      const unsigned char* from = base + p * slot_bytes + blk * block_bytes;
       saved.insert(saved.end(), from, from + used);
     }
   }
   const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
   for (std::size_t r = 0; r < parents.size(); ++r) {
-    const std::int64_t p = parents[r], used = old_len[static_cast<std::size_t>(p)] * head_dim_;
-    const float* from = saved.data() + where[static_cast<std::size_t>(p)];
-    float* to = base + static_cast<std::int64_t>(r) * slot_floats;
+    const std::int64_t p = parents[r], used = old_len[static_cast<std::size_t>(p)] * row_bytes_;
+    const unsigned char* from = saved.data() + where[static_cast<std::size_t>(p)];
+    unsigned char* to = base + static_cast<std::int64_t>(r) * slot_bytes;
     for (std::int64_t blk = 0; blk < blocks; ++blk)
-      std::memcpy(to + blk * block_floats, from + blk * used, static_cast<std::size_t>(used) * 4);
+      std::memcpy(to + blk * block_bytes, from + blk * used, static_cast<std::size_t>(used));
     length_[r] = old_len[static_cast<std::size_t>(p)];
     source_of_[r] = old_src[static_cast<std::size_t>(p)];
   }
@@ -98,11 +110,44 @@ Tensor KVCache::view(const Tensor& buf, std::int64_t outer, std::int64_t layer, 
                         ((outer * layers_ + layer) * 2 + kv) * block);
 }
 
+void KVCache::store(std::int64_t slot, std::int64_t layer, int kv, std::int64_t pos, const Tensor& x) {
+  check_slot(slot, "store");
+  const std::int64_t T = x.size(2);
+  TFM_CHECK(pos >= 0 && pos + T <= max_T_, "kv_cache", "positions ", pos, "..", pos + T - 1, " exceed ", max_T_);
+  if (type_ == DType::f32) {
+    slice(view(self_, slot, layer, kv, max_T_), 2, pos, pos + T).copy_(x);
+    return;
+  }
+  TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
+  const Tensor xc = x.is_contiguous() ? x : x.clone();  // (1, H, T, D)
+  const float* src = xc.data<float>();
+  auto* base = static_cast<unsigned char*>(self_.raw_data()) +
+               ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * max_T_ * row_bytes_;
+  for (std::int64_t h = 0; h < kv_heads_; ++h)
+    kernels::quantize_rows(type_, src + h * T * head_dim_, base + (h * max_T_ + pos) * row_bytes_, T, head_dim_);
+}
+
+Tensor KVCache::load(std::int64_t slot, std::int64_t layer, int kv, std::int64_t n) const {
+  check_slot(slot, "load");
+  TFM_CHECK(n >= 0 && n <= max_T_, "kv_cache", "load of ", n, " positions exceeds ", max_T_);
+  if (type_ == DType::f32) return slice(view(self_, slot, layer, kv, max_T_), 2, 0, n);
+  TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
+  Tensor out = Tensor::empty({1, kv_heads_, n, head_dim_});
+  float* dst = out.data<float>();
+  const auto* base = static_cast<const unsigned char*>(self_.raw_data()) +
+                     ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * max_T_ * row_bytes_;
+  for (std::int64_t h = 0; h < kv_heads_; ++h)
+    kernels::dequantize_rows(type_, base + h * max_T_ * row_bytes_, dst + h * n * head_dim_, n, head_dim_);
+  return out;
+}
+
 Tensor KVCache::keys(std::int64_t slot, std::int64_t layer) const {
+  TFM_CHECK(type_ == DType::f32, "kv_cache", "keys(): a ", dtype_name(type_), " cache is read with load()");
   check_slot(slot, "keys");
   return view(self_, slot, layer, 0, max_T_);
 }
 Tensor KVCache::values(std::int64_t slot, std::int64_t layer) const {
+  TFM_CHECK(type_ == DType::f32, "kv_cache", "values(): a ", dtype_name(type_), " cache is read with load()");
   check_slot(slot, "values");
   return view(self_, slot, layer, 1, max_T_);
 }

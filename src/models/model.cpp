@@ -1,6 +1,7 @@
 // Model: creation, parameter checks, and the forward pass of every architecture family.
 #include "tfm/model.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "models/init.h"
@@ -19,6 +20,16 @@ Model::Model(Model&&) noexcept = default;
 Model& Model::operator=(Model&&) noexcept = default;
 Model::~Model() = default;
 
+namespace {
+bool is_compact_dtype(DType t) { return t == DType::bf16 || t == DType::f16 || dtype_is_block(t); }
+
+std::map<std::string, bool> compact_candidates(const ModelConfig& cfg, const std::map<std::string, Tensor>& params) {
+  std::map<std::string, bool> out;
+  for (const auto& w : model_detail::weight_matrices_of(cfg, params)) out[w.name] = w.in_out;
+  return out;
+}
+}  // namespace
+
 Model Model::create(const ModelConfig& cfg, std::uint64_t seed) {
   validate_model_config(cfg, "model");
   std::map<std::string, Tensor> params;
@@ -26,15 +37,28 @@ Model Model::create(const ModelConfig& cfg, std::uint64_t seed) {
   return from_parameters(cfg, std::move(params));
 }
 
-Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params) {
+Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact) {
   validate_model_config(cfg, "model");
   const auto specs = parameter_specs(cfg);
+  for (const auto& s : specs)
+    TFM_CHECK(params.count(s.name) != 0, "model", "missing tensor '", s.name, "' (expected shape ", shape_str(s.shape), ")");
+  // Weight matrices that may stay in a compact type (name -> in_out layout); the rest is f32.
+  const std::map<std::string, bool> compact = compact_candidates(cfg, params);
   for (const auto& s : specs) {
     auto it = params.find(s.name);
-    TFM_CHECK(it != params.end(), "model", "missing tensor '", s.name, "' (expected shape ", shape_str(s.shape), ")");
-    TFM_CHECK(it->second.shape() == s.shape, "model", "tensor '", s.name, "' has shape ", shape_str(it->second.shape()),
+    Tensor& t = it->second;
+    const auto c = compact.find(s.name);
+    if (c != compact.end() && (dtype_is_block(t.dtype()) || (keep_compact && is_compact_dtype(t.dtype())))) {
+      // Kept in its type, stored (out, in) whatever the family's layout (GPT-2's Conv1D).
+      Shape want = s.shape;
+      if (c->second) std::reverse(want.begin(), want.end());
+      TFM_CHECK(t.shape() == want, "model", "tensor '", s.name, "' (", dtype_name(t.dtype()), ") has shape ",
+                shape_str(t.shape()), ", the config needs ", shape_str(want), " (compact weights are (out, in))");
+      continue;
+    }
+    TFM_CHECK(t.shape() == s.shape, "model", "tensor '", s.name, "' has shape ", shape_str(t.shape()),
               ", the config needs ", shape_str(s.shape));
-    if (it->second.dtype() != DType::f32) it->second = cast(it->second, DType::f32);
+    if (t.dtype() != DType::f32) t = dtype_is_block(t.dtype()) ? t.clone_as_f32() : cast(t, DType::f32);
     // Give every parameter its autograd record now, so the modules' handles share it and a
     // later requires_grad_() on the map's entry reaches them.
     if (it->second.autograd_meta() == nullptr) it->second.requires_grad_(false);

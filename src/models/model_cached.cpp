@@ -46,9 +46,8 @@ Tensor self_attention_cached(const Model::Impl& m, const Stack& s, const Layer& 
       q = rope(q, p, c.rope_base, c.rope_pairing);
       k = rope(k, p, c.rope_base, c.rope_pairing);
     }
-    const Tensor K = cache.keys(slot, l), V = cache.values(slot, l);
-    slice(K, 2, pos, pos + T).copy_(k);
-    slice(V, 2, pos, pos + T).copy_(v);
+    cache.store(slot, l, 0, pos, k);
+    cache.store(slot, l, 1, pos, v);
     AttentionOptions o = base_options(m);
     o.causal = true;  // queries are end-aligned: query i sees cached keys j <= pos + i
     o.window = c.sliding_window;
@@ -57,7 +56,7 @@ Tensor self_attention_cached(const Model::Impl& m, const Stack& s, const Layer& 
       const Tensor buckets = t5_relative_buckets(T, pos + T, false, c.relative_buckets, c.relative_max_distance, pos);
       o.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);  // (1, H, T, pos+T)
     }
-    rows.push_back(merge_heads(scaled_dot_product_attention(q, slice(K, 2, 0, pos + T), slice(V, 2, 0, pos + T), o)));
+    rows.push_back(merge_heads(scaled_dot_product_attention(q, cache.load(slot, l, 0, pos + T), cache.load(slot, l, 1, pos + T), o)));
   }
   return L.self_attn.o_proj(concat_rows(rows));
 }

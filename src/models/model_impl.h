@@ -42,6 +42,13 @@ struct Model::Impl {
 
 namespace model_detail {
 
+// The weight matrices of a parameter map (Model::weight_matrices), wired as cfg's family
+// wires them; in_out marks GPT-2 Conv1D weights (stored (in, out) when f32).
+struct WeightSlot : WeightMatrix {
+  bool in_out = false;
+};
+std::vector<WeightSlot> weight_matrices_of(const ModelConfig& cfg, const std::map<std::string, Tensor>& params);
+
 void check_ids(const Tensor& ids, const char* what);
 // Token (+ position, type) embeddings of ids (B, T) whose first position is `offset`.
 Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::int64_t offset, nn::DropoutStream& rng);

@@ -128,6 +128,9 @@ std::map<std::string, Tensor> Model::lora_parameters() const {
 
 void Model::merge_lora() {
   TFM_CHECK(impl_->lora.has_value(), "lora", "the model has no LoRA factors to merge");
+  for (const auto& [name, t] : impl_->params)
+    TFM_CHECK(t.dtype() == DType::f32, "lora", "cannot merge into '", name, "' held as ", dtype_name(t.dtype()),
+              " (merge into the f32 model, then quantize)");
   NoGradGuard no_grad;
   const float scale = static_cast<float>(impl_->lora->scale());
   for (const auto& [module, in_out] : impl_->layout.linear_modules) {

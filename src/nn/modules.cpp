@@ -29,8 +29,11 @@ std::uint64_t DropoutStream::next_seed() {
 }
 
 Tensor Linear::operator()(const Tensor& x, DropoutStream* rng) const {
-  Tensor y = in_out ? matmul(x, weight) : linear(x, weight, bias);
-  if (in_out && bias.defined()) y = add(y, bias);
+  // A compact weight (bf16, f16, block-quantized) is always stored (out, in), whatever the
+  // family's layout (docs/quantization.md), so it goes through linear().
+  const bool rows_out = !in_out || weight.dtype() != DType::f32;
+  Tensor y = rows_out ? linear(x, weight, bias) : matmul(x, weight);
+  if (!rows_out && bias.defined()) y = add(y, bias);
   if (!lora_a.defined()) return y;
   const Tensor h = rng != nullptr ? rng->apply(x, lora_dropout) : x;
   return add(y, mul_scalar(linear(linear(h, lora_a), lora_b), static_cast<float>(lora_scale)));

@@ -37,7 +37,8 @@ class DropoutStream {
 Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng);
 
 struct Linear {
-  Tensor weight;        // (out, in); (in, out) when in_out (GPT-2's Conv1D layout)
+  Tensor weight;        // (out, in); (in, out) when in_out (GPT-2's Conv1D layout) and f32.
+                        // A compact weight (bf16/f16/q8_0/...) is always (out, in).
   Tensor bias;          // (out) or undefined
   bool in_out = false;
   // LoRA (Hu et al. 2021), when lora_a is defined: y += lora_scale * B (A dropout(x)), with

@@ -13,6 +13,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
 #include "kernels/parallel.h"
+#include "kernels/qgemm.h"
 #include "kernels/reduce.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -199,8 +200,47 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   return out;
 }
 
+namespace {
+// x (..., in) · wᵀ (+ b) with w (out, in) in a compact type (bf16, f16, q8_0, q4_0, q4_k,
+// q6_k): inference only, through the compact-weight kernels (kernels/qgemm.h).
+Tensor linear_compact(const Tensor& x, const Tensor& w, const Tensor& b) {
+  TFM_CHECK(!autograd::needs_grad({&x, &b}), "linear", "the weight ", shape_str(w.shape()), " is ", dtype_name(w.dtype()),
+            ": compact weights are for inference only (train or merge the f32 model)");
+  TFM_CHECK(w.is_contiguous(), "linear", "a ", dtype_name(w.dtype()), " weight must be contiguous");
+  const std::int64_t out_f = w.shape()[0], in_f = w.shape()[1];
+  Shape shape = x.shape();
+  shape.back() = out_f;
+  Tensor y = Tensor::empty(shape);  // (..., out)
+  const std::int64_t rows = y.numel() / std::max<std::int64_t>(out_f, 1);
+  if (rows == 0 || out_f == 0) return y;
+  std::int64_t ldx = 0;
+  Tensor xr = x;
+  if (!rows_uniform(x, ldx)) {
+    xr = x.clone();
+    ldx = in_f;
+  }
+  kernels::qgemm(w.dtype(), rows, out_f, in_f, xr.data<float>(), ldx, w.raw_data(), y.data<float>(), out_f);
+  if (b.defined()) {
+    const Tensor bc = b.is_contiguous() ? b : b.clone();
+    const float* bias = bc.data<float>();
+    float* Y = y.data<float>();
+    const kernels::BinaryRunFn run = kernels::binary_run_kernel();
+    for (std::int64_t r = 0; r < rows; ++r) run(kernels::BinaryOp::add, Y + r * out_f, 1, bias, 1, Y + r * out_f, out_f);
+  }
+  return y;
+}
+}  // namespace
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_f32(x, "linear", "x");
+  TFM_CHECK(w.defined(), "linear", "w is undefined");
+  const bool compact = w.dtype() == DType::bf16 || w.dtype() == DType::f16 || dtype_is_block(w.dtype());
+  if (compact && w.dim() == 2) {
+    TFM_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear", "x ", shape_str(x.shape()), " and w ",
+              shape_str(w.shape()), ": in features ", x.dim() >= 1 ? x.shape().back() : 0, " != ", w.shape()[1]);
+    if (b.defined()) check_f32(b, "linear", "b");
+    return linear_compact(x, w, b);
+  }
   check_f32(w, "linear", "w");
   TFM_CHECK(w.dim() == 2, "linear", "w must be (out, in), got ", shape_str(w.shape()));
   TFM_CHECK(x.dim() >= 1 && x.shape().back() == w.shape()[1], "linear", "x ", shape_str(x.shape()), " and w ",

@@ -6,6 +6,7 @@
 
 #include "base/memory.h"
 #include "kernels/copy.h"
+#include "kernels/qgemm.h"
 #include "kernels/random.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -56,12 +57,27 @@ void check_shape(const Shape& shape, const char* where) {
   for (std::int64_t s : shape)
     TFM_CHECK(s >= 0, where, "negative size in shape ", shape_str(shape));
 }
+// A block-quantized tensor is rows of its last dimension, each a whole number of blocks.
+void check_block_shape(const Shape& shape, DType dtype, const char* where) {
+  if (!dtype_is_block(dtype)) return;
+  const std::int64_t be = dtype_block_elems(dtype);
+  TFM_CHECK(!shape.empty() && shape.back() % be == 0, where, "a ", dtype_name(dtype), " tensor stores rows in blocks of ",
+            be, " elements; shape ", shape_str(shape), " does not fit");
+}
 }  // namespace
+
+std::size_t tensor_bytes(const Shape& shape, DType dtype) {
+  if (!dtype_is_block(dtype)) return static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype);
+  if (shape.empty()) return dtype_row_bytes(dtype, 1);  // fails: a scalar is not a row of blocks
+  const std::int64_t K = shape.back();
+  return static_cast<std::size_t>(K == 0 ? 0 : shape_numel(shape) / K) * dtype_row_bytes(dtype, K);
+}
 
 Tensor Tensor::empty(const Shape& shape, DType dtype) {
   check_shape(shape, "empty");
   Tensor t;
-  t.storage_ = std::make_shared<Storage>(static_cast<std::size_t>(shape_numel(shape)) * dtype_size(dtype));
+  check_block_shape(shape, dtype, "empty");
+  t.storage_ = std::make_shared<Storage>(tensor_bytes(shape, dtype));
   t.shape_ = shape;
   t.strides_ = contiguous_strides(shape);
   t.dtype_ = dtype;
@@ -112,7 +128,11 @@ Tensor Tensor::from_storage(std::shared_ptr<Storage> storage, const Shape& shape
                             std::int64_t offset) {
   check_shape(shape, "from_storage");
   TFM_CHECK(storage != nullptr, "from_storage", "null storage");
-  const std::size_t need = static_cast<std::size_t>(offset + shape_numel(shape)) * dtype_size(dtype);
+  check_block_shape(shape, dtype, "from_storage");
+  TFM_CHECK(!dtype_is_block(dtype) || offset == 0, "from_storage", "a ", dtype_name(dtype),
+            " tensor must start at the storage's first byte (offset ", offset, ")");
+  const std::size_t need = dtype_is_block(dtype) ? tensor_bytes(shape, dtype)
+                                                 : static_cast<std::size_t>(offset + shape_numel(shape)) * dtype_size(dtype);
   TFM_CHECK(offset >= 0 && need <= storage->bytes(), "from_storage", "shape ", shape_str(shape), " of ",
             dtype_name(dtype), " at offset ", offset, " needs ", need, " bytes, storage has ",
             storage->bytes());
@@ -150,6 +170,7 @@ std::string Tensor::str() const {
 
 void* Tensor::raw_data() const {
   TFM_CHECK(defined(), "tensor", "use of an undefined tensor");
+  if (dtype_is_block(dtype_)) return storage_->data();  // block tensors are whole, unviewed rows
   return static_cast<unsigned char*>(storage_->data()) + offset_ * static_cast<std::int64_t>(dtype_size(dtype_));
 }
 
@@ -173,6 +194,12 @@ template std::int8_t* Tensor::data<std::int8_t>() const;
 template std::uint8_t* Tensor::data<std::uint8_t>() const;
 
 std::vector<float> Tensor::to_floats() const {
+  if (dtype_is_block(dtype_)) {  // whole rows, dequantized
+    std::vector<float> out(static_cast<std::size_t>(numel()));
+    const std::int64_t K = shape_.back();
+    if (K > 0) kernels::dequantize_rows(dtype_, raw_data(), out.data(), numel() / K, K);
+    return out;
+  }
   Tensor c = clone();
   std::vector<float> out(static_cast<std::size_t>(c.numel()));
   kernels::convert(c.raw_data(), c.dtype_, out.data(), DType::f32, c.numel());
@@ -196,6 +223,8 @@ float Tensor::item() const {
 
 Tensor Tensor::as_strided(const Shape& shape, const Shape& strides, std::int64_t offset) const {
   TFM_CHECK(defined(), "as_strided", "undefined tensor");
+  TFM_CHECK(!dtype_is_block(dtype_), "as_strided", "a ", dtype_name(dtype_), " tensor ", shape_str(shape_),
+            " has no element views (block-quantized rows; dequantize it first)");
   TFM_CHECK(shape.size() == strides.size(), "as_strided", "shape ", shape_str(shape), " and strides ",
             shape_str(strides), " differ in rank");
   check_shape(shape, "as_strided");
@@ -228,6 +257,10 @@ Tensor Tensor::clone() const {
 void Tensor::copy_(const Tensor& src) {
   TFM_CHECK(defined() && src.defined(), "copy_", "undefined tensor");
   TFM_CHECK(shape_ == src.shape_, "copy_", "shape ", shape_str(src.shape_), " into ", shape_str(shape_));
+  if (dtype_is_block(dtype_) || dtype_is_block(src.dtype_)) {
+    copy_blocks(src);
+    return;
+  }
   if (dtype_ == src.dtype_) {
     kernels::copy_strided(src.raw_data(), src.strides_.data(), raw_data(), strides_.data(), shape_.data(),
                           static_cast<int>(dim()), dtype_size(dtype_));
@@ -243,7 +276,33 @@ void Tensor::copy_(const Tensor& src) {
   }
 }
 
+// Copies involving a block-quantized tensor go whole rows at a time: a block copy, a
+// quantization of f32 rows or a dequantization into f32 (other float types via f32).
+void Tensor::copy_blocks(const Tensor& src) {
+  TFM_CHECK(is_contiguous() && src.is_contiguous(), "copy_", "a ", dtype_name(dtype_is_block(dtype_) ? dtype_ : src.dtype_),
+            " copy needs contiguous tensors");
+  const std::int64_t K = shape_.empty() ? 1 : shape_.back();
+  const std::int64_t rows = K == 0 ? 0 : numel() / K;
+  if (dtype_ == src.dtype_) {
+    std::memcpy(raw_data(), src.raw_data(), nbytes());
+  } else if (dtype_is_block(dtype_)) {
+    const Tensor f = src.dtype_ == DType::f32 ? src : src.clone_as_f32();
+    kernels::quantize_rows(dtype_, f.data<float>(), raw_data(), rows, K);
+  } else if (dtype_ == DType::f32) {
+    kernels::dequantize_rows(src.dtype_, src.raw_data(), data<float>(), rows, K);
+  } else {
+    copy_(src.clone_as_f32());
+  }
+}
+
+Tensor Tensor::clone_as_f32() const {
+  Tensor out = empty(shape_, DType::f32);
+  out.copy_(*this);
+  return out;
+}
+
 void Tensor::fill_(float value) {
+  TFM_CHECK(!dtype_is_block(dtype_), "fill_", "a ", dtype_name(dtype_), " tensor has no per-element access");
   alignas(8) unsigned char elem[8];
   kernels::convert(&value, DType::f32, elem, dtype_, 1);
   const Shape zero_strides(shape_.size(), 0);  // broadcast the one element everywhere

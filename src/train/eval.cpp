@@ -5,6 +5,7 @@
 
 #include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/quantize.h"
 #include "tfm/memory_plan.h"
 #include "tfm/metrics.h"
 #include "tfm/gguf_model.h"
@@ -43,6 +44,12 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   }
   LoadedModel lm = load_model_dir(dir);
   if (!opt.adapter_dir.empty()) load_lora_adapter(opt.adapter_dir, lm.model);
+  if (!opt.weight_type.empty()) {
+    QuantizeOptions q;
+    q.type = parse_weight_type(opt.weight_type, "--dtype");
+    q.recipe = opt.weight_recipe;
+    quantize_model(lm.model, q);
+  }
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
             to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");

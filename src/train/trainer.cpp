@@ -12,6 +12,7 @@
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
+#include "tfm/quantize.h"
 #include "tfm/memory_plan.h"
 #include "tfm/ops.h"
 #include "tfm/runtime.h"
@@ -95,6 +96,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   TrainConfig task_cfg = cfg;
   if (!cfg.init_from.empty()) {
     base.emplace(load_model_dir(cfg.init_from));
+    dequantize_model(base->model);  // a quantized GGUF starts training from its f32 values
     if (!ck) r.tok = base->tokenizer;
     task_cfg.model_json = init_from_model_json(base->config, cfg.model_json);
   }

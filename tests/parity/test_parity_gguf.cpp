@@ -7,9 +7,11 @@
 #include <cstring>
 #include <optional>
 
+#include "kernels/qgemm.h"
 #include "kernels/quant_blocks.h"
 #include "support/test_support.h"
 #include "tfm/gguf_model.h"
+#include "tfm/quantize.h"
 #include "tfm/tfm.h"
 
 using namespace tfm;
@@ -24,6 +26,10 @@ std::string fixture_path(const std::string& name) {
 void check_logits(const std::string& arch) {
   const SafetensorsFile f = test::load_fixture("gguf_" + arch);
   LoadedModel m = load_gguf_model(fixture_path("gguf_" + arch + ".gguf"));
+  // Q8_0/Q4_0/Q4_K/Q6_K matrices stay compact at load and run through kernels that quantize
+  // activations (tests/unit/test_quant_model.cpp bounds that); the fixture is torch on the
+  // dequantized weights, so compare the model with its matrices widened to f32.
+  dequantize_model(m.model);
   ModelInputs in;
   in.input_ids = test::fixture_tensor(f, "input_ids");
   const ModelOutputs out = m.model.forward(in);
@@ -35,7 +41,8 @@ void check_logits(const std::string& arch) {
 TEST(ParityGguf, LlamaConventionFileMatchesTorchLogits) { check_logits("llama"); }
 TEST(ParityGguf, Qwen2ConventionFileMatchesTorchLogits) { check_logits("qwen2"); }
 TEST(ParityGguf, Gpt2ConventionFileMatchesTorchLogits) { check_logits("gpt2"); }
-// Every matrix quantized (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0): dequantized at load.
+// Every matrix quantized (Q4_K, Q5_K, Q6_K, Q8_0, Q4_0, Q4_1, Q5_0): read and dequantized
+// like gguf-py (Q4_1, Q5_0, Q5_K at load; the others kept compact, widened by dequantize_model).
 TEST(ParityGguf, QuantizedLlamaFileMatchesTorchOnItsDequantizedWeights) { check_logits("llama_quant"); }
 
 TEST(ParityGguf, EveryBlockTypeDequantizesLikeGgufPy) {
@@ -57,6 +64,21 @@ TEST(ParityGguf, Q8_0QuantizesToGgufPyBytes) {
   kernels::quantize_q8_0(x.data<float>(), got.data(), x.numel());
   const std::vector<std::int64_t> w = want.to_ints();
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], w[i]) << "byte " << i;
+}
+
+// ggml's reference quantizers for Q4_0, Q4_K and Q6_K write the bytes of the numpy
+// transcription (zero blocks, zero sub-blocks, an outlier and all-positive weights included).
+TEST(ParityGguf, ReferenceQuantizersWriteGgmlBytes) {
+  const SafetensorsFile f = test::load_fixture("gguf_blocks");
+  const Tensor x = test::fixture_tensor(f, "quant.input");
+  const std::pair<const char*, DType> types[] = {{"Q4_0", DType::q4_0}, {"Q4_K", DType::q4_k}, {"Q6_K", DType::q6_k}};
+  for (const auto& [name, type] : types) {
+    const std::vector<std::int64_t> want = test::fixture_tensor(f, std::string("quant.") + name).to_ints();
+    std::vector<std::uint8_t> got(dtype_row_bytes(type, x.numel()));
+    ASSERT_EQ(got.size(), want.size()) << name;
+    kernels::quantize_rows(type, x.data<float>(), got.data(), 1, x.numel());
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_EQ(got[i], want[i]) << name << " byte " << i;
+  }
 }
 
 // The engine's writer re-encodes the llama file; reading it back gives bit-identical f32

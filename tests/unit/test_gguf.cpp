@@ -10,6 +10,7 @@
 
 #include "support/test_support.h"
 #include "tfm/gguf_model.h"
+#include "tfm/quantize.h"
 #include "tfm/tfm.h"
 
 using namespace tfm;
@@ -185,13 +186,17 @@ TEST(Gguf, Gpt2ModelAndTokenizerRoundTripBitExact) {
   for (const char* text : {"the lazy fox", "hello, world!", "unseen words \xc3\xa9t\xc3\xa9"})
     EXPECT_EQ(b.tokenizer.encode(text), tok.encode(text)) << text;
   EXPECT_EQ(b.tokenizer.eos_id(), tok.eos_id());
-  // f16 and q8_0 files load too, within their precision.
+  // f16 and q8_0 files load too (kept in their type), within their precision.
   for (GgmlType t : {GgmlType::f16, GgmlType::q8_0}) {
     save_gguf_model(path, m, tok, {t, "tiny", "{{ messages }}"});
     GgufModelInfo info;
     LoadedModel q = load_gguf_model(path, &info);
     EXPECT_EQ(info.name, "tiny");
     EXPECT_EQ(info.chat_template, "{{ messages }}");
+    // Kept in the file's type at load (stored (out, in)); widened back to f32 (in, out) to compare.
+    EXPECT_EQ(q.model.parameters().at("transformer.h.0.mlp.c_fc.weight").dtype(),
+              t == GgmlType::f16 ? DType::f16 : DType::q8_0);
+    dequantize_model(q.model);
     const Tensor w = m.parameters().at("transformer.h.0.mlp.c_fc.weight");
     test::expect_close(q.model.parameters().at("transformer.h.0.mlp.c_fc.weight"), w, 0.0,
                        t == GgmlType::f16 ? 1e-4 : 2e-3, ggml_type_name(static_cast<std::uint32_t>(t)));

@@ -20,6 +20,8 @@ struct BenchOptions {
   bool long_run = false;    // the long versions: larger shapes (kernels, attention), more steps
   std::int64_t plain_max_t = 1024;  // attention: the plain O(T^2) path is skipped above this T
   std::string model_dir;    // decode: a trained model directory (-m DIR); empty: skipped
+  std::string dtype, recipe;  // decode: weight type of both models (--dtype, --recipe; quantize.h)
+  bool model_only = false;    // decode: -m's model alone (no random GPT-2-size model)
 };
 
 inline double seconds_since(std::chrono::steady_clock::time_point t0) {
@@ -60,6 +62,7 @@ namespace tfm::cli {
 // The sections beyond machine/gemm, one cmd_bench_<section>.cpp each; `threads` is the
 // engine's thread count (-t N), restored by the caller afterwards.
 void run_bench_kernels(const BenchOptions& o, int threads);
+void run_bench_qgemm(const BenchOptions& o, int threads);  // compact-weight products (qgemm)
 void run_bench_attention(const BenchOptions& o, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);

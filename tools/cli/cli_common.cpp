@@ -1,5 +1,6 @@
 #include "cli_common.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 #include <iostream>
@@ -8,6 +9,7 @@
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
 #include "tfm/model_config.h"
+#include "tfm/quantize.h"
 #include "tfm/tokenizer.h"
 
 namespace tfm::cli {
@@ -16,9 +18,30 @@ void add_adapter_option(CLI::App* cmd, std::string& adapter) {
   cmd->add_option("--adapter", adapter, "A LoRA adapter directory (adapter_config.json, adapter_model.safetensors)");
 }
 
-LoadedModel load_model(const std::string& dir, const std::string& adapter) {
+void add_weight_options(CLI::App* cmd, WeightOptions& w) {
+  cmd->add_option("--dtype", w.dtype, "Weight type at load: f32, bf16, f16, q8_0, q4_0, q4_k, q6_k");
+  cmd->add_option("--recipe", w.recipe, "With --dtype: q4_k_m (llama.cpp's mixed rule: q6_k for the output head, some V/down)");
+}
+
+void apply_weight_options(Model& model, const WeightOptions& w) {
+  TFM_CHECK(w.recipe.empty() || !w.dtype.empty(), "--recipe", "needs --dtype");
+  if (w.dtype.empty()) return;
+  QuantizeOptions q;
+  q.type = parse_weight_type(w.dtype, "--dtype");
+  q.recipe = w.recipe;
+  print_fallbacks(quantize_model(model, q));
+}
+
+void print_fallbacks(const std::vector<std::string>& notes) {
+  const std::size_t shown = std::min<std::size_t>(notes.size(), 3);
+  for (std::size_t i = 0; i < shown; ++i) std::fprintf(stderr, "tfm: %s\n", notes[i].c_str());
+  if (notes.size() > shown) std::fprintf(stderr, "tfm: ... and %zu more matrices fell back the same way\n", notes.size() - shown);
+}
+
+LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights) {
   LoadedModel lm = load_model_dir(dir);
   if (!adapter.empty()) load_lora_adapter(adapter, lm.model);
+  apply_weight_options(lm.model, weights);
   return lm;
 }
 
@@ -59,10 +82,13 @@ void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& 
                to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6,
                static_cast<long long>(cache.capacity()), static_cast<long long>(cache.slots()),
                static_cast<double>(cache.bytes()) * mib);
-  if (verbose)
-    std::fprintf(stderr, "tfm: weights %.1f MiB (f32), %lld decoder layers, vocabulary %lld\n",
-                 static_cast<double>(lm.model.parameter_count()) * 4 * mib, static_cast<long long>(cache.layers()),
+  if (verbose) {
+    double bytes = 0;  // as held: compact matrices at their size (tied copies once)
+    for (const auto& [name, t] : lm.model.parameters()) bytes += static_cast<double>(t.nbytes());
+    std::fprintf(stderr, "tfm: weights %.1f MiB (%s), %lld decoder layers, vocabulary %lld\n", bytes * mib,
+                 lm.model.has_compact_weights() ? "as stored" : "f32", static_cast<long long>(cache.layers()),
                  static_cast<long long>(lm.config.vocab_size));
+  }
 }
 
 void report_timings(const Timings& t) {

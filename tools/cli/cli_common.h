@@ -17,8 +17,18 @@ namespace tfm::cli {
 
 // --adapter DIR: a LoRA adapter (PEFT layout, tfm/adapter.h) on top of -m's model.
 void add_adapter_option(CLI::App* cmd, std::string& adapter);
-// The model directory, with the adapter attached when `adapter` is not empty.
-LoadedModel load_model(const std::string& dir, const std::string& adapter);
+// --dtype TYPE [--recipe R]: the weight matrices converted at load (docs/quantization.md).
+struct WeightOptions {
+  std::string dtype, recipe;
+};
+void add_weight_options(CLI::App* cmd, WeightOptions& w);
+// Converts the model's weights as asked (nothing when dtype is empty); fallbacks on stderr.
+void apply_weight_options(Model& model, const WeightOptions& w);
+// quantize_model's fallback notes on stderr: the first three and a count of the rest.
+void print_fallbacks(const std::vector<std::string>& notes);
+// The model directory, with the adapter attached when `adapter` is not empty, and its
+// weights converted per `weights`.
+LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights = {});
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A
 // trailing '\r' is dropped.

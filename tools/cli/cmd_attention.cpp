@@ -15,11 +15,13 @@ void add_attention_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("attention", "Draw attention weights of a forward pass as SVG heat maps");
   struct Args {
     std::string model, adapter, output, max_memory;
+    WeightOptions weights;
     AttentionQuery q;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
   add_adapter_option(cmd, args->adapter);
+  add_weight_options(cmd, args->weights);
   cmd->add_option("-p,--prompt", args->q.prompt, "Text (the encoder's, or the decoder-only model's)")->required();
   cmd->add_option("--target", args->q.target, "Encoder-decoder: the decoder's text (starts with <bos>, as in training)");
   cmd->add_option("--layer", args->q.layer, "Layer (default: the last)");
@@ -32,7 +34,7 @@ void add_attention_command(CLI::App& app) {
   add_max_memory_option(cmd, args->max_memory);
   cmd->callback([args] {
     check_model_memory(args->model, args->max_memory, 0, 1);
-    LoadedModel m = load_model(args->model, args->adapter);
+    LoadedModel m = load_model(args->model, args->adapter, args->weights);
     const AttentionFigure f = attention_figure(m, args->q);
     const std::string svg = heat_maps_svg(f.maps, f.style);
     std::ofstream out(args->output, std::ios::binary);

@@ -163,9 +163,12 @@ void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention, training and decoding vs BLAS/PyTorch");
   cmd->add_option("section", opts->section,
-                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG")
-      ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config"}));
-  cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory to measure too");
+                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG | qgemm")
+      ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config", "qgemm"}));
+  cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory (or .gguf) to measure too");
+  cmd->add_option("--dtype", opts->dtype, "decode: weight type f32, bf16, f16, q8_0, q4_0, q4_k, q6_k (converted at load)");
+  cmd->add_option("--recipe", opts->recipe, "decode: with --dtype, q4_k_m (llama.cpp's mix)");
+  cmd->add_flag("--model-only", opts->model_only, "decode: measure -m's model only (skip the random GPT-2-size one)");
   auto train_config = std::make_shared<std::string>();
   auto train_steps = std::make_shared<std::int64_t>(50);
   auto train_warmup = std::make_shared<std::int64_t>(10);
@@ -191,6 +194,8 @@ void add_bench_command(CLI::App& app) {
     if (opts->section == "all" || opts->section == "gemm") run_gemm(*opts, threads);
     set_num_threads(threads);
     if (opts->section == "all" || opts->section == "kernels") run_bench_kernels(*opts, threads);
+    set_num_threads(threads);
+    if (opts->section == "qgemm") run_bench_qgemm(*opts, threads);
     set_num_threads(threads);
     if (opts->section == "all" || opts->section == "attention") run_bench_attention(*opts, threads);
     set_num_threads(threads);

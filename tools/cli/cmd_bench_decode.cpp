@@ -37,6 +37,7 @@
 
 #include "bench_probe.h"
 #include "bench_util.h"
+#include "cli_common.h"
 #include "tfm/kv_cache.h"
 #include "tfm/model.h"
 #include "tfm/model_dir.h"
@@ -140,9 +141,9 @@ double weight_bytes_per_step(const Model& model) {
     const bool token_embedding = t.dim() == 2 && t.size(0) == c.vocab_size && t.size(1) == c.d_model;
     const bool positions = name.find("embed_positions") != std::string::npos || name.find("wpe.") != std::string::npos;
     if (positions || (token_embedding && !c.tie_embeddings && name.find("lm_head") == std::string::npos)) continue;
-    n += static_cast<double>(t.numel());  // the tied token embedding is the lm head's weight
+    n += static_cast<double>(t.nbytes());  // the tied token embedding is the lm head's weight
   }
-  return 4.0 * n;
+  return n;
 }
 
 // What bench_torch_decode.py needs: the sizes and switches of a decoder-only model.
@@ -177,7 +178,8 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
   const std::vector<Case> cases = cases_for(c, o.long_run);
   std::map<std::string, double> torch;
   std::string note, why;
-  if (o.torch) {
+  const bool compact = model.has_compact_weights();
+  if (o.torch && !compact) {
     std::string args = "--config '" + config_json(c).dump() + "' --cases '" + cases_json(cases).dump() +
                        "' --threads " + std::to_string(threads) + " --min-time " + std::to_string(o.min_time) +
                        " --min-reps " + std::to_string(o.min_reps) + " --params " +
@@ -194,7 +196,8 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
       note = "PyTorch column skipped: " + (why.empty() ? std::string("unexpected JSON") : why);
     }
   } else {
-    note = "PyTorch column skipped (--no-torch)";
+    note = compact ? "PyTorch column skipped (its CPU build has no kernels for these weight types)"
+                   : "PyTorch column skipped (--no-torch)";
   }
   const double wbytes = weight_bytes_per_step(model);
   std::printf("\n-- %s: %s, %lld layers, d %lld, %lld heads, vocab %lld, context %lld, %.1fM params\n", s.label.c_str(),
@@ -225,7 +228,8 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
 }  // namespace
 
 void run_bench_decode(const BenchOptions& o, int threads) {
-  std::printf("\n== decode: KV-cache inference, %d threads, fp32, greedy\n", threads);
+  std::printf("\n== decode: KV-cache inference, %d threads, weights %s, greedy\n", threads,
+              o.dtype.empty() ? "f32" : (o.dtype + (o.recipe.empty() ? "" : "/" + o.recipe)).c_str());
   std::printf("decode b=B: B rows of %lld-token prompts (prefill untimed), then greedy steps of all rows together;\n"
               "prefill P: one prompt of P tokens (capped at the model's context). best of >= %d runs, >= %.2fs\n",
               static_cast<long long>(kPromptLen), o.min_reps, o.min_time);
@@ -236,10 +240,14 @@ void run_bench_decode(const BenchOptions& o, int threads) {
                 "`tfm train configs/shakespeare-gpt.json --out DIR`)\n");
   } else {
     LoadedModel lm = load_model_dir(o.model_dir);
+    apply_weight_options(lm.model, {o.dtype, o.recipe});
     bench_model(lm.model, {"trained model " + o.model_dir, o.model_dir}, o, threads, bw);
   }
-  Model gpt2 = Model::create(model_preset("gpt2"), 1234);
-  bench_model(gpt2, {"GPT-2 small size (random weights)", ""}, o, threads, bw);
+  if (!o.model_only) {
+    Model gpt2 = Model::create(model_preset("gpt2"), 1234);
+    apply_weight_options(gpt2, {o.dtype, o.recipe});
+    bench_model(gpt2, {"GPT-2 small size (random weights)", ""}, o, threads, bw);
+  }
   std::printf("(ours/torch > 1: ours is faster; roofline = batch x bandwidth / weight bytes per step)\n");
 }
 

@@ -5,6 +5,7 @@
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/gguf_model.h"
+#include "tfm/quantize.h"
 
 namespace tfm::cli {
 
@@ -29,6 +30,7 @@ void add_convert_command(CLI::App& app) {
                       {ggml_type_from_name(a.type), a.name.empty() ? info.name : a.name, info.chat_template});
     } else {
       TFM_CHECK(a.type == "f32", "convert", "--to hf writes f32 safetensors; --type ", a.type, " applies to GGUF only");
+      dequantize_model(m.model);  // a quantized GGUF's weights as f32 (tfm quantize keeps them compact)
       save_model_dir(a.out, m.model, m.tokenizer);
     }
     std::printf("wrote %s (%s, %s)\n", a.out.c_str(), to.c_str(), to == "gguf" ? a.type.c_str() : "f32");

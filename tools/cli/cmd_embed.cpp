@@ -15,6 +15,7 @@ void add_embed_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("embed", "Pooled embeddings of TEXT, or each line of stdin, as JSON lines");
   struct Args {
     std::string model, adapter, text, pooling = "auto";
+    WeightOptions weights;
     bool normalize = false, verbose = false;
     std::size_t batch = 32;
     std::string max_memory;
@@ -22,6 +23,7 @@ void add_embed_command(CLI::App& app) {
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->model, "Model directory")->required();
   add_adapter_option(cmd, args->adapter);
+  add_weight_options(cmd, args->weights);
   cmd->add_option("text", args->text, "Text to embed (default: each line of stdin)");
   cmd->add_option("--pooling", args->pooling,
                   "auto (encoders: the config's pooling; else mean) | mean (valid tokens) | first | last")
@@ -32,7 +34,7 @@ void add_embed_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
     check_model_memory(args->model, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
-    LoadedModel m = load_model(args->model, args->adapter);
+    LoadedModel m = load_model(args->model, args->adapter, args->weights);
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
     Timings timings;
     auto run = [&](const std::vector<std::string>& texts) {

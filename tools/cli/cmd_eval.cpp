@@ -28,12 +28,15 @@ void add_eval_command(CLI::App& app) {
     std::string dir;
     EvalOptions opt;
     std::string hyps_file, max_memory;
-    bool json = false, verbose = false;
+    bool json = false, verbose = false, kl = false;
+    WeightOptions weights;
     std::int64_t stride = 0;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("-m,--model", args->dir, "Model directory (from tfm train)")->required();
   add_adapter_option(cmd, args->opt.adapter_dir);
+  add_weight_options(cmd, args->weights);
+  cmd->add_flag("--kl-divergence", args->kl, "With --dtype and --stride: mean KL divergence from the f32 model");
   cmd->add_option("--data", args->opt.data_file,
                   "Text file (LM), label<TAB>text lines (classifier) or source<TAB>target lines (seq2seq)");
   cmd->add_flag("--header", args->opt.header, "--data's first line is a header");
@@ -58,7 +61,12 @@ void add_eval_command(CLI::App& app) {
   cmd->add_flag("--json", args->json, "Print one JSON object instead of the table");
   cmd->add_flag("-v,--verbose", args->verbose, "Print the time taken and examples/s to stderr");
   cmd->callback([args] {
-    if (args->stride > 0) return run_strided_eval(args->dir, args->opt.data_file, args->opt.context, args->stride, args->json);
+    args->opt.weight_type = args->weights.dtype;
+    args->opt.weight_recipe = args->weights.recipe;
+    if (args->stride > 0)
+      return run_strided_eval(args->dir, args->opt.data_file, args->opt.context, args->stride, args->json, args->weights,
+                              args->kl);
+    TFM_CHECK(!args->kl, "eval", "--kl-divergence needs --data FILE --stride S");
     const auto t0 = std::chrono::steady_clock::now();
     if (!args->max_memory.empty()) args->opt.max_memory_bytes = parse_byte_size(args->max_memory, "--max-memory");
     const EvalReport r = evaluate_model_dir(args->dir, args->opt);

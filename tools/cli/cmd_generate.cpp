@@ -18,6 +18,8 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
     std::string model, adapter, prompt, file, max_memory;
+    WeightOptions weights;
+    std::string cache_type = "f32";
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
     std::int64_t seed = -1;
@@ -27,6 +29,9 @@ void add_generate_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory (config.json, model.safetensors, tokenizer.json)")->required();
   add_adapter_option(cmd, a->adapter);
+  add_weight_options(cmd, a->weights);
+  cmd->add_option("--cache-type", a->cache_type, "KV cache type: f32, f16 or q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   cmd->add_option("-p,--prompt", a->prompt, "Prompt text");
   cmd->add_option("--file", a->file, "Generate for each line of this file (batched); prints JSON lines");
   cmd->add_option("-n,--n-predict", a->n, "Tokens to generate at most")->check(CLI::NonNegativeNumber);
@@ -55,7 +60,7 @@ void add_generate_command(CLI::App& app) {
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
     check_model_memory(a->model, a->max_memory, a->ctx, a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
     const auto load_start = std::chrono::steady_clock::now();
-    LoadedModel lm = load_model(a->model, a->adapter);
+    LoadedModel lm = load_model(a->model, a->adapter, a->weights);
     if (a->verbose)
       std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
@@ -78,6 +83,7 @@ void add_generate_command(CLI::App& app) {
       }
     }
     SessionOptions so;
+    so.cache_type = dtype_from_name(a->cache_type);
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
     Generator gen(lm.model, lm.tokenizer, so);

@@ -15,6 +15,8 @@ void add_translate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("translate", "Translate text with an encoder-decoder model (stdin lines when no TEXT)");
   struct Args {
     std::string model, adapter, text;
+    WeightOptions weights;
+    std::string cache_type = "f32";
     std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
     double length_penalty = 1.0;
     std::string lp_form = "hf", max_memory;
@@ -23,6 +25,9 @@ void add_translate_command(CLI::App& app) {
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory")->required();
   add_adapter_option(cmd, a->adapter);
+  add_weight_options(cmd, a->weights);
+  cmd->add_option("--cache-type", a->cache_type, "KV cache type: f32, f16 or q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   cmd->add_option("text", a->text, "Sentence to translate (default: each line of stdin)");
   cmd->add_option("--beam", a->beam, "Beam size (1: greedy, batched)")->check(CLI::PositiveNumber);
   cmd->add_option("--n-best", a->n_best, "Translations to print per input")->check(CLI::PositiveNumber);
@@ -37,7 +42,7 @@ void add_translate_command(CLI::App& app) {
   add_max_memory_option(cmd, a->max_memory);
   cmd->callback([a, cmd] {
     check_model_memory(a->model, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
-    LoadedModel lm = load_model(a->model, a->adapter);
+    LoadedModel lm = load_model(a->model, a->adapter, a->weights);
     // generation_config.json (hub directories) sets what the command line leaves out.
     const GenerationDefaults& g = lm.generation;
     if (cmd->count("--beam") == 0 && g.num_beams) a->beam = *g.num_beams;
@@ -55,6 +60,7 @@ void add_translate_command(CLI::App& app) {
     if (g.early_stopping) b.early_stopping = *g.early_stopping;
     if (lm.tokenizer.eos_id() < 0 && !g.eos_token_ids.empty()) b.eos_id = static_cast<std::int32_t>(g.eos_token_ids[0]);
     SessionOptions so;
+    so.cache_type = dtype_from_name(a->cache_type);
     so.ctx_size = a->ctx;
     if (g.decoder_start_token_id) so.decoder_start_id = *g.decoder_start_token_id;
     so.max_batch = b.beam_size > 1 ? b.beam_size : a->batch;

@@ -19,6 +19,7 @@ void add_embed_command(CLI::App& app);
 void add_merge_command(CLI::App& app);
 void add_bleu_command(CLI::App& app);
 void add_convert_command(CLI::App& app);  // cmd_convert.cpp: directory <-> GGUF
+void add_quantize_command(CLI::App& app);  // cmd_quantize.cpp: compact weight types
 void add_chat_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // cmd_serve.cpp: tfm serve (tools/server)
 

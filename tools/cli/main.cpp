@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_merge_command(app);
   tfm::cli::add_bleu_command(app);
   tfm::cli::add_convert_command(app);
+  tfm::cli::add_quantize_command(app);
   tfm::cli::add_chat_template_command(app);
   tfm::cli::add_serve_command(app);
   try {

@@ -175,6 +175,221 @@ def dequant_q6_k(b):
     return (dd * q).reshape(n, QK_K)
 
 
+# ---- reference quantizers (ggml-quants.c's quantize_row_*_ref, no importance weights) ------------
+# Scalar float32 loops on purpose: every operation rounds to float32 in ggml's order, so the bytes
+# equal the C reference's (numpy 1.x would promote a float32 mixed with a Python number to float64,
+# hence the explicit F(...) around every constant).
+F = np.float32
+
+
+def _nearest_int(v):
+    return int(np.rint(F(v)))  # ggml's nearest_int: round half to even
+
+
+def quantize_q4_0(x):
+    blocks = x.reshape(-1, 32).astype(np.float32)
+    out = np.zeros((blocks.shape[0], 18), dtype=np.uint8)
+    for b, v in enumerate(blocks):
+        amax, mx = F(0), F(0)
+        for t in v:
+            if amax < abs(t):
+                amax, mx = abs(t), t
+        d = F(mx / F(-8))
+        inv = F(F(1) / d) if d != 0 else F(0)
+        out[b, :2] = np.array([d], dtype=np.float16).view(np.uint8)
+        q = [min(15, int(np.int8(np.trunc(F(F(t * inv) + F(8.5)))))) for t in v]
+        out[b, 2:] = [(q[j] & 0xFF) | ((q[j + 16] & 0xFF) << 4) & 0xFF for j in range(16)]
+    return out
+
+
+def _fit_scale_min(x, weights, nmax, rmin, rdelta, nstep):
+    """make_qkx2_quants (use_mad false): returns (scale, the_min, L)."""
+    n = len(x)
+    mn, mx = x[0], x[0]
+    sum_w = weights[0]
+    sum_x = F(sum_w * x[0])
+    for i in range(1, n):
+        mn = x[i] if x[i] < mn else mn
+        mx = x[i] if x[i] > mx else mx
+        sum_w = F(sum_w + weights[i])
+        sum_x = F(sum_x + F(weights[i] * x[i]))
+    if mn > 0:
+        mn = F(0)
+    if mx == mn:
+        return F(0), F(-mn), [0] * n
+    iscale = F(F(nmax) / F(mx - mn))
+    scale = F(F(1) / iscale)
+    L = [max(0, min(nmax, _nearest_int(F(iscale * F(x[i] - mn))))) for i in range(n)]
+    best = F(0)
+    for i in range(n):
+        diff = F(F(F(scale * F(L[i])) + mn) - x[i])
+        best = F(best + F(weights[i] * F(diff * diff)))
+    for step in range(nstep + 1):
+        iscale = F(F(F(rmin + F(rdelta * F(step))) + F(nmax)) / F(mx - mn))
+        sum_l = sum_l2 = sum_xl = F(0)
+        Laux = []
+        for i in range(n):
+            l = max(0, min(nmax, _nearest_int(F(iscale * F(x[i] - mn)))))
+            Laux.append(l)
+            wl = F(weights[i] * F(l))
+            sum_l = F(sum_l + wl)
+            sum_l2 = F(sum_l2 + F(wl * F(l)))
+            sum_xl = F(sum_xl + F(wl * x[i]))
+        D = F(F(sum_w * sum_l2) - F(sum_l * sum_l))
+        if D > 0:
+            this_scale = F(F(F(sum_w * sum_xl) - F(sum_x * sum_l)) / D)
+            this_min = F(F(F(sum_l2 * sum_x) - F(sum_l * sum_xl)) / D)
+            if this_min > 0:
+                this_min = F(0)
+                this_scale = F(sum_xl / sum_l2)
+            cur = F(0)
+            for i in range(n):
+                diff = F(F(F(this_scale * F(Laux[i])) + this_min) - x[i])
+                cur = F(cur + F(weights[i] * F(diff * diff)))
+            if cur < best:
+                L, best, scale, mn = Laux, cur, this_scale, this_min
+    return scale, F(-mn), L
+
+
+def quantize_q4_k(x):
+    rows = x.reshape(-1, QK_K).astype(np.float32)
+    out = np.zeros((rows.shape[0], 144), dtype=np.uint8)
+    for b, xb in enumerate(rows):
+        L = [0] * QK_K
+        scales, mins = [], []
+        for j in range(8):
+            xs = xb[32 * j:32 * j + 32]
+            sum_x2 = F(0)
+            for t in xs:
+                sum_x2 = F(sum_x2 + F(t * t))
+            av_x = F(np.sqrt(F(sum_x2 / F(32))))
+            w = [F(av_x + abs(t)) for t in xs]
+            sc, m, Lj = _fit_scale_min(xs, w, 15, F(-1.0), F(0.1), 20)
+            scales.append(sc)
+            mins.append(m)
+            L[32 * j:32 * j + 32] = Lj
+        max_scale, max_min = F(0), F(0)
+        for j in range(8):
+            max_scale = scales[j] if scales[j] > max_scale else max_scale
+            max_min = mins[j] if mins[j] > max_min else max_min
+        inv_scale = F(F(63) / max_scale) if max_scale > 0 else F(0)
+        inv_min = F(F(63) / max_min) if max_min > 0 else F(0)
+        sb = [0] * 12
+        for j in range(8):
+            ls = min(63, _nearest_int(F(inv_scale * scales[j])) & 0xFF)
+            lm = min(63, _nearest_int(F(inv_min * mins[j])) & 0xFF)
+            if j < 4:
+                sb[j], sb[j + 4] = ls, lm
+            else:
+                sb[j + 4] = (ls & 0xF) | ((lm & 0xF) << 4)
+                sb[j - 4] |= (ls >> 4) << 6
+                sb[j] |= (lm >> 4) << 6
+        dh = np.array([F(max_scale / F(63)), F(max_min / F(63))], dtype=np.float16)
+        d, dmin = F(dh[0]), F(dh[1])
+        for j in range(8):
+            if j < 4:
+                sc, m = sb[j] & 63, sb[j + 4] & 63
+            else:
+                sc, m = (sb[j + 4] & 0xF) | ((sb[j - 4] >> 6) << 4), (sb[j + 4] >> 4) | ((sb[j] >> 6) << 4)
+            dd = F(d * F(sc))
+            if dd == 0:
+                continue
+            dm = F(dmin * F(m))
+            for i in range(32):
+                L[32 * j + i] = max(0, min(15, _nearest_int(F(F(xb[32 * j + i] + dm) / dd))))
+        qs = [0] * 128
+        for j in range(0, QK_K, 64):
+            for l in range(32):
+                qs[j // 2 + l] = L[j + l] | (L[j + l + 32] << 4)
+        out[b, :4] = dh.view(np.uint8)
+        out[b, 4:16] = sb
+        out[b, 16:] = qs
+    return out
+
+
+def _fit_scale_symmetric(x, nmax):
+    """make_qx_quants with rmse_type 1 and no importance weights: returns (scale, L)."""
+    n = len(x)
+    mx, amax = F(0), F(0)
+    for t in x:
+        if abs(t) > amax:
+            amax, mx = abs(t), t
+    if amax < F(1e-15):
+        return F(0), [0] * n
+
+    def levels(iscale):
+        return [max(-nmax, min(nmax - 1, _nearest_int(F(iscale * t)))) for t in x]
+
+    def sums(ls):
+        slx = sl2 = F(0)
+        for t, l in zip(x, ls):
+            w = F(t * t)
+            slx = F(slx + F(F(w * t) * F(l)))
+            sl2 = F(sl2 + F(F(w * F(l)) * F(l)))
+        return slx, sl2
+
+    iscale = F(F(-nmax) / mx)
+    ls = levels(iscale)
+    L = [l + nmax for l in ls]
+    sumlx, suml2 = sums(ls)
+    scale = F(sumlx / suml2) if suml2 != 0 else F(0)
+    best = F(scale * sumlx)
+    for step in range(-9, 10):
+        if step == 0:
+            continue
+        iscale = F(F(-F(F(nmax) + F(F(0.1) * F(step)))) / mx)
+        ls = levels(iscale)
+        sumlx, suml2 = sums(ls)
+        if suml2 > 0 and F(sumlx * sumlx) > F(best * suml2):
+            L = [l + nmax for l in ls]
+            scale = F(sumlx / suml2)
+            best = F(scale * sumlx)
+    return scale, L
+
+
+def quantize_q6_k(x):
+    rows = x.reshape(-1, QK_K).astype(np.float32)
+    out = np.zeros((rows.shape[0], 210), dtype=np.uint8)
+    for b, xb in enumerate(rows):
+        L = [0] * QK_K
+        scales = []
+        max_scale, max_abs = F(0), F(0)
+        for ib in range(16):
+            sc, Lb = _fit_scale_symmetric(xb[16 * ib:16 * ib + 16], 32)
+            scales.append(sc)
+            L[16 * ib:16 * ib + 16] = Lb
+            if abs(sc) > max_abs:
+                max_abs, max_scale = abs(sc), sc
+        if max_abs < F(1e-15):
+            continue  # all-zero block
+        iscale = F(F(-128) / max_scale)
+        dh = np.array([F(F(1) / iscale)], dtype=np.float16)
+        d = F(dh[0])
+        sc8 = [min(127, _nearest_int(F(iscale * s))) for s in scales]
+        for j in range(16):
+            dd = F(d * F(sc8[j]))
+            if dd == 0:
+                continue
+            for i in range(16):
+                L[16 * j + i] = max(-32, min(31, _nearest_int(F(xb[16 * j + i] / dd)))) + 32
+        ql, qh = [0] * 128, [0] * 64
+        for h, j in enumerate(range(0, QK_K, 128)):
+            for l in range(32):
+                q1, q2, q3, q4 = (L[j + l + o] & 0xF for o in (0, 32, 64, 96))
+                ql[64 * h + l] = q1 | (q3 << 4)
+                ql[64 * h + l + 32] = q2 | (q4 << 4)
+                qh[32 * h + l] = ((L[j + l] >> 4) | ((L[j + l + 32] >> 4) << 2) | ((L[j + l + 64] >> 4) << 4) |
+                                  ((L[j + l + 96] >> 4) << 6))
+        out[b, :128] = ql
+        out[b, 128:192] = qh
+        out[b, 192:208] = np.array(sc8, dtype=np.int8).view(np.uint8)
+        out[b, 208:210] = dh.view(np.uint8)
+    return out
+
+
+QUANTIZE = {"Q8_0": quantize_q8_0, "Q4_0": quantize_q4_0, "Q4_K": quantize_q4_k, "Q6_K": quantize_q6_k}
+
+
 DEQUANT = {"Q8_0": dequant_q8_0, "Q4_0": dequant_q4_0, "Q4_1": dequant_q4_1, "Q5_0": dequant_q5_0,
            "Q4_K": dequant_q4_k, "Q5_K": dequant_q5_k, "Q6_K": dequant_q6_k}
 

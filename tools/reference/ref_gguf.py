@@ -260,6 +260,17 @@ def blocks(out):
     x[40] = 127.0 / 2 * (np.abs(x[32:64]).max() / 127.0) * 2  # exercise rounding near the top
     fixture["q8_0.input"] = torch.from_numpy(x)
     fixture["q8_0.bytes"] = torch.from_numpy(g.quantize_q8_0(x).reshape(-1).copy())
+    # The other reference quantizers (ggml's quantize_row_*_ref): 4 super-blocks of mixed scales
+    # (one all zero, one with a zero sub-block, one with an outlier, one all positive).
+    xq = (rng.standard_normal(256 * 4) * 0.05).astype(np.float32)
+    xq[:256] = 0.0
+    xq[256:288] = 0.0
+    xq[600] = 1.5
+    xq[768:] = np.abs(xq[768:]) + 0.01
+    fixture["quant.input"] = torch.from_numpy(xq)
+    for tname, quantize in g.QUANTIZE.items():
+        if tname != "Q8_0":
+            fixture["quant." + tname] = torch.from_numpy(quantize(xq).reshape(-1).copy())
     g.write_gguf(os.path.join(out, "gguf_blocks.gguf"), [("general.architecture", (S, "none"))], ts)
     save(os.path.join(out, "gguf_blocks.safetensors"), fixture)
 

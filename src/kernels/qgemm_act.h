@@ -1,0 +1,57 @@
+// What the fast compact-weight kernels share: activations quantized on the fly to int8 blocks
+// (as llama.cpp's q8_0 / q8_K), and the per-ISA kernel signature.
+//
+// Why integer dots: at batch 1 the product reads every weight once, so its speed is the
+// weights' bytes over the memory bandwidth — provided decoding a block costs fewer cycles
+// than streaming it. Multiplying 4-bit or 8-bit weights by int8 activations with one
+// vpdpbusd per 64 pairs (or vpmaddubsw + vpmaddwd on AVX2) and one float multiply per block
+// keeps the core well under the memory time; converting every weight to f32 first does not.
+//
+// Activation format (per row of K):
+// - block 32 (weights q8_0, q4_0): d[b] = max|x| / 127 over x[32b, 32b+32), q = rint(x / d),
+//   sum32[b] = Σ q (for q4_0's -8 offset).
+// - block 256 (q4_k, q6_k): d[b] over x[256b, 256b+256), bsum16[i] = Σ q over 16-element
+//   groups (the k-quants' sub-block minimums and offsets).
+// d = 0 for an all-zero block (q all 0). The scale stays f32 (llama.cpp rounds it to fp16).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <vector>
+
+#include "tfm/dtype.h"
+
+namespace tfm::kernels::qgemm_detail {
+
+struct QuantizedActs {
+  std::int64_t rows = 0, K = 0, block = 32;
+  std::vector<std::int8_t> q;       // rows * K
+  std::vector<float> d;             // rows * K / block
+  std::vector<std::int16_t> sum32;  // rows * K / 32
+  std::vector<std::int16_t> bsum16; // rows * K / 16 (block 256 only)
+  const std::int8_t* qrow(std::int64_t m) const { return q.data() + m * K; }
+  const float* drow(std::int64_t m) const { return d.data() + m * (K / block); }
+  const std::int16_t* s32row(std::int64_t m) const { return sum32.data() + m * (K / 32); }
+  const std::int16_t* s16row(std::int64_t m) const { return bsum16.data() + m * (K / 16); }
+};
+
+// Activation block for a weight type: 32 for q8_0/q4_0, 256 for q4_k/q6_k, 0 for float types
+// (bf16, f16 multiply f32 activations directly).
+std::int64_t act_block(DType wtype);
+void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& out);
+
+// One ISA's kernel over weight rows [n0, n1) for all M rows: y[m, n] for n in [n0, n1).
+// For block types `acts` holds the quantized activations; bf16/f16 read x.
+using RowsFn = void (*)(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K,
+                        const float* x, std::int64_t ldx, const QuantizedActs& acts, const void* w,
+                        std::size_t row_bytes, float* y, std::int64_t ldy);
+
+// The scalar twin (also the generic-ISA kernel): the same integer arithmetic, one term at a
+// time in index order.
+void rows_twin(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, const float* x,
+               std::int64_t ldx, const QuantizedActs& acts, const void* w, std::size_t row_bytes, float* y,
+               std::int64_t ldy);
+// AVX2 (vpmaddubsw) and AVX-512 VNNI (vpdpbusd) builds; null where not compiled.
+extern const RowsFn rows_avx2, rows_avx512_vnni;
+
+}  // namespace tfm::kernels::qgemm_detail

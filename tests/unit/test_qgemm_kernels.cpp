@@ -1,0 +1,199 @@
+// The compact-weight kernels (kernels/qgemm*.cpp) and reference quantizers: quantize ->
+// dequantize error bounds per block type, every fast kernel against its naive twin at odd
+// sizes on every instruction set the CPU has, row invariance (a row's output is the same
+// whatever M), and the f32-dequantized reference within each type's activation-quantization
+// bound.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <random>
+#include <vector>
+
+#include "kernels/gemm_rows.h"
+#include "kernels/qgemm.h"
+#include "tfm/error.h"
+#include "tfm/runtime.h"
+
+namespace tfm {
+namespace {
+
+std::vector<float> normal(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<unsigned char> quantize(DType t, const std::vector<float>& w, std::int64_t rows, std::int64_t K) {
+  std::vector<unsigned char> q(dtype_row_bytes(t, K) * static_cast<std::size_t>(rows));
+  kernels::quantize_rows(t, w.data(), q.data(), rows, K);
+  return q;
+}
+
+// Relative RMS error of a quantize -> dequantize round trip on Gaussian weights, below a bound
+// set from the format's step (measured: q8_0 0.0053, q4_0 0.085, q4_k 0.070, q6_k 0.017, with
+// the numpy transcription of ggml's quantizers).
+TEST(QgemmKernels, QuantizeDequantizeErrorBounds) {
+  const std::int64_t rows = 8, K = 1024;
+  const std::vector<float> w = normal(static_cast<std::size_t>(rows * K), 11);
+  const std::pair<DType, double> bounds[] = {{DType::q8_0, 0.008}, {DType::q4_0, 0.11}, {DType::q4_k, 0.09},
+                                             {DType::q6_k, 0.025}, {DType::bf16, 0.005}, {DType::f16, 0.001}};
+  for (const auto& [t, bound] : bounds) {
+    std::vector<float> back(w.size());
+    kernels::dequantize_rows(t, quantize(t, w, rows, K).data(), back.data(), rows, K);
+    double err = 0, ref = 0;
+    for (std::size_t i = 0; i < w.size(); ++i) {
+      err += (back[i] - w[i]) * (back[i] - w[i]);
+      ref += w[i] * w[i];
+    }
+    const double rel = std::sqrt(err / ref);
+    EXPECT_LT(rel, bound) << dtype_name(t);
+    EXPECT_GT(rel, bound / 50) << dtype_name(t) << ": suspiciously exact";
+  }
+  // Symmetric formats: no weight moves by more than one step of its block (q4_0 clamps +8 to +7).
+  for (DType t : {DType::q8_0, DType::q4_0}) {
+    const double levels = t == DType::q8_0 ? 127.0 : 8.0;
+    std::vector<float> back(w.size());
+    kernels::dequantize_rows(t, quantize(t, w, rows, K).data(), back.data(), rows, K);
+    for (std::size_t b = 0; b < w.size() / 32; ++b) {
+      float amax = 0;
+      for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(w[b * 32 + j]));
+      for (int j = 0; j < 32; ++j)
+        ASSERT_LE(std::fabs(back[b * 32 + j] - w[b * 32 + j]), amax / levels * 1.01) << dtype_name(t) << " block " << b;
+    }
+  }
+}
+
+TEST(QgemmKernels, ZeroRowsQuantizeToZeros) {
+  const std::vector<float> w(512, 0.0f);
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+    std::vector<float> back(w.size(), 1.0f);
+    kernels::dequantize_rows(t, quantize(t, w, 2, 256).data(), back.data(), 2, 256);
+    for (float v : back) ASSERT_EQ(v, 0.0f) << dtype_name(t);
+  }
+}
+
+constexpr DType kKernelTypes[] = {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k, DType::bf16, DType::f16};
+
+// Every instruction set this CPU can run (the generic one always); only the forced one when
+// the suite runs under TFM_ISA (its second, generic run would repeat the native run's work).
+std::vector<Isa> available_isas() {
+  if (std::getenv("TFM_ISA") != nullptr) return {active_isa()};
+  std::vector<Isa> out{Isa::generic};
+  if (cpu_best_isa() == Isa::avx2 || cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx2);
+  if (cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx512);
+  return out;
+}
+
+struct IsaScope {
+  Isa saved = active_isa();
+  explicit IsaScope(Isa isa) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved); }
+};
+
+struct Case {
+  std::int64_t K, N;
+  std::vector<unsigned char> w;
+  std::vector<float> x;
+};
+
+Case make_case(DType t, std::int64_t M, std::int64_t N, std::int64_t K, unsigned seed) {
+  Case c{K, N, {}, normal(static_cast<std::size_t>(M * K), seed + 1)};
+  c.w = quantize(t, normal(static_cast<std::size_t>(N * K), seed, 0.1f), N, K);
+  c.x[0] = 3.0f;  // an outlier in the first activation block
+  return c;
+}
+
+// Fast kernel == scalar twin up to float reordering of the per-block terms: the bound is a
+// few ulps of the sum of |terms|, estimated from the f32 product of |x| and |dequantized w|.
+TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
+  const std::vector<Isa> isas = available_isas();
+  for (DType t : kKernelTypes) {
+    const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
+    // odd block counts (1, 3, 5) and, for bf16 / f16, K with a partial vector
+    std::vector<std::int64_t> ks{block, 3 * block, 5 * block};
+    if (!dtype_is_block(t)) ks = {1, 7, 33, 257};
+    for (std::int64_t K : ks)
+      for (std::int64_t M : {1, 2, 7, 16})
+        for (std::int64_t N : {1, 7, 31, 33, 257}) {
+          if (M * N * K > 250000) continue;  // keep the ASan run short
+          const Case c = make_case(t, M, N, K, static_cast<unsigned>(M * 131 + N * 7 + K));
+          std::vector<float> fast(static_cast<std::size_t>(M * N)), twin(fast.size()), mag(fast.size());
+          kernels::qgemm_twin(t, M, N, K, c.x.data(), K, c.w.data(), twin.data(), N);
+          std::vector<float> deq(static_cast<std::size_t>(N * K)), ax(c.x.size());
+          kernels::dequantize_rows(t, c.w.data(), deq.data(), N, K);
+          for (float& v : deq) v = std::fabs(v);
+          for (std::size_t i = 0; i < ax.size(); ++i) ax[i] = std::fabs(c.x[i]);
+          kernels::gemm_rows(true, M, N, K, 1.0f, ax.data(), K, deq.data(), K, 0.0f, mag.data(), N);
+          for (Isa isa : isas) {
+            IsaScope scope(isa);
+            kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), fast.data(), N);
+            for (std::size_t i = 0; i < fast.size(); ++i)
+              ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f)
+                  << dtype_name(t) << " " << isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " at " << i;
+          }
+        }
+  }
+}
+
+// A row's output is bit-identical whether it is computed alone or among 16 rows, on every ISA.
+TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
+  const std::int64_t M = 16, N = 33, K = 512;
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    for (DType t : kKernelTypes) {
+      const Case c = make_case(t, M, N, K, 77);
+      std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+      kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
+      for (std::int64_t m = 0; m < M; ++m) {
+        kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
+        for (std::int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+              << dtype_name(t) << " " << isa_name(isa) << " row " << m << " col " << n;
+      }
+    }
+  }
+}
+
+// Against the f32-dequantized reference: the only approximation left is the activations'
+// int8 rounding (half a step of max|x| / 127 per element), bounded by
+// Σ_k |w_k| * max|x_block| / 254 per output; bf16 / f16 use f32 activations (ulps only).
+TEST(QgemmKernels, WithinActivationQuantizationErrorOfTheNaiveReference) {
+  const std::int64_t M = 3, N = 17, K = 768;
+  for (DType t : kKernelTypes) {
+    const Case c = make_case(t, M, N, dtype_is_block(t) && dtype_block_elems(t) == 256 ? 1024 : K, 5);
+    const std::int64_t k = c.K;
+    std::vector<float> fast(static_cast<std::size_t>(M * N)), naive(fast.size()), deq(static_cast<std::size_t>(N * k));
+    kernels::qgemm(t, M, N, k, c.x.data(), k, c.w.data(), fast.data(), N);
+    kernels::qgemm_naive(t, M, N, k, c.x.data(), k, c.w.data(), naive.data(), N);
+    kernels::dequantize_rows(t, c.w.data(), deq.data(), N, k);
+    const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : dtype_is_block(t) ? 256 : 1;
+    for (std::int64_t m = 0; m < M; ++m)
+      for (std::int64_t n = 0; n < N; ++n) {
+        double bound = 0;
+        for (std::int64_t b = 0; b < k / block; ++b) {
+          float amax = 0;
+          for (std::int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(c.x[m * k + b * block + j]));
+          for (std::int64_t j = 0; j < block; ++j)
+            bound += std::fabs(deq[n * k + b * block + j]) * (block > 1 ? amax / 254.0 * 1.001 : 1e-6 * std::fabs(c.x[m * k + b * block + j]));
+        }
+        ASSERT_NEAR(fast[m * N + n], naive[m * N + n], bound + 1e-5) << dtype_name(t) << " m=" << m << " n=" << n;
+      }
+  }
+}
+
+TEST(QgemmKernels, PrefillPathMatchesTheNaiveReference) {
+  const std::int64_t M = 40, N = 37, K = 256;
+  for (DType t : kKernelTypes) {
+    const Case c = make_case(t, M, N, K, 9);
+    std::vector<float> got(static_cast<std::size_t>(M * N)), want(got.size());
+    kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), got.data(), N);  // M >= 32: dequantized tiles
+    kernels::qgemm_naive(t, M, N, K, c.x.data(), K, c.w.data(), want.data(), N);
+    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f) << dtype_name(t) << " at " << i;
+  }
+}
+
+}  // namespace
+}  // namespace tfm
