@@ -40,8 +40,14 @@ class KVCache {
   // (every copy reads the old contents, so parents may repeat and permute).
   void reorder(const std::vector<std::int64_t>& parents);
 
-  // (1, kv_heads, max_T, head_dim) views of a slot's keys / values for one layer; positions
-  // >= length(slot) are scratch.
+  // Prefix tuning (peft.h): every slot gets P more positions in front, [0, P), that hold the
+  // model's prefix keys/values (Model::decode_cached writes them when a slot starts empty);
+  // length() and capacity() count tokens only. Reallocates (zeroed); every slot must be empty.
+  std::int64_t prefix_positions() const { return prefix_; }
+  void set_prefix_positions(std::int64_t P);
+
+  // (1, kv_heads, P + max_T, head_dim) views of a slot's keys / values for one layer: the
+  // prefix, then token t at position P + t; positions >= P + length(slot) are scratch.
   Tensor keys(std::int64_t slot, std::int64_t layer) const;
   Tensor values(std::int64_t slot, std::int64_t layer) const;
 
@@ -59,6 +65,7 @@ class KVCache {
   Tensor view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const;
   void check_slot(std::int64_t slot, const char* what) const;
   std::int64_t slots_, max_T_, sources_, max_S_, layers_, kv_heads_, head_dim_;
+  std::int64_t prefix_ = 0;  // prefix positions before each slot's tokens
   Tensor self_, cross_;
   std::vector<std::int64_t> length_, source_of_, source_length_;
 };

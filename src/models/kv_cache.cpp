@@ -53,6 +53,16 @@ void KVCache::set_length(std::int64_t slot, std::int64_t n) {
 
 void KVCache::reset(std::int64_t slot) { set_length(slot, 0); }
 
+void KVCache::set_prefix_positions(std::int64_t P) {
+  TFM_CHECK(P >= 0, "kv_cache", "prefix of ", P, " positions");
+  if (P == prefix_) return;
+  for (std::int64_t n : length_)
+    TFM_CHECK(n == 0, "kv_cache", "the prefix size can change only while every slot is empty");
+  self_ = Tensor();  // free the old buffer first
+  self_ = Tensor::zeros({slots_, layers_, 2, kv_heads_, P + max_T_, head_dim_});
+  prefix_ = P;
+}
+
 void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   TFM_CHECK(static_cast<std::int64_t>(parents.size()) <= slots_, "kv_cache", parents.size(), " rows for ", slots_,
             " slots");
@@ -64,7 +74,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   if (identity) return;
   // Copy the distinct parents' used prefixes out first (only the filled positions of each
   // (layer, k/v, head) block), so every copy reads the old contents.
-  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_floats = max_T_ * head_dim_;
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_floats = (prefix_ + max_T_) * head_dim_;
   const std::int64_t slot_floats = blocks * block_floats;
   std::vector<float> saved;
   std::vector<std::int64_t> where(static_cast<std::size_t>(slots_), -1);
@@ -72,7 +82,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   for (std::int64_t p : parents) {
     if (where[static_cast<std::size_t>(p)] >= 0) continue;
     where[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(saved.size());
-    const std::int64_t used = length_[static_cast<std::size_t>(p)] * head_dim_;
+    const std::int64_t used = (prefix_ + length_[static_cast<std::size_t>(p)]) * head_dim_;
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
       const float* from = base + p * slot_floats + blk * block_floats;
       saved.insert(saved.end(), from, from + used);
@@ -80,7 +90,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   }
   const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
   for (std::size_t r = 0; r < parents.size(); ++r) {
-    const std::int64_t p = parents[r], used = old_len[static_cast<std::size_t>(p)] * head_dim_;
+    const std::int64_t p = parents[r], used = (prefix_ + old_len[static_cast<std::size_t>(p)]) * head_dim_;
     const float* from = saved.data() + where[static_cast<std::size_t>(p)];
     float* to = base + static_cast<std::int64_t>(r) * slot_floats;
     for (std::int64_t blk = 0; blk < blocks; ++blk)
@@ -100,11 +110,11 @@ Tensor KVCache::view(const Tensor& buf, std::int64_t outer, std::int64_t layer, 
 
 Tensor KVCache::keys(std::int64_t slot, std::int64_t layer) const {
   check_slot(slot, "keys");
-  return view(self_, slot, layer, 0, max_T_);
+  return view(self_, slot, layer, 0, prefix_ + max_T_);
 }
 Tensor KVCache::values(std::int64_t slot, std::int64_t layer) const {
   check_slot(slot, "values");
-  return view(self_, slot, layer, 1, max_T_);
+  return view(self_, slot, layer, 1, prefix_ + max_T_);
 }
 
 void KVCache::bind_source(std::int64_t slot, std::int64_t source) {

@@ -42,7 +42,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
   }
   LoadedModel lm = load_model_dir(dir);
-  if (!opt.adapter_dir.empty()) load_lora_adapter(opt.adapter_dir, lm.model);
+  if (!opt.adapter_dir.empty()) load_adapter(opt.adapter_dir, lm.model);
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
             to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");

@@ -27,8 +27,9 @@ std::string list(const std::vector<std::string>& v, std::size_t most = 4) {
 
 }  // namespace
 
-std::string init_from_model_json(const ModelConfig& base, const std::string& overrides) {
+std::string init_from_model_json(const ModelConfig& base, const std::string& overrides, bool drop_vocab_size) {
   json j = json::parse(model_config_to_json(base));
+  if (drop_vocab_size) j.erase("vocab_size");
   const json o = json::parse(overrides);
   // A new head or label count makes the base's label names meaningless: the data names them.
   if ((o.contains("num_labels") || o.contains("head")) && !o.contains("id2label")) j.erase("id2label");
@@ -77,8 +78,9 @@ std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelCo
 bool is_trainable(const TrainConfig& cfg, const std::string& name, const std::vector<std::string>& fresh) {
   if (!cfg.trainable.empty())
     return std::any_of(cfg.trainable.begin(), cfg.trainable.end(), [&](const std::string& p) { return glob(p, name); });
-  if (!cfg.lora) return true;
+  if (!cfg.lora && !cfg.bottleneck && !cfg.prefix) return true;
   if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) return true;
+  if (name.find("_adapter.adapter_") != std::string::npos || name.rfind("prompt_encoder.", 0) == 0) return true;
   return std::find(fresh.begin(), fresh.end(), name) != fresh.end();
 }
 

@@ -13,12 +13,12 @@
 namespace tfm::cli {
 
 void add_adapter_option(CLI::App* cmd, std::string& adapter) {
-  cmd->add_option("--adapter", adapter, "A LoRA adapter directory (adapter_config.json, adapter_model.safetensors)");
+  cmd->add_option("--adapter", adapter, "An adapter directory: LoRA, bottleneck or prefix tuning (adapter_config.json, adapter_model.safetensors)");
 }
 
 LoadedModel load_model(const std::string& dir, const std::string& adapter) {
   LoadedModel lm = load_model_dir(dir);
-  if (!adapter.empty()) load_lora_adapter(adapter, lm.model);
+  if (!adapter.empty()) load_adapter(adapter, lm.model);
   return lm;
 }
 

@@ -15,7 +15,7 @@
 
 namespace tfm::cli {
 
-// --adapter DIR: a LoRA adapter (PEFT layout, tfm/adapter.h) on top of -m's model.
+// --adapter DIR: an adapter (LoRA, bottleneck, prefix tuning) (PEFT layout, tfm/adapter.h) on top of -m's model.
 void add_adapter_option(CLI::App* cmd, std::string& adapter);
 // The model directory, with the adapter attached when `adapter` is not empty.
 LoadedModel load_model(const std::string& dir, const std::string& adapter);
