@@ -101,7 +101,8 @@ struct TrainConfig {
   // Fine-tuning: start from this model directory's weights and tokenizer; "model" keys then
   // override its config (a new head: "head", "num_labels", "id2label"; dropout rates).
   std::string init_from;
-  bool init_from_new_tokenizer = false;  // init_from with its own "tokenizer": a new vocabulary
+  bool init_from_new_tokenizer = false;
+  std::vector<std::string> init_skip;    // "init_skip": patterns of init_from tensors not loaded (a new head)  // init_from with its own "tokenizer": a new vocabulary
   std::optional<LoraConfig> lora;   // "lora": {r, alpha, dropout, target_modules}
   // "adapter": {"type": "bottleneck", "placement", "reduction_factor" | "bottleneck_size",
   // "non_linearity"} or {"type": "prefix_tuning", "num_virtual_tokens", "prefix_projection",

@@ -41,14 +41,18 @@ std::string init_from_model_json(const ModelConfig& base, const std::string& ove
   return j.dump();
 }
 
-std::string copy_matching_parameters(const Model& from, Model& to) {
+static bool skipped(const std::vector<std::string>& skip, const std::string& name) {
+  return std::any_of(skip.begin(), skip.end(), [&](const std::string& p) { return glob(p, name); });
+}
+
+std::string copy_matching_parameters(const Model& from, Model& to, const std::vector<std::string>& skip) {
   NoGradGuard no_grad;
   std::size_t loaded = 0;
   std::vector<std::string> fresh, dropped;
   const auto& src = from.parameters();
   for (auto& [name, t] : to.parameters()) {
     auto it = src.find(name);
-    if (it != src.end() && it->second.shape() == t.shape()) {
+    if (it != src.end() && it->second.shape() == t.shape() && !skipped(skip, name)) {
       t.copy_(it->second);  // in place: the layers' handles keep pointing at it
       ++loaded;
     } else {
@@ -63,14 +67,15 @@ std::string copy_matching_parameters(const Model& from, Model& to) {
   return r;
 }
 
-std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg) {
+std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg,
+                                          const std::vector<std::string>& skip) {
   const auto have = parameter_specs(base);
   std::vector<std::string> fresh;
   for (const auto& s : parameter_specs(cfg)) {
     const bool found = std::any_of(have.begin(), have.end(), [&](const ParamSpec& h) {
       return h.name == s.name && h.shape == s.shape;
     });
-    if (!found) fresh.push_back(s.name);
+    if (!found || skipped(skip, s.name)) fresh.push_back(s.name);
   }
   return fresh;
 }

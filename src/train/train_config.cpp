@@ -87,7 +87,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   c.source = where;
   c.json = root.dump();
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
-                                  "training", "eval", "checkpoint", "sample", "init_from", "lora", "adapter", "trainable",
+                                  "training", "eval", "checkpoint", "sample", "init_from", "init_skip", "lora", "adapter", "trainable",
                                   "distributed"});
   std::string task = "lm";
   top.get_string("task", task, {"lm", "classifier", "seq2seq"});
@@ -146,6 +146,15 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
       c.prefix = pc;
     } else {
       fail(where + ".adapter.type", "'", type, "' is not one of: bottleneck, prefix_tuning (LoRA: the \"lora\" key)");
+    }
+  }
+  if (top.has("init_skip")) {
+    const json& t = root.at("init_skip");
+    TFM_CHECK(!c.init_from.empty() && t.is_array(), where + ".init_skip", "must be a list of parameter-name patterns, "
+              "with init_from");
+    for (const auto& p : t) {
+      TFM_CHECK(p.is_string(), where + ".init_skip", "entries must be strings, got ", p.dump());
+      c.init_skip.push_back(p.get<std::string>());
     }
   }
   if (top.has("trainable")) {

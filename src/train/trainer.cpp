@@ -117,13 +117,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   } else {
     r.model.emplace(Model::create(mc, cfg.seed));
     r.state.seed = cfg.seed;
-    if (base) r.init_report = copy_matching_parameters(base->model, *r.model);
+    if (base) r.init_report = copy_matching_parameters(base->model, *r.model, cfg.init_skip);
     if (cfg.lora) r.model->add_lora(*cfg.lora, cfg.seed ^ 0x4C6F5241ull);
     if (cfg.bottleneck) r.model->add_bottleneck(*cfg.bottleneck, cfg.seed ^ 0x426F7474ull);
     if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
   }
   // Which parameters train: the layers share these handles, so the flag reaches them.
-  const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc) : std::vector<std::string>{};
+  const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc, cfg.init_skip) : std::vector<std::string>{};
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_(is_trainable(cfg, name, fresh));
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
