@@ -203,7 +203,7 @@ LoraConfig read_lora_adapter_config(const std::string& dir) {
   const std::string& path = a.path;
   const json& j = a.j;
   const auto get = [&](const char* key, auto fallback) { return a.get(key, fallback); };
-  const std::string type = get("peft_type", std::string());
+  const std::string type = a.type();
   TFM_CHECK(type == "LORA", path, "peft_type '", type, "' is not a LoRA adapter");
   const std::string bias = get("bias", std::string("none"));
   TFM_CHECK(bias == "none", path, "bias '", bias, "' is not supported (only \"none\": no trained biases)");
