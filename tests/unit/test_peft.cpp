@@ -137,3 +137,29 @@ TEST(Peft, ConfigAndFileErrorsAreOneLine) {
   Model fresh = Model::create(c, 1);
   EXPECT_NE(expect_error([&] { fresh.attach_bottleneck(b, bad); }).find("missing tensor"), std::string::npos);
 }
+
+// Activation checkpointing recomputes each layer with the prefix it was given (a non-leaf
+// when the reparameterisation produces it): the gradients equal those without it.
+TEST(Peft, CheckpointedLayersGiveTheSameAdapterGradients) {
+  ModelConfig c = parse_model_config(R"({"architecture": "decoder_only", "vocab_size": 16, "d_model": 16,
+    "n_heads": 2, "n_layers": 2, "d_ff": 32, "max_positions": 16})", "ckpt");
+  std::map<std::string, Tensor> grads[2];
+  for (int on = 0; on < 2; ++on) {
+    Model m = Model::create(c, 1);
+    PrefixConfig pc;
+    pc.num_virtual_tokens = 3;
+    pc.prefix_projection = true;
+    pc.encoder_hidden_size = 8;
+    m.add_prefix(pc, 5);
+    for (auto& [n, p] : m.parameters()) p.requires_grad_(true);
+    m.set_checkpoint_activations(on == 1);
+    ModelInputs in;
+    in.input_ids = Tensor::from_ints({5, 9, 2, 7, 11, 3}, {1, 6}, DType::i64);
+    backward(sum(m.forward(in).logits));
+    for (auto& [n, p] : m.parameters()) grads[on][n] = p.grad();
+  }
+  for (const auto& [n, g] : grads[0]) {
+    ASSERT_TRUE(grads[1][n].defined()) << n;
+    test::expect_close(grads[1][n], g, 1e-5, 1e-6, "checkpointed grad " + n);
+  }
+}
