@@ -5,6 +5,16 @@
 //                                 "...lora_B.weight" (out, r), f32
 // <module> is the engine's module name (Model::linear_modules: the parameter names of the
 // model's family, as in config.json's model_type).
+//
+// Bottleneck adapters and prefix tuning (peft.h) use the same two files:
+//   BOTTLENECK (a tfm extension; PEFT has no bottleneck adapters, the keys follow AdapterHub's
+//   BnConfig): {"peft_type": "BOTTLENECK", "placement", "mh_adapter", "output_adapter",
+//   "reduction_factor", "bottleneck_size", "non_linearity", "init_weights"}; tensors
+//   "base_model.model.<layer>{attention,output}_adapter.adapter_{down,up}.{weight,bias}".
+//   PREFIX_TUNING (PEFT's): {"num_virtual_tokens", "token_dim", "num_layers",
+//   "num_attention_heads", "prefix_projection", "encoder_hidden_size"}; tensor
+//   "prompt_embeddings" (P, num_layers * 2 * token_dim), the final prefixes, and after training
+//   with prefix_projection also "prompt_encoder.*" (the reparameterisation, for resuming).
 #pragma once
 
 #include <string>
@@ -22,5 +32,11 @@ void save_lora_adapter(const std::string& dir, const Model& model, const std::st
 LoraConfig read_lora_adapter_config(const std::string& dir);
 // Attaches DIR's factors to `model` (Model::attach_lora); errors name the file and tensor.
 void load_lora_adapter(const std::string& dir, Model& model);
+
+// Any adapter kind: the model's own (save) or the directory's peft_type (load).
+void save_adapter(const std::string& dir, const Model& model, const std::string& base_model = "");
+void load_adapter(const std::string& dir, Model& model);
+// DIR's peft_type ("LORA", "BOTTLENECK", "PREFIX_TUNING"); errors name the file.
+std::string read_adapter_type(const std::string& dir);
 
 }  // namespace tfm

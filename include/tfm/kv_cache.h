@@ -47,13 +47,21 @@ class KVCache {
   // (every copy reads the old contents, so parents may repeat and permute).
   void reorder(const std::vector<std::int64_t>& parents);
 
-  // (1, kv_heads, max_T, head_dim) views of a slot's keys / values for one layer; positions
-  // >= length(slot) are scratch. f32 caches only.
+  // Prefix tuning (peft.h): every slot gets P more positions in front, [0, P), that hold the
+  // model's prefix keys/values (Model::decode_cached writes them when a slot starts empty);
+  // length() and capacity() count tokens only. Reallocates (zeroed); every slot must be empty.
+  std::int64_t prefix_positions() const { return prefix_; }
+  void set_prefix_positions(std::int64_t P);
+
+  // (1, kv_heads, P + max_T, head_dim) views of a slot's keys / values for one layer: the
+  // prefix, then token t at position P + t; positions >= P + length(slot) are scratch.
+  // f32 caches only.
   Tensor keys(std::int64_t slot, std::int64_t layer) const;
   Tensor values(std::int64_t slot, std::int64_t layer) const;
   // Any cache type: x (1, kv_heads, T, head_dim) f32 written at positions pos..pos+T-1 of
   // the slot's keys (kv 0) or values (kv 1); load gives positions 0..n-1 as f32 (a view
-  // for f32 caches, a widened copy otherwise).
+  // for f32 caches, a widened copy otherwise). Positions count the prefix's first: token t
+  // is at prefix_positions() + t.
   void store(std::int64_t slot, std::int64_t layer, int kv, std::int64_t pos, const Tensor& x);
   Tensor load(std::int64_t slot, std::int64_t layer, int kv, std::int64_t n) const;
 
@@ -73,7 +81,9 @@ class KVCache {
   std::int64_t slots_, max_T_, sources_, max_S_, layers_, kv_heads_, head_dim_;
   DType type_ = DType::f32;
   std::int64_t row_bytes_ = 0;  // one position of one head in type_
-  Tensor self_, cross_;  // self_: f32 (slots, layers, 2, H, max_T, D), else u8 (..., max_T, row_bytes)
+  std::int64_t prefix_ = 0;     // prefix positions before each slot's tokens
+  // self_: f32 (slots, layers, 2, H, P + max_T, D), else u8 (..., P + max_T, row_bytes)
+  Tensor self_, cross_;
   std::vector<std::int64_t> length_, source_of_, source_length_;
 };
 

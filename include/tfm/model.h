@@ -19,6 +19,7 @@
 
 #include "tfm/lora.h"
 #include "tfm/model_config.h"
+#include "tfm/peft.h"
 #include "tfm/tensor.h"
 
 namespace tfm {
@@ -136,6 +137,27 @@ class Model {
   void convert_weights(const std::map<std::string, DType>& types);
   // True when any parameter is held in a compact type (training and LoRA merges refuse).
   bool has_compact_weights() const;
+  // ---- bottleneck adapters and prefix tuning (peft.h); one adapter kind at a time -----------
+  // Fresh adapters on every layer the placement names (up-projections zero: the output is
+  // unchanged until they train), as <layer>attention_adapter.* / <layer>output_adapter.*.
+  void add_bottleneck(const BottleneckConfig& cfg, std::uint64_t seed);
+  // Loaded ones under those names (every name and shape checked).
+  void attach_bottleneck(const BottleneckConfig& cfg, const std::map<std::string, Tensor>& tensors);
+  bool has_bottleneck() const;
+  const BottleneckConfig& bottleneck_config() const;
+  // A fresh prefix encoder: "prompt_encoder.embedding.weight" (P, W) N(0, 1), or with
+  // prefix_projection (P, C) plus "prompt_encoder.transform.{0,2}.{weight,bias}".
+  void add_prefix(const PrefixConfig& cfg, std::uint64_t seed);
+  void attach_prefix(const PrefixConfig& cfg, const std::map<std::string, Tensor>& tensors);
+  bool has_prefix() const;
+  const PrefixConfig& prefix_config() const;
+  std::int64_t prefix_length() const;  // num_virtual_tokens, 0 without a prefix
+  // W = L * 2 * kv_heads * head_dim over the L self-attention layers (encoder's, then decoder's).
+  std::int64_t prefix_width() const;
+  // The final (P, W) prefix table (PEFT's "prompt_embeddings"), without autograd.
+  Tensor prefix_table() const;
+  // Every adapter tensor (LoRA factors, bottleneck adapters, prefix encoder) by name.
+  std::map<std::string, Tensor> adapter_parameters() const;
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

@@ -120,7 +120,14 @@ struct TrainConfig {
   // Fine-tuning: start from this model directory's weights and tokenizer; "model" keys then
   // override its config (a new head: "head", "num_labels", "id2label"; dropout rates).
   std::string init_from;
+  bool init_from_new_tokenizer = false;
+  std::vector<std::string> init_skip;    // "init_skip": patterns of init_from tensors not loaded (a new head)  // init_from with its own "tokenizer": a new vocabulary
   std::optional<LoraConfig> lora;   // "lora": {r, alpha, dropout, target_modules}
+  // "adapter": {"type": "bottleneck", "placement", "reduction_factor" | "bottleneck_size",
+  // "non_linearity"} or {"type": "prefix_tuning", "num_virtual_tokens", "prefix_projection",
+  // "encoder_hidden_size"} (peft.h); like lora, the base then stays frozen by default.
+  std::optional<BottleneckConfig> bottleneck;
+  std::optional<PrefixConfig> prefix;
   // Parameter-name patterns ('*' wildcards) that train; the rest are frozen. Default: all, or
   // with LoRA the factors and any parameter init_from did not supply (a new head).
   std::vector<std::string> trainable;
@@ -244,7 +251,7 @@ struct EvalOptions {
   std::int64_t context = 0;         // LM: window length in tokens (0: the training block_size)
   std::int64_t bleu_examples = -1;  // seq2seq: pairs decoded for BLEU (-1: all)
   std::int64_t beam = 0;            // seq2seq: beam size for BLEU (0: the training config's)
-  std::string adapter_dir = "";     // a LoRA adapter to attach (adapter.h), or empty
+  std::string adapter_dir = "";     // an adapter to attach (adapter.h: LoRA, bottleneck, prefix), or empty
   std::string weight_type{}, weight_recipe{};  // --dtype / --recipe: weights converted at load (quantize.h)
   std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
   std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for

@@ -42,7 +42,7 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
   fs::create_directories(dir);
   write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
   write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
-  if (!model.has_lora()) {
+  if (!model.has_lora() && !model.has_bottleneck() && !model.has_prefix()) {
     // Compact weights (bf16, f16, q8_0, ...) as U8 bytes, their type in __metadata__
     // (docs/formats.md, "Quantized weights"; decode_compact_tensors reads them back).
     std::map<std::string, Tensor> tensors = model.parameters();
@@ -59,13 +59,13 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
     save_safetensors(join(dir, "model.safetensors"), tensors, meta);
     return;
   }
-  TFM_CHECK(!model.has_compact_weights(), dir, "a model with LoRA factors is saved with f32 weights");
-  // A LoRA model: the base weights as usual, the factors beside them in PEFT's layout, which
-  // load_model_dir attaches again.
+  TFM_CHECK(!model.has_compact_weights(), dir, "a model with an adapter is saved with f32 weights");
+  // A model with an adapter (LoRA, bottleneck, prefix): the base weights as usual, the adapter
+  // beside them in PEFT's layout, which load_model_dir attaches again.
   std::map<std::string, Tensor> base = model.parameters();
-  for (const auto& [name, t] : model.lora_parameters()) base.erase(name);
+  for (const auto& [name, t] : model.adapter_parameters()) base.erase(name);
   save_safetensors(join(dir, "model.safetensors"), base, metadata);
-  save_lora_adapter(dir, model, dir);
+  save_adapter(dir, model, dir);
 }
 
 LoadedWeights load_model_weights(const std::string& dir) {
@@ -94,7 +94,7 @@ LoadedModel load_model_dir(const std::string& dir) {
   if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
   ModelSource src = read_model_source(dir);
   Model model = build_model(src);
-  if (fs::exists(join(dir, "adapter_config.json"))) load_lora_adapter(dir, model);  // saved with its LoRA
+  if (fs::exists(join(dir, "adapter_config.json"))) load_adapter(dir, model);  // saved with its adapter
   Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : load_dir_tokenizer(dir);
   TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
             " tokens but the model's vocab_size is ", src.config.vocab_size);

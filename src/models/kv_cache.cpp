@@ -64,6 +64,17 @@ void KVCache::set_length(std::int64_t slot, std::int64_t n) {
 
 void KVCache::reset(std::int64_t slot) { set_length(slot, 0); }
 
+void KVCache::set_prefix_positions(std::int64_t P) {
+  TFM_CHECK(P >= 0, "kv_cache", "prefix of ", P, " positions");
+  if (P == prefix_) return;
+  for (std::int64_t n : length_)
+    TFM_CHECK(n == 0, "kv_cache", "the prefix size can change only while every slot is empty");
+  self_ = Tensor();  // free the old buffer first
+  self_ = type_ == DType::f32 ? Tensor::zeros({slots_, layers_, 2, kv_heads_, P + max_T_, head_dim_})
+                              : Tensor::zeros({slots_, layers_, 2, kv_heads_, P + max_T_, row_bytes_}, DType::u8);
+  prefix_ = P;
+}
+
 void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   TFM_CHECK(static_cast<std::int64_t>(parents.size()) <= slots_, "kv_cache", parents.size(), " rows for ", slots_,
             " slots");
@@ -76,7 +87,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   // Copy the distinct parents' used prefixes out first (only the filled positions of each
   // (layer, k/v, head) block), so every copy reads the old contents.
   // In bytes, so every cache type moves the same way (a position is row_bytes_ per head).
-  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_bytes = max_T_ * row_bytes_;
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_bytes = (prefix_ + max_T_) * row_bytes_;
   const std::int64_t slot_bytes = blocks * block_bytes;
   std::vector<unsigned char> saved;
   std::vector<std::int64_t> where(static_cast<std::size_t>(slots_), -1);
@@ -84,7 +95,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   for (std::int64_t p : parents) {
     if (where[static_cast<std::size_t>(p)] >= 0) continue;
     where[static_cast<std::size_t>(p)] = static_cast<std::int64_t>(saved.size());
-    const std::int64_t used = length_[static_cast<std::size_t>(p)] * row_bytes_;
+    const std::int64_t used = (prefix_ + length_[static_cast<std::size_t>(p)]) * row_bytes_;
     for (std::int64_t blk = 0; blk < blocks; ++blk) {
       const unsigned char* from = base + p * slot_bytes + blk * block_bytes;
       saved.insert(saved.end(), from, from + used);
@@ -92,7 +103,7 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   }
   const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
   for (std::size_t r = 0; r < parents.size(); ++r) {
-    const std::int64_t p = parents[r], used = old_len[static_cast<std::size_t>(p)] * row_bytes_;
+    const std::int64_t p = parents[r], used = (prefix_ + old_len[static_cast<std::size_t>(p)]) * row_bytes_;
     const unsigned char* from = saved.data() + where[static_cast<std::size_t>(p)];
     unsigned char* to = base + static_cast<std::int64_t>(r) * slot_bytes;
     for (std::int64_t blk = 0; blk < blocks; ++blk)
@@ -113,43 +124,45 @@ Tensor KVCache::view(const Tensor& buf, std::int64_t outer, std::int64_t layer, 
 void KVCache::store(std::int64_t slot, std::int64_t layer, int kv, std::int64_t pos, const Tensor& x) {
   check_slot(slot, "store");
   const std::int64_t T = x.size(2);
-  TFM_CHECK(pos >= 0 && pos + T <= max_T_, "kv_cache", "positions ", pos, "..", pos + T - 1, " exceed ", max_T_);
+  const std::int64_t cap = prefix_ + max_T_;  // positions: the prefix's, then the tokens'
+  TFM_CHECK(pos >= 0 && pos + T <= cap, "kv_cache", "positions ", pos, "..", pos + T - 1, " exceed ", cap);
   if (type_ == DType::f32) {
-    slice(view(self_, slot, layer, kv, max_T_), 2, pos, pos + T).copy_(x);
+    slice(view(self_, slot, layer, kv, cap), 2, pos, pos + T).copy_(x);
     return;
   }
   TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
   const Tensor xc = x.is_contiguous() ? x : x.clone();  // (1, H, T, D)
   const float* src = xc.data<float>();
   auto* base = static_cast<unsigned char*>(self_.raw_data()) +
-               ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * max_T_ * row_bytes_;
+               ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * cap * row_bytes_;
   for (std::int64_t h = 0; h < kv_heads_; ++h)
-    kernels::quantize_rows(type_, src + h * T * head_dim_, base + (h * max_T_ + pos) * row_bytes_, T, head_dim_);
+    kernels::quantize_rows(type_, src + h * T * head_dim_, base + (h * cap + pos) * row_bytes_, T, head_dim_);
 }
 
 Tensor KVCache::load(std::int64_t slot, std::int64_t layer, int kv, std::int64_t n) const {
   check_slot(slot, "load");
-  TFM_CHECK(n >= 0 && n <= max_T_, "kv_cache", "load of ", n, " positions exceeds ", max_T_);
-  if (type_ == DType::f32) return slice(view(self_, slot, layer, kv, max_T_), 2, 0, n);
+  const std::int64_t cap = prefix_ + max_T_;
+  TFM_CHECK(n >= 0 && n <= cap, "kv_cache", "load of ", n, " positions exceeds ", cap);
+  if (type_ == DType::f32) return slice(view(self_, slot, layer, kv, cap), 2, 0, n);
   TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
   Tensor out = Tensor::empty({1, kv_heads_, n, head_dim_});
   float* dst = out.data<float>();
   const auto* base = static_cast<const unsigned char*>(self_.raw_data()) +
-                     ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * max_T_ * row_bytes_;
+                     ((slot * layers_ + layer) * 2 + kv) * kv_heads_ * cap * row_bytes_;
   for (std::int64_t h = 0; h < kv_heads_; ++h)
-    kernels::dequantize_rows(type_, base + h * max_T_ * row_bytes_, dst + h * n * head_dim_, n, head_dim_);
+    kernels::dequantize_rows(type_, base + h * cap * row_bytes_, dst + h * n * head_dim_, n, head_dim_);
   return out;
 }
 
 Tensor KVCache::keys(std::int64_t slot, std::int64_t layer) const {
   TFM_CHECK(type_ == DType::f32, "kv_cache", "keys(): a ", dtype_name(type_), " cache is read with load()");
   check_slot(slot, "keys");
-  return view(self_, slot, layer, 0, max_T_);
+  return view(self_, slot, layer, 0, prefix_ + max_T_);
 }
 Tensor KVCache::values(std::int64_t slot, std::int64_t layer) const {
   TFM_CHECK(type_ == DType::f32, "kv_cache", "values(): a ", dtype_name(type_), " cache is read with load()");
   check_slot(slot, "values");
-  return view(self_, slot, layer, 1, max_T_);
+  return view(self_, slot, layer, 1, prefix_ + max_T_);
 }
 
 void KVCache::bind_source(std::int64_t slot, std::int64_t source) {

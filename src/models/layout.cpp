@@ -36,6 +36,14 @@ class Params {
     }
     return l;
   }
+  nn::Bottleneck bottleneck(const std::string& name) const {
+    nn::Bottleneck b;
+    b.activation = lora_.bottleneck;
+    if (p_.count(name + ".adapter_down.weight") == 0) return b;
+    b.down = nn::Linear{need(name + ".adapter_down.weight"), need(name + ".adapter_down.bias")};
+    b.up = nn::Linear{need(name + ".adapter_up.weight"), need(name + ".adapter_up.bias")};
+    return b;
+  }
   nn::Norm norm(const std::string& name, const ModelConfig& c) const {
     return nn::Norm{c.norm, need(name + ".weight"), maybe(name + ".bias"), c.norm_eps};
   }
@@ -83,6 +91,7 @@ void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool c
   for (std::size_t i = 0; i < static_cast<std::size_t>(n); ++i) {
     const std::string p = at(name + ".layers", i);
     Layer L;
+    L.name = p;
     L.self_norm = P.norm(p + "self_attn_norm", c);
     L.self_attn = attention(P, c, p + "self_attn.", kEngineNames);
     if (cross) {
@@ -128,6 +137,7 @@ void wire_gpt2(Layout& l, const ModelConfig& c, const Params& P) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
     const std::string p = at("transformer.h", i);
     Layer L;
+    L.name = p;
     L.self_norm = P.norm(p + "ln_1", c);
     L.self_attn = attention_shape(c);
     L.self_attn.qkv_proj = P.linear(p + "attn.c_attn", true);
@@ -148,6 +158,7 @@ void wire_llama(Layout& l, const ModelConfig& c, const Params& P) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
     const std::string p = at("model.layers", i);
     Layer L;
+    L.name = p;
     L.self_norm = P.norm(p + "input_layernorm", c);
     L.self_attn = attention(P, c, p + "self_attn.", kEngineNames);
     L.ffn_norm = P.norm(p + "post_attention_layernorm", c);
@@ -171,6 +182,7 @@ void wire_bert(Layout& l, const ModelConfig& c, const Params& P) {
   for (std::size_t i = 0; i < static_cast<std::size_t>(c.n_layers); ++i) {
     const std::string p = at("bert.encoder.layer", i);
     Layer L;
+    L.name = p;
     L.self_attn = attention(P, c, p + "attention.", {"self.query", "self.key", "self.value", "output.dense"});
     L.self_norm = P.norm(p + "attention.output.LayerNorm", c);
     L.ffn = ffn_shape(c);
@@ -202,6 +214,7 @@ void wire_marian(Layout& l, const ModelConfig& c, const Params& P) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::string p = at("model." + std::string(side) + ".layers", i);
       Layer L;
+      L.name = p;
       L.self_attn = attention(P, c, p + "self_attn.", names);
       L.self_norm = P.norm(p + "self_attn_layer_norm", c);
       if (dec) {
@@ -231,6 +244,7 @@ void wire_t5(Layout& l, const ModelConfig& c, const Params& P) {
     for (std::size_t i = 0; i < n; ++i) {
       const std::string p = at(std::string(side) + ".block", i);
       Layer L;
+      L.name = p;
       L.self_norm = P.norm(p + "layer.0.layer_norm", c);
       L.self_attn = attention(P, c, p + "layer.0.SelfAttention.", kT5Names);
       if (dec) {
@@ -269,8 +283,12 @@ Layout wire_layout(const ModelConfig& c, const std::map<std::string, Tensor>& pa
   else if (c.model_type == "marian") wire_marian(l, c, P);
   else wire_engine(l, c, P);
   for (Stack* s : {&l.encoder, &l.decoder})
-    for (std::size_t i = 0; i < s->layers.size(); ++i)
-      s->layers[i].self_attn.layer = s->layers[i].cross_attn.layer = static_cast<std::int64_t>(i);
+    for (std::size_t i = 0; i < s->layers.size(); ++i) {
+      Layer& L = s->layers[i];
+      L.self_attn.layer = L.cross_attn.layer = static_cast<std::int64_t>(i);
+      L.attn_adapter = P.bottleneck(L.name + "attention_adapter");
+      L.ffn_adapter = P.bottleneck(L.name + "output_adapter");
+    }
   l.linear_modules = std::move(linears);
   return l;
 }

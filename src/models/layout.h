@@ -11,9 +11,14 @@
 namespace tfm {
 
 struct Layer {
+  std::string name;  // the family's parameter prefix of the layer ("decoder.layers.0.", "transformer.h.0.")
   nn::Norm self_norm, cross_norm, ffn_norm;
   nn::Attention self_attn, cross_attn;
   nn::FeedForward ffn;
+  // Bottleneck adapters (peft.h) on the self-attention and FFN outputs; identity when absent.
+  // Parameters: <name>attention_adapter.* and <name>output_adapter.* (AdapterHub's mh_adapter
+  // and output_adapter), each adapter_down.{weight,bias} and adapter_up.{weight,bias}.
+  nn::Bottleneck attn_adapter, ffn_adapter;
 };
 
 struct Stack {
@@ -43,9 +48,11 @@ struct Layout {
 };
 
 // LoRA factors present in the map as <module>.lora_A.weight and <module>.lora_B.weight are
-// attached to that module's Linear with this scale (alpha / r) and dropout.
+// attached to that module's Linear with this scale (alpha / r) and dropout; bottleneck
+// adapters present as <layer>{attention,output}_adapter.* use this activation.
 struct LoraWiring {
   double scale = 0.0, dropout = 0.0;
+  BottleneckActivation bottleneck = BottleneckActivation::relu;
 };
 
 // Throws naming the first parameter the family needs that the map lacks.

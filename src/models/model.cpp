@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <tuple>
 
 #include "models/init.h"
 #include "models/layout.h"
@@ -152,7 +153,9 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   if (c.position == PositionKind::t5_relative) {
     // (1, H, T, T) = table[bucket(k - q)], learned: its gradient flows into the table. The keys
     // are the same T tokens as the queries (no cache here), so k - q does not depend on offset.
-    const Tensor buckets = t5_relative_buckets(T, T, !causal, c.relative_buckets, c.relative_max_distance);
+    // A prefix (prefix tuning) occupies the P key positions before the first token.
+    const std::int64_t P = m.prefix ? m.prefix->num_virtual_tokens : 0;
+    const Tensor buckets = t5_relative_buckets(T, P + T, !causal, c.relative_buckets, c.relative_max_distance, P);
     a.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);
   }
   return a;
@@ -182,14 +185,15 @@ double drop_path_rate(const ModelConfig& c, std::size_t i, std::size_t n) {
 Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::AttentionSetup& self,
                  const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate, nn::DropoutStream& rng) {
   const bool pre = c.norm_placement == NormPlacement::pre;
-  auto sublayer = [&](const nn::Norm& norm, auto&& f) {
-    if (pre) return add(x, nn::drop_path(rng.apply(f(norm(x)), c.dropout), drop_rate, rng));
-    return norm(add(x, nn::drop_path(rng.apply(f(x), c.dropout), drop_rate, rng)));
+  // A bottleneck adapter (identity when absent) transforms the branch before the residual sum.
+  auto sublayer = [&](const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
+    if (pre) return add(x, nn::drop_path(adapter(rng.apply(f(norm(x)), c.dropout)), drop_rate, rng));
+    return norm(add(x, nn::drop_path(adapter(rng.apply(f(x), c.dropout)), drop_rate, rng)));
   };
-  x = sublayer(L.self_norm, [&](const Tensor& h) { return L.self_attn(h, h, self, rng); });
+  x = sublayer(L.self_norm, L.attn_adapter, [&](const Tensor& h) { return L.self_attn(h, h, self, rng); });
   if (memory != nullptr)
-    x = sublayer(L.cross_norm, [&](const Tensor& h) { return L.cross_attn(h, *memory, *cross, rng); });
-  return sublayer(L.ffn_norm, [&](const Tensor& h) { return L.ffn(h, rng); });
+    x = sublayer(L.cross_norm, nn::Bottleneck{}, [&](const Tensor& h) { return L.cross_attn(h, *memory, *cross, rng); });
+  return sublayer(L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
 }
 
 // A layer under activation checkpointing: the forward advances `rng` as usual; the
@@ -218,11 +222,15 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   std::vector<Tensor>* hidden = m.hidden_sink == nullptr ? nullptr
                                 : &s == &m.layout.encoder ? &m.hidden_sink->encoder : &m.hidden_sink->decoder;
   if (hidden != nullptr) hidden->push_back(x);
+  const auto prefix = m.prefix_kv();  // prefix tuning: per layer, encoder layers first
+  const std::size_t first = &s == &m.layout.decoder ? m.layout.encoder.layers.size() : 0;
+  nn::AttentionSetup layer_self = self;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const Layer& L = s.layers[i];
     const double rate = drop_path_rate(m.cfg, i, s.layers.size());
-    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, self, memory, cross, rate, rng)
-                     : run_layer(m.cfg, L, x, self, memory, cross, rate, rng);
+    if (!prefix.empty()) std::tie(layer_self.prefix_k, layer_self.prefix_v) = prefix.at(first + i);
+    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, layer_self, memory, cross, rate, rng)
+                     : run_layer(m.cfg, L, x, layer_self, memory, cross, rate, rng);
     if (hidden != nullptr) hidden->push_back(x);
   }
   if (s.has_final_norm) x = s.final_norm(x);

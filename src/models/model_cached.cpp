@@ -39,21 +39,23 @@ Tensor self_attention_cached(const Model::Impl& m, const Stack& s, const Layer& 
   const nn::Attention::Heads hd = L.self_attn.project_self(h, nn::AttentionSetup{});  // q (R,H,T,Dh), k/v (R,Hkv,T,Dh)
   std::vector<Tensor> rows;
   for (std::size_t r = 0; r < slots.size(); ++r) {
-    const std::int64_t slot = slots[r], pos = cache.length(slot), ri = static_cast<std::int64_t>(r);
+    // Token t sits at cache position P + t, after the prefix (prefix tuning; P = 0 without).
+    const std::int64_t slot = slots[r], ri = static_cast<std::int64_t>(r);
+    const std::int64_t P = cache.prefix_positions(), tokens = cache.length(slot), pos = P + tokens;
     Tensor q = slice(hd.q, 0, ri, ri + 1), k = slice(hd.k, 0, ri, ri + 1), v = slice(hd.v, 0, ri, ri + 1);
     if (c.position == PositionKind::rope) {
-      const Tensor p = position_ids(T, pos);
+      const Tensor p = position_ids(T, tokens);
       q = rope(q, p, c.rope_base, c.rope_pairing);
       k = rope(k, p, c.rope_base, c.rope_pairing);
     }
     cache.store(slot, l, 0, pos, k);
     cache.store(slot, l, 1, pos, v);
     AttentionOptions o = base_options(m);
-    o.causal = true;  // queries are end-aligned: query i sees cached keys j <= pos + i
+    o.causal = true;  // queries are end-aligned: query i sees cached keys j <= pos + i (the prefix too)
     o.window = c.sliding_window;
     if (c.position == PositionKind::alibi) o.alibi_slopes = m.alibi;
     if (c.position == PositionKind::t5_relative) {
-      const Tensor buckets = t5_relative_buckets(T, pos + T, false, c.relative_buckets, c.relative_max_distance, pos);
+      const Tensor buckets = t5_relative_buckets(T, pos + T, false, c.relative_buckets, c.relative_max_distance, pos);  // prefix: P keys before
       o.bias = unsqueeze(permute(embedding(buckets, s.relative_bias), {2, 0, 1}), 0);  // (1, H, T, pos+T)
     }
     rows.push_back(merge_heads(scaled_dot_product_attention(q, cache.load(slot, l, 0, pos + T), cache.load(slot, l, 1, pos + T), o)));
@@ -73,6 +75,24 @@ Tensor cross_attention_cached(const Model::Impl& m, const Layer& L, std::int64_t
     rows.push_back(merge_heads(scaled_dot_product_attention(slice(q_all, 0, ri, ri + 1), K, V, base_options(m))));
   }
   return L.cross_attn.o_proj(concat_rows(rows));
+}
+
+// Prefix tuning: sizes the cache's prefix positions to the model's prefix and writes the
+// decoder layers' prefix keys/values into every slot that starts a sequence (length 0).
+void preload_prefix(const Model::Impl& m, const std::vector<std::int64_t>& slots, KVCache& cache) {
+  const std::int64_t P = m.prefix ? m.prefix->num_virtual_tokens : 0;
+  if (cache.prefix_positions() != P) cache.set_prefix_positions(P);
+  if (P == 0) return;
+  std::vector<std::pair<Tensor, Tensor>> kv;
+  const std::size_t first = m.layout.encoder.layers.size();  // the decoder's layers follow the encoder's
+  for (std::int64_t slot : slots) {
+    if (cache.length(slot) != 0) continue;
+    if (kv.empty()) kv = m.prefix_kv();
+    for (std::int64_t l = 0; l < cache.layers(); ++l) {
+      cache.store(slot, l, 0, 0, kv.at(first + static_cast<std::size_t>(l)).first);
+      cache.store(slot, l, 1, 0, kv.at(first + static_cast<std::size_t>(l)).second);
+    }
+  }
 }
 
 }  // namespace
@@ -122,17 +142,20 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
   Tensor x = concat_rows(rows);  // (R, T, C)
 
   const bool pre = c.norm_placement == NormPlacement::pre;
-  auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, auto&& f) {
-    return pre ? add(x_in, f(norm(x_in))) : norm(add(x_in, f(x_in)));
+  auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
+    return pre ? add(x_in, adapter(f(norm(x_in)))) : norm(add(x_in, adapter(f(x_in))));
   };
   const Stack& s = m.layout.decoder;
+  preload_prefix(m, slots, cache);
   for (std::size_t l = 0; l < s.layers.size(); ++l) {
     const Layer& L = s.layers[l];
     const auto li = static_cast<std::int64_t>(l);
-    x = sublayer(x, L.self_norm, [&](const Tensor& h) { return self_attention_cached(m, s, L, li, h, slots, cache); });
+    x = sublayer(x, L.self_norm, L.attn_adapter,
+                 [&](const Tensor& h) { return self_attention_cached(m, s, L, li, h, slots, cache); });
     if (c.architecture == Architecture::encoder_decoder)
-      x = sublayer(x, L.cross_norm, [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
-    x = sublayer(x, L.ffn_norm, [&](const Tensor& h) { return L.ffn(h, rng); });
+      x = sublayer(x, L.cross_norm, nn::Bottleneck{},
+                   [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
+    x = sublayer(x, L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
   }
   if (s.has_final_norm) x = s.final_norm(x);
   for (std::int64_t slot : slots) cache.set_length(slot, cache.length(slot) + T);

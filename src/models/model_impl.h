@@ -27,11 +27,19 @@ struct Model::Impl {
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
   HiddenStates* hidden_sink = nullptr;                  // set_hidden_capture
   std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
+  std::optional<BottleneckConfig> bottleneck;  // set while params holds bottleneck adapters (model_peft.cpp)
+  std::optional<PrefixConfig> prefix;          // set while params holds a prefix encoder (model_peft.cpp)
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
   void rewire() {
-    layout = wire_layout(cfg, params, lora ? LoraWiring{lora->scale(), lora->dropout} : LoraWiring{});
+    LoraWiring w = lora ? LoraWiring{lora->scale(), lora->dropout} : LoraWiring{};
+    if (bottleneck) w.bottleneck = bottleneck->non_linearity;
+    layout = wire_layout(cfg, params, w);
   }
+  // Prefix tuning: the (1, Hkv, P, Dh) keys and values of every self-attention layer, encoder
+  // layers first then decoder layers; empty without a prefix. Differentiable (training runs
+  // the reparameterisation MLP here when prefix_projection).
+  std::vector<std::pair<Tensor, Tensor>> prefix_kv() const;
 
   nn::DropoutStream stream() {
     // A fresh stream per forward: (seed, step, call) fixes every mask of the step.

@@ -86,6 +86,8 @@ void Model::add_lora(const LoraConfig& cfg, std::uint64_t seed) {
 void Model::attach_lora(const LoraConfig& cfg, const std::map<std::string, Tensor>& factors) {
   check_config(cfg);
   TFM_CHECK(!impl_->lora, "lora", "the model already has LoRA factors (merge_lora first)");
+  TFM_CHECK(!impl_->bottleneck && !impl_->prefix, "lora", "the model already has a ",
+            impl_->bottleneck ? "bottleneck adapter" : "prefix", "; one adapter at a time");
   const auto& linears = impl_->layout.linear_modules;
   std::map<std::string, Tensor> checked;
   for (const auto& [name, t] : factors) {

@@ -57,15 +57,22 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
     o.dropout_p = static_cast<float>(s.dropout);
     o.dropout_seed = rng.next_seed();
   }
+  Tensor keys = k, values = v;
+  if (s.prefix_k.defined()) {  // prefix tuning: P learned keys/values before every row's own
+    const std::int64_t B = k.size(0), P = s.prefix_k.size(2);
+    keys = concat({expand(s.prefix_k, {B, k.size(1), P, k.size(3)}), k}, 2);
+    values = concat({expand(s.prefix_v, {B, v.size(1), P, v.size(3)}), v}, 2);
+    if (o.valid_lens.defined()) o.valid_lens = add_scalar(cast(o.valid_lens, DType::f32), static_cast<float>(P));
+  }
   // q, k, v stay strided views of the projections: the kernels read any (B, H, T, Dh) layout
   // whose Dh stride is 1, so copying them first would only cost time.
   Tensor out;  // (B, H, Tq, Dh)
   if (s.capture != nullptr) {
-    auto r = scaled_dot_product_attention_with_weights(q, k, v, o);
+    auto r = scaled_dot_product_attention_with_weights(q, keys, values, o);
     s.capture->push_back({s.capture_stack, s.capture_kind, layer, r.weights});
     out = r.out;
   } else {
-    out = scaled_dot_product_attention(q, k, v, o);
+    out = scaled_dot_product_attention(q, keys, values, o);
   }
   const Tensor merged = reshape(contiguous(transpose(out, 1, 2)), {q.size(0), q.size(2), n_heads * head_dim});
   return o_proj(merged, &rng);

@@ -39,6 +39,17 @@ Tensor Linear::operator()(const Tensor& x, DropoutStream* rng) const {
   return add(y, mul_scalar(linear(linear(h, lora_a), lora_b), static_cast<float>(lora_scale)));
 }
 
+Tensor Bottleneck::operator()(const Tensor& h) const {
+  if (!defined()) return h;
+  Tensor z = down(h);
+  switch (activation) {
+    case BottleneckActivation::relu: z = relu(z); break;
+    case BottleneckActivation::gelu: z = gelu(z); break;
+    case BottleneckActivation::swish: z = silu(z); break;
+  }
+  return add(h, up(z));
+}
+
 Tensor Norm::operator()(const Tensor& x) const {
   switch (kind) {
     case NormKind::layer_norm: return layer_norm(x, weight, bias, static_cast<float>(eps));

@@ -9,6 +9,7 @@
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/ops/position.h"
+#include "tfm/peft.h"
 #include "tfm/tensor.h"
 
 namespace tfm::nn {
@@ -66,6 +67,14 @@ struct FeedForward {
   Tensor operator()(const Tensor& x, DropoutStream& rng) const;  // (..., C) -> (..., C)
 };
 
+// Bottleneck adapter (peft.h): h + up(f(down(h))); identity while down.weight is undefined.
+struct Bottleneck {
+  Linear down, up;  // down (m, C) + (m), up (C, m) + (C)
+  BottleneckActivation activation = BottleneckActivation::relu;
+  bool defined() const { return down.weight.defined(); }
+  Tensor operator()(const Tensor& h) const;  // (..., C) -> (..., C)
+};
+
 // What masks and positions one attention call uses.
 struct AttentionSetup {
   bool causal = false;
@@ -85,6 +94,10 @@ struct AttentionSetup {
   std::vector<AttentionMap>* capture = nullptr;
   const char* capture_stack = "";
   const char* capture_kind = "";
+  // Prefix tuning (peft.h): (1, Hkv, P, Dh) keys/values put before the keys of every row,
+  // visible to every query, never padding; no RoPE (learned in the rotated frame). Bias and
+  // ALiBi see them as the P positions before the first token (queries align to the end).
+  Tensor prefix_k, prefix_v;
 };
 
 struct Attention {

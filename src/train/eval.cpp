@@ -43,7 +43,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
   }
   LoadedModel lm = load_model_dir(dir);
-  if (!opt.adapter_dir.empty()) load_lora_adapter(opt.adapter_dir, lm.model);
+  if (!opt.adapter_dir.empty()) load_adapter(opt.adapter_dir, lm.model);
   if (!opt.weight_type.empty()) {
     QuantizeOptions q;
     q.type = parse_weight_type(opt.weight_type, "--dtype");

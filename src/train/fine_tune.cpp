@@ -27,8 +27,9 @@ std::string list(const std::vector<std::string>& v, std::size_t most = 4) {
 
 }  // namespace
 
-std::string init_from_model_json(const ModelConfig& base, const std::string& overrides) {
+std::string init_from_model_json(const ModelConfig& base, const std::string& overrides, bool drop_vocab_size) {
   json j = json::parse(model_config_to_json(base));
+  if (drop_vocab_size) j.erase("vocab_size");
   const json o = json::parse(overrides);
   // A new head or label count makes the base's label names meaningless: the data names them.
   if ((o.contains("num_labels") || o.contains("head")) && !o.contains("id2label")) j.erase("id2label");
@@ -40,14 +41,18 @@ std::string init_from_model_json(const ModelConfig& base, const std::string& ove
   return j.dump();
 }
 
-std::string copy_matching_parameters(const Model& from, Model& to) {
+static bool skipped(const std::vector<std::string>& skip, const std::string& name) {
+  return std::any_of(skip.begin(), skip.end(), [&](const std::string& p) { return glob(p, name); });
+}
+
+std::string copy_matching_parameters(const Model& from, Model& to, const std::vector<std::string>& skip) {
   NoGradGuard no_grad;
   std::size_t loaded = 0;
   std::vector<std::string> fresh, dropped;
   const auto& src = from.parameters();
   for (auto& [name, t] : to.parameters()) {
     auto it = src.find(name);
-    if (it != src.end() && it->second.shape() == t.shape()) {
+    if (it != src.end() && it->second.shape() == t.shape() && !skipped(skip, name)) {
       t.copy_(it->second);  // in place: the layers' handles keep pointing at it
       ++loaded;
     } else {
@@ -62,14 +67,15 @@ std::string copy_matching_parameters(const Model& from, Model& to) {
   return r;
 }
 
-std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg) {
+std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg,
+                                          const std::vector<std::string>& skip) {
   const auto have = parameter_specs(base);
   std::vector<std::string> fresh;
   for (const auto& s : parameter_specs(cfg)) {
     const bool found = std::any_of(have.begin(), have.end(), [&](const ParamSpec& h) {
       return h.name == s.name && h.shape == s.shape;
     });
-    if (!found) fresh.push_back(s.name);
+    if (!found || skipped(skip, s.name)) fresh.push_back(s.name);
   }
   return fresh;
 }
@@ -77,8 +83,9 @@ std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelCo
 bool is_trainable(const TrainConfig& cfg, const std::string& name, const std::vector<std::string>& fresh) {
   if (!cfg.trainable.empty())
     return std::any_of(cfg.trainable.begin(), cfg.trainable.end(), [&](const std::string& p) { return glob(p, name); });
-  if (!cfg.lora) return true;
+  if (!cfg.lora && !cfg.bottleneck && !cfg.prefix) return true;
   if (name.find(".lora_A.") != std::string::npos || name.find(".lora_B.") != std::string::npos) return true;
+  if (name.find("_adapter.adapter_") != std::string::npos || name.rfind("prompt_encoder.", 0) == 0) return true;
   return std::find(fresh.begin(), fresh.end(), name) != fresh.end();
 }
 

@@ -12,13 +12,17 @@ namespace tfm::train_detail {
 
 // base's config.json with the keys of `overrides` (the training config's "model" object)
 // replacing its own: a new head ("head", "num_labels", "id2label"), other dropout rates.
-std::string init_from_model_json(const ModelConfig& base, const std::string& overrides);
+// drop_vocab_size: leave vocab_size to the (new) tokenizer.
+std::string init_from_model_json(const ModelConfig& base, const std::string& overrides, bool drop_vocab_size = false);
 // Copies every parameter of `from` whose name and shape `to` shares; returns a one-line
 // report naming how many were loaded, which were initialised fresh and which were dropped.
-std::string copy_matching_parameters(const Model& from, Model& to);
-// Parameters of `cfg` that a model of `base` does not supply (same name and shape): a new head.
-std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg);
-// cfg.trainable's patterns when given; otherwise with LoRA the factors and the fresh
+// Names matching a `skip` pattern ("init_skip") are not loaded: they start fresh (a new head).
+std::string copy_matching_parameters(const Model& from, Model& to, const std::vector<std::string>& skip = {});
+// Parameters of `cfg` that a model of `base` does not supply (same name and shape), or that
+// `skip` names: a new head.
+std::vector<std::string> fresh_parameters(const ModelConfig& base, const ModelConfig& cfg,
+                                          const std::vector<std::string>& skip = {});
+// cfg.trainable's patterns when given; otherwise with an adapter (LoRA, bottleneck, prefix) its tensors and the fresh
 // parameters, else everything.
 bool is_trainable(const TrainConfig& cfg, const std::string& name, const std::vector<std::string>& fresh);
 

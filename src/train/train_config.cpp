@@ -106,7 +106,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   c.source = where;
   c.json = root.dump();
   const Section top(root, where, {"task", "seed", "model", "tokenizer", "data", "optimizer", "schedule",
-                                  "training", "eval", "checkpoint", "sample", "init_from", "lora", "trainable",
+                                  "training", "eval", "checkpoint", "sample", "init_from", "init_skip", "lora", "adapter", "trainable",
                                   "distributed", "distill"});
   std::string task = "lm";
   top.get_string("task", task, {"lm", "classifier", "seq2seq"});
@@ -119,8 +119,9 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
             "needs a \"model\" object (or \"init_from\": a model directory to start from)");
   TFM_CHECK(!top.has("model") || root.at("model").is_object(), where + ".model", "must be an object");
   c.model_json = top.has("model") ? root.at("model").dump() : "{}";
-  TFM_CHECK(c.init_from.empty() || !top.has("tokenizer"), where, "init_from brings its model's tokenizer: remove "
-            "\"tokenizer\"");
+  // init_from brings its model's tokenizer; a "tokenizer" beside it replaces it with a new
+  // vocabulary (the token embeddings then start fresh: adapting to a new script).
+  c.init_from_new_tokenizer = !c.init_from.empty() && top.has("tokenizer");
   if (top.has("lora")) {
     const Section l(section(root, "lora"), where + ".lora", {"r", "alpha", "dropout", "target_modules"});
     LoraConfig lc;
@@ -135,6 +136,45 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
       lc.target_modules.push_back(t.get<std::string>());
     }
     c.lora = lc;
+  }
+  if (top.has("adapter")) {
+    const json& a = section(root, "adapter");
+    TFM_CHECK(!c.lora, where, "\"lora\" and \"adapter\" exclude each other: one adapter at a time");
+    TFM_CHECK(a.contains("type") && a.at("type").is_string(), where + ".adapter.type",
+              "must be \"bottleneck\" or \"prefix_tuning\"");
+    const std::string type = a.at("type").get<std::string>();
+    if (type == "bottleneck") {
+      const Section b(a, where + ".adapter", {"type", "placement", "reduction_factor", "bottleneck_size",
+                                                "non_linearity"});
+      BottleneckConfig bc;
+      std::string placement = "houlsby", act = "relu";
+      b.get_string("placement", placement, {"houlsby", "pfeiffer"});
+      b.get_string("non_linearity", act, {"relu", "gelu", "swish"});
+      bc.placement = parse_bottleneck_placement(placement, b.key("placement"));
+      bc.non_linearity = parse_bottleneck_activation(act, b.key("non_linearity"));
+      b.get_double("reduction_factor", bc.reduction_factor, 1e-3, 1e6);
+      b.get_int("bottleneck_size", bc.bottleneck_size, 1, 1 << 20);
+      c.bottleneck = bc;
+    } else if (type == "prefix_tuning") {
+      const Section p(a, where + ".adapter", {"type", "num_virtual_tokens", "prefix_projection",
+                                                "encoder_hidden_size"});
+      PrefixConfig pc;
+      p.get_int("num_virtual_tokens", pc.num_virtual_tokens, 1, 4096);
+      p.get_bool("prefix_projection", pc.prefix_projection);
+      p.get_int("encoder_hidden_size", pc.encoder_hidden_size, 1, 1 << 20);
+      c.prefix = pc;
+    } else {
+      fail(where + ".adapter.type", "'", type, "' is not one of: bottleneck, prefix_tuning (LoRA: the \"lora\" key)");
+    }
+  }
+  if (top.has("init_skip")) {
+    const json& t = root.at("init_skip");
+    TFM_CHECK(!c.init_from.empty() && t.is_array(), where + ".init_skip", "must be a list of parameter-name patterns, "
+              "with init_from");
+    for (const auto& p : t) {
+      TFM_CHECK(p.is_string(), where + ".init_skip", "entries must be strings, got ", p.dump());
+      c.init_skip.push_back(p.get<std::string>());
+    }
   }
   if (top.has("trainable")) {
     const json& t = root.at("trainable");

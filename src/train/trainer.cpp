@@ -97,8 +97,10 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   if (!cfg.init_from.empty()) {
     base.emplace(load_model_dir(cfg.init_from));
     dequantize_model(base->model);  // a quantized GGUF starts training from its f32 values
-    if (!ck) r.tok = base->tokenizer;
+    if (!ck && !cfg.init_from_new_tokenizer) r.tok = base->tokenizer;
     task_cfg.model_json = init_from_model_json(base->config, cfg.model_json);
+    if (cfg.init_from_new_tokenizer && cfg.model_json.find("\"vocab_size\"") == std::string::npos)
+      task_cfg.model_json = init_from_model_json(base->config, cfg.model_json, /*drop_vocab_size=*/true);
   }
   // A distilled student without a tokenizer of its own (init_from, tokenizer section) takes
   // the teacher's: the two must share one.
@@ -147,11 +149,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   } else {
     r.model.emplace(Model::create(mc, cfg.seed));
     r.state.seed = cfg.seed;
-    if (base) r.init_report = copy_matching_parameters(base->model, *r.model);
+    if (base) r.init_report = copy_matching_parameters(base->model, *r.model, cfg.init_skip);
     if (cfg.lora) r.model->add_lora(*cfg.lora, cfg.seed ^ 0x4C6F5241ull);
+    if (cfg.bottleneck) r.model->add_bottleneck(*cfg.bottleneck, cfg.seed ^ 0x426F7474ull);
+    if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
   }
   // Which parameters train: the layers share these handles, so the flag reaches them.
-  const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc) : std::vector<std::string>{};
+  const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc, cfg.init_skip) : std::vector<std::string>{};
   for (auto& [name, p] : r.model->parameters()) p.requires_grad_(is_trainable(cfg, name, fresh));
   // Handles to the same tensors (and autograd state), taken once the flags are set.
   r.params = r.model->parameters();
@@ -195,7 +199,12 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   for (const auto& [name, p] : model.parameters()) trainable += p.requires_grad() ? p.numel() : 0;
   if (trainable != model.parameter_count())
     progress.message("trainable: " + std::to_string(trainable) + " of " + std::to_string(model.parameter_count()) +
-                     " parameters" + (model.has_lora() ? " (LoRA r " + std::to_string(model.lora_config().r) + ")" : ""));
+                     " parameters" + (model.has_lora() ? " (LoRA r " + std::to_string(model.lora_config().r) + ")"
+                                      : model.has_bottleneck() ? std::string(" (bottleneck adapters, ") +
+                                            to_string(model.bottleneck_config().placement) + ", size " +
+                                            std::to_string(model.bottleneck_config().size(model.config().d_model)) + ")"
+                                      : model.has_prefix() ? " (prefix tuning, " + std::to_string(model.prefix_length()) +
+                                            " virtual tokens)" : ""));
   progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +

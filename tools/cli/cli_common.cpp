@@ -15,7 +15,7 @@
 namespace tfm::cli {
 
 void add_adapter_option(CLI::App* cmd, std::string& adapter) {
-  cmd->add_option("--adapter", adapter, "A LoRA adapter directory (adapter_config.json, adapter_model.safetensors)");
+  cmd->add_option("--adapter", adapter, "An adapter directory: LoRA, bottleneck or prefix tuning (adapter_config.json, adapter_model.safetensors)");
 }
 
 void add_weight_options(CLI::App* cmd, WeightOptions& w) {
@@ -40,7 +40,7 @@ void print_fallbacks(const std::vector<std::string>& notes) {
 
 LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights) {
   LoadedModel lm = load_model_dir(dir);
-  if (!adapter.empty()) load_lora_adapter(adapter, lm.model);
+  if (!adapter.empty()) load_adapter(adapter, lm.model);
   apply_weight_options(lm.model, weights);
   return lm;
 }

@@ -15,7 +15,7 @@
 
 namespace tfm::cli {
 
-// --adapter DIR: a LoRA adapter (PEFT layout, tfm/adapter.h) on top of -m's model.
+// --adapter DIR: an adapter (LoRA, bottleneck, prefix tuning) (PEFT layout, tfm/adapter.h) on top of -m's model.
 void add_adapter_option(CLI::App* cmd, std::string& adapter);
 // --dtype TYPE [--recipe R]: the weight matrices converted at load (docs/quantization.md).
 struct WeightOptions {

@@ -1,10 +1,13 @@
 // tfm merge -m BASE --adapter ADAPTER -o OUT — a LoRA adapter merged into its base model's
 // weights (W + alpha/r B A), written as a plain model directory that needs no adapter.
+// Bottleneck adapters and prefixes are refused: a bottleneck's non-linear branch and a
+// prefix's extra keys are no change of any weight, so they have no merged form.
 #include <cstdio>
 #include <filesystem>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "tfm/adapter.h"
 #include "tfm/error.h"
 
 namespace tfm::cli {
@@ -22,6 +25,11 @@ void add_merge_command(CLI::App& app) {
   cmd->callback([args] {
     TFM_CHECK(std::filesystem::absolute(args->out) != std::filesystem::absolute(args->model), "merge",
               "-o must differ from -m (the base model is kept)");
+    const std::string type = read_adapter_type(args->adapter);
+    TFM_CHECK(type == "LORA", args->adapter, type == "BOTTLENECK"
+              ? "is a bottleneck adapter: its non-linear branch cannot be folded into the weights; use it with --adapter"
+              : "is a prefix-tuning adapter: its learned keys/values are no weight change and cannot be merged; use it "
+                "with --adapter");
     LoadedModel lm = load_model(args->model, args->adapter);
     const std::size_t modules = lm.model.lora_parameters().size() / 2;
     lm.model.merge_lora();
