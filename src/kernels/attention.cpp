@@ -49,9 +49,9 @@ void push_span(std::int64_t lo, std::int64_t hi, std::int64_t* slo, std::int64_t
 }  // namespace
 
 std::int64_t attention_random_key_blocks(const AttentionParams& p, std::int64_t h, std::int64_t qblock,
-                                         std::int64_t* out) {
+                                         std::int64_t key_end, std::int64_t* out) {
   if (p.random_blocks <= 0 || p.block_size <= 0) return 0;
-  const std::int64_t nb = (p.Tk + p.block_size - 1) / p.block_size;
+  const std::int64_t nb = (std::min(key_end, p.Tk) + p.block_size - 1) / p.block_size;
   const std::int64_t n = p.causal ? std::min(qblock, nb - 1) + 1 : nb;  // candidate blocks 0 .. n-1
   const std::int64_t m = std::min(p.random_blocks, n);
   if (m <= 0) return 0;
@@ -82,9 +82,8 @@ std::int64_t attention_key_spans(const AttentionParams& p, std::int64_t b, std::
     return lo[0] < hi[0] ? 1 : 0;
   }
   const std::int64_t ip = i + p.shift();
-  std::int64_t base_hi = p.Tk;  // causal and padding: keys [0, base_hi)
-  if (p.causal) base_hi = std::min(base_hi, ip + 1);
-  if (p.valid_lens != nullptr) base_hi = std::min(base_hi, p.valid_lens[b * p.vl_sb + i * p.vl_si]);
+  const std::int64_t key_end = p.valid_lens != nullptr ? std::min(p.Tk, p.valid_lens[b * p.vl_sb + i * p.vl_si]) : p.Tk;
+  const std::int64_t base_hi = p.causal ? std::min(key_end, ip + 1) : key_end;  // causal and padding: [0, base_hi)
   if (base_hi <= 0) return 0;
   std::int64_t n = 0;
   if (p.window <= 0 || attention_is_global(p, ip)) {  // dense local part, or a global query
@@ -96,7 +95,7 @@ std::int64_t attention_key_spans(const AttentionParams& p, std::int64_t b, std::
   // the next unread one (at most one output per input), so they are read before overwritten.
   const std::int64_t max_spans = attention_max_spans(p);
   std::int64_t* rnd = hi + (max_spans - p.random_blocks);
-  const std::int64_t n_rnd = p.random_blocks > 0 ? attention_random_key_blocks(p, h, ip / p.block_size, rnd) : 0;
+  const std::int64_t n_rnd = p.random_blocks > 0 ? attention_random_key_blocks(p, h, ip / p.block_size, key_end, rnd) : 0;
   const std::int64_t w_lo = std::max<std::int64_t>(0, ip - p.window + 1), w_hi = std::min(p.Tk, ip + p.window);
   bool window_done = false;
   std::int64_t ri = 0, gi = 0;

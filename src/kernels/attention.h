@@ -21,7 +21,8 @@
 //   local   = |i' - j| < w (w = 0: every key, so a pattern without a window is dense)
 //   global  = the position is in the sorted list global_pos (on the key axis)
 //   random  = j / bs is one of the random key blocks of query block i' / bs for head h
-//             (attention_random_key_blocks: a pure function of (seed, h, query block))
+//             (attention_random_key_blocks: a pure function of (seed, h, query block,
+//             number of real keys))
 // A row's allowed keys are then a few sorted spans (attention_key_spans): the fused kernels
 // visit only the key blocks those spans touch, and the sparse plain path stores only them.
 #pragma once
@@ -72,11 +73,13 @@ void attention_key_range(const AttentionParams& p, std::int64_t b, std::int64_t 
 
 // ---- sparse patterns -------------------------------------------------------------------
 // The random key blocks of query block qblock (= i' / bs) for head h: min(r, candidates)
-// distinct blocks, sorted, drawn uniformly among blocks 0 .. nb-1 (nb = ceil(Tk / bs)), or
-// 0 .. min(qblock, nb-1) under a causal mask. Written to out (r entries); returns the count.
-// Generator: splitmix64 seeded with splitmix64(seed) ^ (h << 32 | qblock), Floyd's sampling
-// (docs/sparse_attention.md states it exactly; tools/reference/ref_attention.py mirrors it).
-std::int64_t attention_random_key_blocks(const AttentionParams& p, std::int64_t h, std::int64_t qblock, std::int64_t* out);
+// distinct blocks, sorted, drawn uniformly among the blocks holding real keys, 0 .. nb-1 with
+// nb = ceil(key_end / bs) (key_end = min(Tk, the row's valid length): padding never changes
+// the draw), or 0 .. min(qblock, nb-1) under a causal mask. Written to out (r entries);
+// returns the count. Generator: splitmix64 seeded with splitmix64(seed) ^ (h << 32 | qblock),
+// Floyd's sampling (docs/sparse_attention.md states it exactly; ref_attention.py mirrors it).
+std::int64_t attention_random_key_blocks(const AttentionParams& p, std::int64_t h, std::int64_t qblock,
+                                         std::int64_t key_end, std::int64_t* out);
 // Is key position j one of the global positions?
 bool attention_is_global(const AttentionParams& p, std::int64_t j);
 // Most spans attention_key_spans can return for any row of p.

@@ -25,7 +25,8 @@ bool allowed(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int6
   if (attention_is_global(p, ip) || attention_is_global(p, j)) return true;
   if (p.random_blocks <= 0) return false;
   std::vector<std::int64_t> blocks(static_cast<std::size_t>(p.random_blocks));
-  const std::int64_t n = attention_random_key_blocks(p, h, ip / p.block_size, blocks.data());
+  const std::int64_t key_end = p.valid_lens != nullptr ? p.valid_lens[b * p.vl_sb + i * p.vl_si] : p.Tk;
+  const std::int64_t n = attention_random_key_blocks(p, h, ip / p.block_size, key_end, blocks.data());
   for (std::int64_t t = 0; t < n; ++t)
     if (blocks[static_cast<std::size_t>(t)] == j / p.block_size) return true;
   return false;

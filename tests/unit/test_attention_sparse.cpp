@@ -135,7 +135,8 @@ bool allowed_by_definition(const kernels::AttentionParams& p, std::int64_t b, st
   const auto global = [&](std::int64_t x) { return std::find(p.global_pos, p.global_pos + p.n_global, x) != p.global_pos + p.n_global; };
   if (global(ip) || global(j)) return true;
   std::vector<std::int64_t> blocks(static_cast<std::size_t>(std::max<std::int64_t>(p.random_blocks, 1)));
-  const std::int64_t n = kernels::attention_random_key_blocks(p, h, ip / p.block_size, blocks.data());
+  const std::int64_t key_end = p.valid_lens != nullptr ? p.valid_lens[b] : p.Tk;  // padding never changes the draw
+  const std::int64_t n = kernels::attention_random_key_blocks(p, h, ip / p.block_size, key_end, blocks.data());
   return std::find(blocks.begin(), blocks.begin() + n, j / p.block_size) != blocks.begin() + n;
 }
 
@@ -214,22 +215,22 @@ TEST(AttentionSparse, RandomBlocksAreSeededPerHeadDistinctAndCausal) {
   std::vector<std::int64_t> a(3), b(3);
   int differ_by_head = 0, differ_by_seed = 0;
   for (std::int64_t qb = 0; qb < 100; ++qb) {
-    ASSERT_EQ(kernels::attention_random_key_blocks(p, 0, qb, a.data()), 3);
+    ASSERT_EQ(kernels::attention_random_key_blocks(p, 0, qb, 1000, a.data()), 3);
     ASSERT_TRUE(a[0] < a[1] && a[1] < a[2] && a[2] < 100) << "sorted, distinct, in range";
-    kernels::attention_random_key_blocks(p, 0, qb, b.data());
+    kernels::attention_random_key_blocks(p, 0, qb, 1000, b.data());
     ASSERT_EQ(a, b) << "a pure function of (seed, head, query block)";
-    kernels::attention_random_key_blocks(p, 1, qb, b.data());
+    kernels::attention_random_key_blocks(p, 1, qb, 1000, b.data());
     differ_by_head += a != b;
     kernels::AttentionParams p2 = p;
     p2.random_seed = 43;
-    kernels::attention_random_key_blocks(p2, 0, qb, b.data());
+    kernels::attention_random_key_blocks(p2, 0, qb, 1000, b.data());
     differ_by_seed += a != b;
   }
   EXPECT_GT(differ_by_head, 90);
   EXPECT_GT(differ_by_seed, 90);
   p.causal = true;
   for (std::int64_t qb = 0; qb < 100; ++qb) {
-    const std::int64_t n = kernels::attention_random_key_blocks(p, 2, qb, a.data());
+    const std::int64_t n = kernels::attention_random_key_blocks(p, 2, qb, 1000, a.data());
     EXPECT_EQ(n, std::min<std::int64_t>(3, qb + 1));
     for (std::int64_t t = 0; t < n; ++t) EXPECT_LE(a[t], qb) << "causal: no key block after the query's";
   }
@@ -283,4 +284,26 @@ TEST(AttentionSparse, BadPatternsAreRefused) {
   o.sparse.block_size = 4;
   const Tensor q_long = Tensor::zeros({1, 1, 9, 4});
   EXPECT_THROW((void)scaled_dot_product_attention(q_long, k, k, o), Error);
+}
+
+// Padding never changes the pattern: a sequence padded to a longer length gives, on its real
+// rows, what it gives alone (random blocks are drawn among the blocks holding real keys).
+TEST(AttentionSparse, PaddedSequenceMatchesUnpadded) {
+  const std::int64_t T = 90, L = 61, D = 8;
+  const Tensor q = test::random_tensor({1, 2, T, D}, 1, -2, 2), k = test::random_tensor({1, 2, T, D}, 2, -2, 2),
+               v = test::random_tensor({1, 2, T, D}, 3);
+  for (bool flash : {true, false}) {
+    AttentionOptions o;
+    o.use_flash = flash;
+    o.window = 3;
+    o.sparse.global_tokens = {0};
+    o.sparse.random_blocks = 2;
+    o.sparse.block_size = 8;
+    o.sparse.seed = 77;
+    const auto first = [&](const Tensor& x, std::int64_t n) { return contiguous(slice(x, 2, 0, n)); };
+    const Tensor alone = scaled_dot_product_attention(first(q, L), first(k, L), first(v, L), o);
+    o.valid_lens = Tensor::from_ints({L}, {1});
+    const Tensor padded = scaled_dot_product_attention(q, k, v, o);
+    test::expect_close(first(padded, L), alone, 1e-5, 1e-6, flash ? "fused" : "plain");
+  }
 }

@@ -39,8 +39,9 @@ def splitmix64_next(state):
 
 def random_key_blocks(seed, h, qblock, nb, r, causal):
     """BigBird random key blocks of query block `qblock` for head h, as docs/sparse_attention.md
-    defines them: Floyd's sampling of min(r, n) distinct blocks of 0..n-1 (n = nb, or
-    min(qblock, nb-1)+1 when causal) from splitmix64 seeded with splitmix64(seed) ^ (h<<32 | qblock)."""
+    defines them: Floyd's sampling of min(r, n) distinct blocks of 0..n-1 (n = nb, the blocks
+    holding real keys, or min(qblock, nb-1)+1 when causal) from splitmix64 seeded with
+    splitmix64(seed) ^ (h<<32 | qblock)."""
     n = min(qblock, nb - 1) + 1 if causal else nb
     m = min(r, n)
     _, s0 = splitmix64_next(seed)
@@ -53,9 +54,9 @@ def random_key_blocks(seed, h, qblock, nb, r, causal):
     return sorted(out)
 
 
-def sparse_allowed(Hq, Tq, Tk, window, causal, globals_, random_blocks, block_size, seed):
+def sparse_allowed(Hq, Tq, Tk, window, causal, globals_, random_blocks, block_size, seed, key_end):
     """(Hq, Tq, Tk) boolean: local | global query | global key | random block (before the
-    causal / padding masks, which the caller applies)."""
+    causal / padding masks, which the caller applies). key_end (Tq): the row's real keys."""
     i = (torch.arange(Tq) + (Tk - Tq))[:, None]
     j = torch.arange(Tk)[None, :]
     local = torch.ones(Tq, Tk, dtype=torch.bool) if window == 0 else (j > i - window) & (j < i + window)
@@ -63,10 +64,10 @@ def sparse_allowed(Hq, Tq, Tk, window, causal, globals_, random_blocks, block_si
     g[list(globals_)] = True
     allowed = (local | g[i.squeeze(1)][:, None] | g[None, :]).expand(Hq, Tq, Tk).clone()
     if random_blocks:
-        nb = (Tk + block_size - 1) // block_size
         for h in range(Hq):
             for qi in range(Tq):
                 ip = qi + Tk - Tq
+                nb = (min(Tk, int(key_end[qi])) + block_size - 1) // block_size
                 for kb in random_key_blocks(seed, h, ip // block_size, nb, random_blocks, causal):
                     allowed[h, qi, kb * block_size:(kb + 1) * block_size] = True
     return allowed
@@ -84,7 +85,10 @@ def attention(q, k, v, causal=False, window=0, valid_lens=None, bias=None, slope
     if causal:
         allowed = allowed & (j <= i)
     if sparse is not None:  # the window widened by global tokens and random blocks
-        allowed = allowed & sparse_allowed(Hq, Tq, Tk, window, causal, **sparse)[None]
+        vl = valid_lens if valid_lens is not None else torch.full((B,), Tk)
+        vl = vl if vl.dim() == 2 else vl[:, None].expand(B, Tq)
+        allowed = allowed & torch.stack([sparse_allowed(Hq, Tq, Tk, window, causal, key_end=vl[b], **sparse)
+                                         for b in range(B)])
     elif window:
         allowed = allowed & (j > i - window) & (j < i + window)
     if valid_lens is not None:
