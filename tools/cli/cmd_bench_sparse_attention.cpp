@@ -71,8 +71,8 @@ void run_bench_sparse_attention(const BenchOptions& o, const SparseBenchOptions&
               "holds two (B,H,T,T) f32 matrices: %.1f GiB at T=16384); dense at T >= 8192 timed once\n",
               static_cast<long long>(s.dense_max_t), static_cast<long long>(o.plain_max_t),
               2.0 * kB * kH * 16384.0 * 16384.0 * 4 / (1024.0 * 1024.0 * 1024.0));
-  std::printf("\n%6s %-43s  %-43s\n", "", "forward+backward, ms", "peak MiB above inputs");
   std::printf("F = fused (FlashAttention-2 style) kernels, P = plain path\n");
+  std::printf("\n%6s %-43s  %-43s\n", "", "forward+backward, ms", "peak MiB above inputs");
   const char* heads[] = {"dense F", "sparse F", "dense P", "sparse P"};
   std::printf("%6s", "T");
   for (int pass = 0; pass < 2; ++pass)
