@@ -29,6 +29,21 @@ enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative };
 enum class HeadKind { none, lm, classifier, masked_lm };
 enum class Pooling { first, mean };
 
+// "sparse_attention": {"window": w, "global_tokens": [0], "global_first": g, "random_blocks": r,
+// "block_size": b, "seed": s} — Longformer / BigBird self-attention in every layer: a window
+// of width w, global positions (the listed ones and 0..g-1) that see and are seen by every
+// token, and r random key blocks of b tokens per query block of b tokens, drawn per layer and
+// head from the seed. Cross-attention stays dense. docs/sparse_attention.md.
+struct SparseAttentionConfig {
+  std::int64_t window = 0;                  // >= 1 when the pattern is on (0: off)
+  std::vector<std::int64_t> global_tokens;  // positions (those past a sequence's end are ignored)
+  std::int64_t global_first = 0;            // the first g positions are global too
+  std::int64_t random_blocks = 0;
+  std::int64_t block_size = 64;
+  std::uint64_t seed = 0;
+  bool enabled() const { return window > 0; }
+};
+
 struct ModelConfig {
   std::string model_type = "transformer";  // which key set config.json uses
   Architecture architecture = Architecture::decoder_only;
@@ -67,6 +82,7 @@ struct ModelConfig {
   std::int64_t relative_max_distance = 128;
   std::int64_t sliding_window = 0;      // 0: full attention; w: each query sees the last w keys
   bool scale_attention_scores = true;   // divide QK^T by sqrt(head_dim) (T5 folds it into init)
+  SparseAttentionConfig sparse_attention;  // off unless "sparse_attention" is given
 
   // ---- regularisation -----------------------------------------------------------------
   double dropout = 0.1;                 // residual branches and FFN

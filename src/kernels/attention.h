@@ -13,6 +13,18 @@
 // The allowed keys of a row are one interval [lo, hi): causal caps hi at i'+1, a sliding
 // window of width w gives i'-w < j <= i', and valid lengths cap hi at valid_len(b,i). The
 // fused kernels use that to skip whole key blocks; the naive twin tests each element.
+//
+// Sparse patterns (Longformer, Beltagy et al. 2020; BigBird, Zaheer et al. 2020) widen the
+// window part, never the causal / padding part:
+//   allowed(b,h,i,j) = base(b,i,j) and (local(i',j) or global(i') or global(j) or random(h,i',j))
+//   base    = causal (j <= i') and padding (j < valid_len(b,i))
+//   local   = |i' - j| < w (w = 0: every key, so a pattern without a window is dense)
+//   global  = the position is in the sorted list global_pos (on the key axis)
+//   random  = j / bs is one of the random key blocks of query block i' / bs for head h
+//             (attention_random_key_blocks: a pure function of (seed, h, query block,
+//             number of real keys))
+// A row's allowed keys are then a few sorted spans (attention_key_spans): the fused kernels
+// visit only the key blocks those spans touch, and the sparse plain path stores only them.
 #pragma once
 
 #include <cstdint>
@@ -43,6 +55,14 @@ struct AttentionParams {
   const float* alibi_slopes = nullptr;  // (Hq): adds -slope[h] * |i' - j|, computed on the fly
   float dropout_p = 0.0f;               // in [0, 1)
   std::uint64_t dropout_seed = 0;
+  // ---- sparse pattern (see above) ----
+  const std::int64_t* global_pos = nullptr;  // (n_global) sorted, distinct, in [0, Tk)
+  std::int64_t n_global = 0;
+  std::int64_t random_blocks = 0;            // r random key blocks per query block
+  std::int64_t block_size = 0;               // bs, > 0 when random_blocks > 0
+  std::uint64_t random_seed = 0;
+
+  bool sparse() const { return n_global > 0 || random_blocks > 0; }
 
   std::int64_t group() const { return Hq / Hkv; }
   std::int64_t shift() const { return Tk - Tq; }  // i' = i + shift (queries aligned to the end)
@@ -50,6 +70,68 @@ struct AttentionParams {
 
 // Allowed key interval [lo, hi) of query row i in batch b (lo >= hi: fully masked row).
 void attention_key_range(const AttentionParams& p, std::int64_t b, std::int64_t i, std::int64_t* lo, std::int64_t* hi);
+
+// ---- sparse patterns -------------------------------------------------------------------
+// The random key blocks of query block qblock (= i' / bs) for head h: min(r, candidates)
+// distinct blocks, sorted, drawn uniformly among the blocks holding real keys, 0 .. nb-1 with
+// nb = ceil(key_end / bs) (key_end = min(Tk, the row's valid length): padding never changes
+// the draw), or 0 .. min(qblock, nb-1) under a causal mask. Written to out (r entries);
+// returns the count. Generator: splitmix64 seeded with splitmix64(seed) ^ (h << 32 | qblock),
+// Floyd's sampling (docs/sparse_attention.md states it exactly; ref_attention.py mirrors it).
+std::int64_t attention_random_key_blocks(const AttentionParams& p, std::int64_t h, std::int64_t qblock,
+                                         std::int64_t key_end, std::int64_t* out);
+// Is key position j one of the global positions?
+bool attention_is_global(const AttentionParams& p, std::int64_t j);
+// Most spans attention_key_spans can return for any row of p.
+std::int64_t attention_max_spans(const AttentionParams& p);
+// The allowed keys of row i (batch b, head h) as sorted, disjoint, non-adjacent spans
+// [lo[s], hi[s]); returns their count (0: fully masked row). Without a sparse pattern this is
+// attention_key_range's interval.
+std::int64_t attention_key_spans(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t* lo,
+                                 std::int64_t* hi);
+
+// The spans of kBr consecutive rows and the key blocks (of bc keys) their union touches — the
+// fused kernels' iteration plan for one query block. Methods live in attention.cpp (built for
+// the baseline ISA) so no std:: template is instantiated inside the per-ISA files.
+class QueryBlockSpans {
+ public:
+  QueryBlockSpans(const AttentionParams& p, std::int64_t rows, std::int64_t bc);
+  ~QueryBlockSpans();
+  QueryBlockSpans(const QueryBlockSpans&) = delete;
+  QueryBlockSpans& operator=(const QueryBlockSpans&) = delete;
+  void fill(std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t nr);
+  // Spans of row r: lo(r)[0..count(r)), hi(r)[...].
+  std::int64_t count(std::int64_t r) const { return count_[r]; }
+  const std::int64_t* lo(std::int64_t r) const { return lo_ + r * max_spans_; }
+  const std::int64_t* hi(std::int64_t r) const { return hi_ + r * max_spans_; }
+  // Key blocks to visit, ascending: blocks()[0 .. n_blocks()).
+  std::int64_t n_blocks() const { return n_blocks_; }
+  const std::int64_t* blocks() const { return blocks_; }
+
+ private:
+  const AttentionParams& p_;
+  std::int64_t rows_, bc_, max_spans_;
+  std::int64_t *lo_, *hi_, *count_, *blocks_, *scratch_;
+  std::int64_t n_blocks_ = 0;
+};
+
+// Which query blocks visit each key block (the inverse of QueryBlockSpans' lists over every
+// (b, h, query block)), for the backward pass that owns a key block. Size: the number of
+// visited (query block, key block) pairs, i.e. proportional to the work, not to T^2.
+class KeyBlockVisitors {
+ public:
+  KeyBlockVisitors(const AttentionParams& p, std::int64_t br, std::int64_t bc);
+  ~KeyBlockVisitors();
+  KeyBlockVisitors(const KeyBlockVisitors&) = delete;
+  KeyBlockVisitors& operator=(const KeyBlockVisitors&) = delete;
+  // Visitors of key block kb of (b, kv head hk): entries h * nqb + qb, ascending.
+  std::int64_t count(std::int64_t b, std::int64_t hk, std::int64_t kb) const;
+  const std::int64_t* items(std::int64_t b, std::int64_t hk, std::int64_t kb) const;
+
+ private:
+  std::int64_t nkb_, Hkv_;
+  std::int64_t *ptr_, *items_;
+};
 
 // Dropout scales of the n elements whose flat index (((b*Hq + h)*Tq + i)*Tk + j) starts at
 // `first`: 0 for a dropped element, 1/(1-p) for a kept one. A pure function of (seed, index):
@@ -70,6 +152,19 @@ void attention_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k,
 // d loss / d scores (= the gradient of a full-shape bias).
 void attention_naive_backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v,
                               const float* probs, const float* dout, float* dq, float* dk, float* dv, float* ds);
+
+// ---- sparse plain path: like the naive twin, but each row stores only its allowed keys --
+// Rows are (b, h, i) flattened; row r's weights are probs[row_ptr[r] .. row_ptr[r+1]) in the
+// order of its spans. attention_sparse_row_ptr fills row_ptr (B*Hq*Tq + 1) and returns nnz.
+std::int64_t attention_sparse_row_ptr(const AttentionParams& p, std::int64_t* row_ptr);
+void attention_sparse_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v,
+                                    const std::int64_t* row_ptr, float* out, float* probs);
+// ds (nnz) workspace; dbias: null, or (B, Hq, Tq, Tk) zero-filled, receives d loss / d scores.
+void attention_sparse_naive_backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v,
+                                     const std::int64_t* row_ptr, const float* probs, const float* dout, float* dq,
+                                     float* dk, float* dv, float* ds, float* dbias);
+// Scatter packed weights into a dense (B, Hq, Tq, Tk) zero-filled matrix (inspection only).
+void attention_sparse_unpack(const AttentionParams& p, const std::int64_t* row_ptr, const float* probs, float* dense);
 
 // ---- fused (FlashAttention-2) ----------------------------------------------------------
 // out (B, Hq, Tq, D) and lse (B, Hq, Tq) contiguous; lse = log sum_j exp(s_ij), -inf for a

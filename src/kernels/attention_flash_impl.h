@@ -4,7 +4,7 @@
 // so no copy compiled with wide flags can leak to baseline callers.
 //
 // Forward, per (b, h, query block of kBr rows):  for each key block of kBc keys that some
-// row may see: S = (scale q) k^T, add bias / ALiBi / mask, then the online softmax
+// row may see (QueryBlockSpans: with a sparse pattern, only the blocks its spans touch): S = (scale q) k^T, add bias / ALiBi / mask, then the online softmax
 //   m' = max(m, max_j s_j);  l' = e^(m-m') l + sum_j e^(s_j-m');  O' = e^(m-m') O + e^(s-m') v
 // and at the end out = O / l, lse = m + log l. Only kBr x kBc scores exist at a time; the
 // extra memory is O(T·D): k (and v for backward) transposed once into key blocks.
@@ -182,10 +182,10 @@ const float* rows_for_gemm(HeadsView x, std::int64_t b, std::int64_t h, std::int
 
 // ---- scores ------------------------------------------------------------------------------
 // s (kBc): raw scores of row i for keys j0 + c. Adds bias and ALiBi and writes -inf outside
-// the row's interval [lo, hi) and past the nc keys of the block.
+// the row's allowed spans [lo[t], hi[t]) and past the nc keys of the block.
 template <class Isa>
-void finish_scores(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t lo,
-                   std::int64_t hi, std::int64_t j0, std::int64_t nc, float* s) {
+void finish_scores(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t n_spans,
+                   const std::int64_t* lo, const std::int64_t* hi, std::int64_t j0, std::int64_t nc, float* s) {
   using V = simd::Vec<Isa>;
   constexpr int W = V::width;
   if (p.bias != nullptr) {
@@ -211,10 +211,15 @@ void finish_scores(const AttentionParams& p, std::int64_t b, std::int64_t h, std
       V::store(s + c, V::fma(slope, V::sub(V::zero(), V::abs(dist)), V::load(s + c)));
     }
   }
-  const std::int64_t mask_lo = std::clamp<std::int64_t>(lo - j0, 0, kBc);
-  const std::int64_t mask_hi = std::clamp<std::int64_t>(std::min(hi, j0 + nc) - j0, mask_lo, kBc);
-  for (std::int64_t c = 0; c < mask_lo; ++c) s[c] = kNegInf;
-  for (std::int64_t c = mask_hi; c < kBc; ++c) s[c] = kNegInf;
+  // -inf outside the row's spans (sorted, disjoint) and past the block's nc keys.
+  std::int64_t c = 0;
+  for (std::int64_t t = 0; t < n_spans; ++t) {
+    const std::int64_t a = std::clamp<std::int64_t>(lo[t] - j0, 0, nc), e = std::clamp<std::int64_t>(hi[t] - j0, 0, nc);
+    if (a >= nc) break;
+    for (; c < a; ++c) s[c] = kNegInf;
+    c = std::max(c, e);
+  }
+  for (; c < kBc; ++c) s[c] = kNegInf;
 }
 
 template <class Isa>
@@ -247,25 +252,6 @@ void scale_row(float* x, std::int64_t n, float alpha) {  // n a multiple of the 
 }
 
 
-// Key-range of each row of a query block and the key blocks their union touches.
-struct RowRanges {  // no initialisers: a trivial type, so no inline constructor per ISA
-  std::int64_t lo[kBr], hi[kBr];
-  std::int64_t first_block, end_block;  // key blocks [first, end) to visit
-};
-template <class Isa>
-void row_ranges(const AttentionParams& p, std::int64_t b, std::int64_t i0, std::int64_t nr, RowRanges& rr) {
-  std::int64_t ulo = p.Tk, uhi = 0;
-  for (std::int64_t r = 0; r < nr; ++r) {
-    attention_key_range(p, b, i0 + r, &rr.lo[r], &rr.hi[r]);
-    if (rr.lo[r] < rr.hi[r]) {
-      ulo = std::min(ulo, rr.lo[r]);
-      uhi = std::max(uhi, rr.hi[r]);
-    }
-  }
-  rr.first_block = ulo < uhi ? ulo / kBc : 0;
-  rr.end_block = ulo < uhi ? (uhi + kBc - 1) / kBc : 0;
-}
-
 // ---- forward -------------------------------------------------------------------------------
 template <class Isa>
 void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out, float* lse) {
@@ -282,7 +268,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
     float* o = o_buf.get();    // (kBr, Dp) unnormalised output
     float* keep = keep_buf.get();
     float m[kBr], l[kBr];
-    RowRanges rr;
+    QueryBlockSpans rr(p, kBr, kBc);  // each row's allowed spans and the key blocks to visit
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / (p.Hq / p.Hkv);
       const std::int64_t nr = std::min(kBr, p.Tq - i0);
@@ -290,16 +276,16 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
       set_all(o, kBr * Dp, 0.0f);
       set_all(m, kBr, kNegInf);
       set_all(l, kBr, 0.0f);
-      row_ranges<Isa>(p, b, i0, nr, rr);
-      for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
-        const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
+      rr.fill(b, h, i0, nr);
+      for (std::int64_t t = 0; t < rr.n_blocks(); ++t) {
+        const std::int64_t kb = rr.blocks()[t], j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
         const float* kt = kt_all.get() + ((b * p.Hkv + hk) * nkb + kb) * D * kBc;  // (D, kBc)
         std::int64_t ldv = 0;
         const float* vr = rows_for_gemm<Isa>(v, b, hk, j0, nc, D, Dp, vb, &ldv);  // (nc, ldv)
         block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
         for (std::int64_t r = 0; r < nr; ++r) {
           float* sr = s + r * kBc;
-          finish_scores<Isa>(p, b, h, i0 + r, rr.lo[r], rr.hi[r], j0, nc, sr);
+          finish_scores<Isa>(p, b, h, i0 + r, rr.count(r), rr.lo(r), rr.hi(r), j0, nc, sr);
           const float m_new = std::max(m[r], row_max<Isa>(sr));
           const float shift = m_new == kNegInf ? 0.0f : m_new;  // all masked so far: keep exp finite
           const float alpha = std::exp(m[r] - shift);
@@ -328,7 +314,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
 // not null, z = keep * P (into z, may alias dp).
 template <class Isa>
 void scores_to_grads(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i0, std::int64_t nr,
-                     const RowRanges& rr, std::int64_t j0, std::int64_t nc, const float* lse, const float* di,
+                     const QueryBlockSpans& rr, std::int64_t j0, std::int64_t nc, const float* lse, const float* di,
                      float* s, float* dp, float* z, float* keep) {
   using V = simd::Vec<Isa>;
   constexpr int W = V::width;
@@ -337,7 +323,7 @@ void scores_to_grads(const AttentionParams& p, std::int64_t b, std::int64_t h, s
     float* dpr = dp + r * kBc;
     float* zr = z == nullptr ? nullptr : z + r * kBc;
     const std::int64_t i = i0 + r;
-    finish_scores<Isa>(p, b, h, i, rr.lo[r], rr.hi[r], j0, nc, sr);
+    finish_scores<Isa>(p, b, h, i, rr.count(r), rr.lo(r), rr.hi(r), j0, nc, sr);
     if (lse[r] == kNegInf) {  // fully masked row: P = 0, no gradient
       set_all(sr, kBc, 0.0f);
       if (zr != nullptr) set_all(zr, kBc, 0.0f);
@@ -385,36 +371,35 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
   transpose_blocks<Isa>(p, k, kt_all.get());
   transpose_blocks<Isa>(p, v, vt_all.get());
   // Pass 1: dk, dv — one work item per (b, kv head, key block).
+  const KeyBlockVisitors key_visitors(p, kBr, kBc);
   parallel_for(p.B * p.Hkv * nkb, 1, [&](std::int64_t w0, std::int64_t w1) {
     Scratch<Isa> qs_buf(kBr * Dp), do_buf(kBr * Dp), s_buf(kBr * kBc), dp_buf(kBr * kBc), dk_buf(kBc * Dp),
         dv_buf(kBc * Dp), keep_buf(kBc);
     float *qs = qs_buf.get(), *dob = do_buf.get();   // (kBr, Dp) scale*q, dout rows
     float *s = s_buf.get(), *dp = dp_buf.get();      // (kBr, kBc) scores -> dS, dP -> z
     float *dka = dk_buf.get(), *dva = dv_buf.get();  // (kBc, Dp) accumulators
-    RowRanges rr;
+    QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
-      const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, j0 = w % nkb * kBc;
+      const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, kb = w % nkb, j0 = kb * kBc;
       const std::int64_t nc = std::min(kBc, p.Tk - j0);
       const float* kt = kt_all.get() + w * D * kBc;  // (D, kBc) k block transposed
       const float* vt = vt_all.get() + w * D * kBc;  // (D, kBc) v block transposed
       set_all(dka, kBc * Dp, 0.0f);
       set_all(dva, kBc * Dp, 0.0f);
-      for (std::int64_t h = hk * G; h < (hk + 1) * G; ++h) {
-        for (std::int64_t qb = 0; qb < nqb; ++qb) {
-          const std::int64_t i0 = qb * kBr, nr = std::min(kBr, p.Tq - i0);
-          row_ranges<Isa>(p, b, i0, nr, rr);
-          bool sees = false;  // does any row of this query block see a key of this block?
-          for (std::int64_t r = 0; r < nr && !sees; ++r) sees = rr.lo[r] < std::min(rr.hi[r], j0 + nc) && rr.hi[r] > j0;
-          if (!sees) continue;
-          const std::int64_t row0 = (b * p.Hq + h) * p.Tq + i0;
-          load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
-          load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
-          block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-          block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
-          scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, dp, keep_buf.get());
-          block_gemm<Isa>(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
-          block_gemm<Isa>(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
-        }
+      // Only the query blocks that see a key of this block (ascending h, then query block).
+      const std::int64_t* visitors = key_visitors.items(b, hk, kb);
+      for (std::int64_t t = 0, nv = key_visitors.count(b, hk, kb); t < nv; ++t) {
+        const std::int64_t h = visitors[t] / nqb, qb = visitors[t] % nqb;
+        const std::int64_t i0 = qb * kBr, nr = std::min(kBr, p.Tq - i0);
+        rr.fill(b, h, i0, nr);
+        const std::int64_t row0 = (b * p.Hq + h) * p.Tq + i0;
+        load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
+        load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
+        block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, dp, keep_buf.get());
+        block_gemm<Isa>(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
+        block_gemm<Isa>(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
       }
       for (std::int64_t c = 0; c < nc; ++c) {
         const std::int64_t row = (b * p.Hkv + hk) * p.Tk + j0 + c;
@@ -431,16 +416,16 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         dq_buf(kBr * Dp), keep_buf(kBc);
     float* kbk = kb_buf.get();
     float *qs = qs_buf.get(), *dob = do_buf.get(), *s = s_buf.get(), *dp = dp_buf.get(), *dqa = dq_buf.get();
-    RowRanges rr;
+    QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / G;
       const std::int64_t nr = std::min(kBr, p.Tq - i0), row0 = (b * p.Hq + h) * p.Tq + i0;
       load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
       load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
       set_all(dqa, kBr * Dp, 0.0f);
-      row_ranges<Isa>(p, b, i0, nr, rr);
-      for (std::int64_t kb = rr.first_block; kb < rr.end_block; ++kb) {
-        const std::int64_t j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
+      rr.fill(b, h, i0, nr);
+      for (std::int64_t t = 0; t < rr.n_blocks(); ++t) {
+        const std::int64_t kb = rr.blocks()[t], j0 = kb * kBc, nc = std::min(kBc, p.Tk - j0);
         const std::int64_t blk = ((b * p.Hkv + hk) * nkb + kb) * D * kBc;
         const float *kt = kt_all.get() + blk, *vt = vt_all.get() + blk;  // (D, kBc) each
         std::int64_t ldk = 0;

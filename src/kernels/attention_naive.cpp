@@ -13,14 +13,23 @@ namespace {
 
 constexpr float kNegInf = -std::numeric_limits<float>::infinity();
 
-// Is key j visible to query i of batch b? Each condition written out as in the spec.
-bool allowed(const AttentionParams& p, std::int64_t b, std::int64_t i, std::int64_t j) {
+// Is key j visible to query i of batch b, head h? Each condition written out as in the spec
+// (kernels/attention.h), element by element — independent of attention_key_spans.
+bool allowed(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i, std::int64_t j) {
   const std::int64_t ip = i + p.shift();
   if (p.causal && j > ip) return false;
-  // A window is symmetric, |i' - j| < w; with causal it keeps the w most recent keys.
-  if (p.window > 0 && !(ip - p.window < j && j < ip + p.window)) return false;
   if (p.valid_lens != nullptr && j >= p.valid_lens[b * p.vl_sb + i * p.vl_si]) return false;
-  return true;
+  // A window is symmetric, |i' - j| < w; with causal it keeps the w most recent keys.
+  const bool local = p.window <= 0 || (ip - p.window < j && j < ip + p.window);
+  if (local || !p.sparse()) return local;
+  if (attention_is_global(p, ip) || attention_is_global(p, j)) return true;
+  if (p.random_blocks <= 0) return false;
+  std::vector<std::int64_t> blocks(static_cast<std::size_t>(p.random_blocks));
+  const std::int64_t key_end = p.valid_lens != nullptr ? p.valid_lens[b * p.vl_sb + i * p.vl_si] : p.Tk;
+  const std::int64_t n = attention_random_key_blocks(p, h, ip / p.block_size, key_end, blocks.data());
+  for (std::int64_t t = 0; t < n; ++t)
+    if (blocks[static_cast<std::size_t>(t)] == j / p.block_size) return true;
+  return false;
 }
 
 float dot(const float* a, const float* b, std::int64_t n) {
@@ -47,7 +56,7 @@ void attention_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k,
       float mx = kNegInf;
       for (std::int64_t j = 0; j < Tk; ++j) {
         float s = kNegInf;
-        if (allowed(p, b, i, j)) {
+        if (allowed(p, b, h, i, j)) {
           s = p.scale * dot(q.row(b, h, i), k.row(b, hk, j), D);
           if (p.bias) s += p.bias[b * p.bias_sb + h * p.bias_sh + i * p.bias_si + j * p.bias_sj];
           if (p.alibi_slopes) s -= p.alibi_slopes[h] * std::fabs(static_cast<float>(i + p.shift() - j));

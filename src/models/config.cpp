@@ -69,6 +69,8 @@ ModelConfig model_preset(const std::string& name) {
 std::vector<std::string> model_preset_names() { return {"vaswani", "gpt2", "llama", "bert", "t5"}; }
 
 void validate_model_config(const ModelConfig& c, const std::string& where) {
+  TFM_CHECK(!c.sparse_attention.enabled() || c.sliding_window == 0, where,
+            "sparse_attention has its own window: set sparse_attention.window, not sliding_window (", c.sliding_window, ")");
   TFM_CHECK(c.head_dim > 0 || c.d_model % c.n_heads == 0, where, "d_model ", c.d_model,
             " is not divisible by n_heads ", c.n_heads, " (set head_dim to decouple them)");
   TFM_CHECK(c.n_heads % c.kv_heads() == 0, where, "n_heads ", c.n_heads, " is not a multiple of n_kv_heads ",
@@ -149,7 +151,7 @@ std::string model_config_to_json(const ModelConfig& cfg) {
   for (const auto& k : schema.keys)
     if (k.write) {
       json v = k.write(cfg);
-      if (!v.is_null() || k.name != "id2label") j[k.name] = std::move(v);  // no empty id2label
+      if (!v.is_null() || (k.name != "id2label" && k.name != "sparse_attention")) j[k.name] = std::move(v);  // optional keys left out when off
     }
   return j.dump(2) + "\n";
 }

@@ -137,6 +137,44 @@ ConfigKey eos_key() {
           }, [](const ModelConfig& c) { return json(c.eos_token_id); }};
 }
 
+// "sparse_attention": {"window", "global_tokens", "global_first", "random_blocks",
+// "block_size", "seed"} (include/tfm/model_config.h); null or absent: off.
+ConfigKey sparse_attention_key() {
+  return {"sparse_attention",
+          [](ModelConfig& c, const json& v, const std::string& w) {
+            SparseAttentionConfig s;
+            if (v.is_null()) {
+              c.sparse_attention = s;
+              return;
+            }
+            TFM_CHECK(v.is_object(), w, "key 'sparse_attention' must be an object {\"window\": w, ...}, got ", v.dump());
+            for (auto it = v.begin(); it != v.end(); ++it) {
+              const std::string k = "sparse_attention." + it.key();
+              const json& x = it.value();
+              if (it.key() == "window") s.window = read_int(x, k, w, 1);
+              else if (it.key() == "global_first") s.global_first = read_int(x, k, w, 0);
+              else if (it.key() == "random_blocks") s.random_blocks = read_int(x, k, w, 0);
+              else if (it.key() == "block_size") s.block_size = read_int(x, k, w, 1);
+              else if (it.key() == "seed") s.seed = static_cast<std::uint64_t>(read_int(x, k, w, 0));
+              else if (it.key() == "global_tokens") {
+                TFM_CHECK(x.is_array(), w, "key '", k, "' must be an array of positions, got ", x.dump());
+                for (const auto& e : x) s.global_tokens.push_back(read_int(e, k, w, 0));
+              } else {
+                fail(w, "key '", k, "' is unknown (allowed: window, global_tokens, global_first, random_blocks, "
+                     "block_size, seed)");
+              }
+            }
+            TFM_CHECK(s.window >= 1, w, "key 'sparse_attention.window' is required (>= 1)");
+            c.sparse_attention = s;
+          },
+          [](const ModelConfig& c) {
+            const SparseAttentionConfig& s = c.sparse_attention;
+            if (!s.enabled()) return json(nullptr);  // not written
+            return json{{"window", s.window}, {"global_tokens", s.global_tokens}, {"global_first", s.global_first},
+                        {"random_blocks", s.random_blocks}, {"block_size", s.block_size}, {"seed", s.seed}};
+          }};
+}
+
 // Keys every family accepts: the engine's extensions for heads and context.
 std::vector<ConfigKey> common_keys() {
   return {enum_key("head", &ModelConfig::head), int_key("num_labels", &ModelConfig::num_labels, 1),
@@ -144,7 +182,8 @@ std::vector<ConfigKey> common_keys() {
           {"sliding_window", [](ModelConfig& c, const json& v, const std::string& w) {  // null: off (Mistral)
              c.sliding_window = v.is_null() ? 0 : read_int(v, "sliding_window", w, 0);
            }, [](const ModelConfig& c) { return json(c.sliding_window); }},
-          double_key("stochastic_depth", &ModelConfig::stochastic_depth, 0, 0.999), id2label_key()};
+          double_key("stochastic_depth", &ModelConfig::stochastic_depth, 0, 0.999), id2label_key(),
+          sparse_attention_key()};
 }
 
 // One dropout rate for residual branches and embeddings (BERT's hidden_dropout_prob, T5's

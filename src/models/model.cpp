@@ -137,6 +137,7 @@ nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal,
   a.causal = causal;
   a.valid_lens = valid_lens;
   a.window = c.sliding_window;
+  a.sparse = c.sparse_attention;
   a.scale_scores = c.scale_attention_scores;
   a.dropout = c.attention_dropout;
   a.fused = m.fused_attention;

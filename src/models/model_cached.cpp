@@ -53,6 +53,10 @@ Tensor self_attention_cached(const Model::Impl& m, const Stack& s, const Layer& 
     AttentionOptions o = base_options(m);
     o.causal = true;  // queries are end-aligned: query i sees cached keys j <= pos + i (the prefix too)
     o.window = c.sliding_window;
+    if (c.sparse_attention.enabled()) {  // the same pattern as the uncached pass (key-axis positions)
+      o.window = c.sparse_attention.window;
+      o.sparse = nn::sparse_pattern(c.sparse_attention, L.self_attn.layer, pos + T);
+    }
     if (c.position == PositionKind::alibi) o.alibi_slopes = m.alibi;
     if (c.position == PositionKind::t5_relative) {
       const Tensor buckets = t5_relative_buckets(T, pos + T, false, c.relative_buckets, c.relative_max_distance, pos);  // prefix: P keys before

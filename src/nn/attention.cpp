@@ -1,4 +1,5 @@
 // Multi-head / grouped-query attention with projections, RoPE, masks and biases.
+#include <algorithm>
 #include <cmath>
 
 #include "nn/modules.h"
@@ -43,12 +44,27 @@ Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& 
   return h;
 }
 
+SparseAttentionPattern sparse_pattern(const SparseAttentionConfig& c, std::int64_t layer, std::int64_t Tk) {
+  SparseAttentionPattern p;
+  for (std::int64_t g = 0; g < std::min(c.global_first, Tk); ++g) p.global_tokens.push_back(g);
+  for (std::int64_t g : c.global_tokens)
+    if (g < Tk) p.global_tokens.push_back(g);
+  p.random_blocks = c.random_blocks;
+  p.block_size = c.block_size;
+  p.seed = c.seed ^ (static_cast<std::uint64_t>(layer) + 1) * 0x9E3779B97F4A7C15ull;  // one stream per layer
+  return p;
+}
+
 Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSetup& s,
                          DropoutStream& rng) const {
   AttentionOptions o;
   o.causal = s.causal;
   o.valid_lens = s.valid_lens;
   o.window = s.window;
+  if (s.sparse.enabled()) {
+    o.window = s.sparse.window;
+    o.sparse = sparse_pattern(s.sparse, layer, k.size(2));
+  }
   o.bias = s.bias;
   o.alibi_slopes = s.alibi_slopes;
   o.use_flash = s.fused;

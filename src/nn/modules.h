@@ -8,6 +8,7 @@
 
 #include "tfm/model.h"
 #include "tfm/model_config.h"
+#include "tfm/ops/attention.h"
 #include "tfm/ops/position.h"
 #include "tfm/peft.h"
 #include "tfm/tensor.h"
@@ -88,6 +89,7 @@ struct AttentionSetup {
   Tensor q_positions, k_positions;  // (Tq), (Tk) i64 for RoPE
   bool scale_scores = true;     // divide by sqrt(head_dim)
   double dropout = 0.0;         // on the attention weights
+  SparseAttentionConfig sparse; // Longformer / BigBird pattern (replaces window when enabled)
   bool fused = true;            // the fused (FlashAttention-2) kernel; false: the plain path
   // Inspection: non-null makes attend() take the plain path and append its weights here,
   // labelled with these names and the module's layer.
@@ -99,6 +101,11 @@ struct AttentionSetup {
   // ALiBi see them as the P positions before the first token (queries align to the end).
   Tensor prefix_k, prefix_v;
 };
+
+// The kernel pattern of one layer's self-attention over Tk keys: the configured window,
+// global positions below Tk (listed ones and 0..global_first-1) and random blocks whose seed
+// mixes in the layer, so each layer (and, in the kernel, each head) draws its own blocks.
+SparseAttentionPattern sparse_pattern(const SparseAttentionConfig& c, std::int64_t layer, std::int64_t Tk);
 
 struct Attention {
   Linear q_proj, k_proj, v_proj, o_proj;

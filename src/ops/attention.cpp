@@ -2,6 +2,7 @@
 // plain kernel, and the backward rule beside the forward.
 #include "tfm/ops/attention.h"
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
@@ -22,6 +23,7 @@ struct Prepared {
   Tensor valid_lens;    // i64, contiguous
   Tensor bias;          // f32 view broadcast to (B, Hq, Tq, Tk)
   Tensor slopes;        // f32 (Hq), contiguous
+  Tensor global_pos;    // i64 (n_global) sorted, distinct
 };
 
 Tensor unit_stride_d(const Tensor& x) { return x.strides()[3] == 1 || x.shape()[3] == 1 ? x : x.clone(); }
@@ -107,11 +109,71 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   TFM_CHECK(o.dropout_p >= 0.0f && o.dropout_p < 1.0f, kOp, "dropout_p must be in [0, 1), got ", o.dropout_p);
   p.dropout_p = o.dropout_p;
   p.dropout_seed = o.dropout_seed;
+
+  const SparseAttentionPattern& sp = o.sparse;
+  if (sp.active()) {
+    TFM_CHECK(Tq <= Tk, kOp, "a sparse pattern needs Tq <= Tk (queries aligned to the end of the keys); got Tq ", Tq,
+              ", Tk ", Tk);
+    std::vector<std::int64_t> g = sp.global_tokens;
+    for (std::int64_t x : g)
+      TFM_CHECK(x >= 0 && x < Tk, kOp, "sparse global token ", x, " is outside the keys [0, ", Tk, ")");
+    std::sort(g.begin(), g.end());
+    g.erase(std::unique(g.begin(), g.end()), g.end());
+    TFM_CHECK(sp.random_blocks >= 0, kOp, "sparse random_blocks must be >= 0, got ", sp.random_blocks);
+    TFM_CHECK(sp.random_blocks == 0 || sp.block_size >= 1, kOp, "sparse block_size must be >= 1, got ",
+              sp.block_size);
+    if (!g.empty()) {
+      pr.global_pos = Tensor::from_ints(g, {static_cast<std::int64_t>(g.size())});
+      p.global_pos = pr.global_pos.data<std::int64_t>();
+      p.n_global = static_cast<std::int64_t>(g.size());
+    }
+    p.random_blocks = sp.random_blocks;
+    p.block_size = sp.block_size;
+    p.random_seed = sp.seed;
+  }
   return pr;
 }
 
+// The plain path for a sparse pattern: weights packed row by row (only the allowed keys).
+AttentionWithWeights sparse_plain_attention(const Tensor& q, const Tensor& k, const Tensor& v,
+                                            const AttentionOptions& o, bool want_weights) {
+  Prepared pr = prepare(q, k, v, o);
+  const kernels::AttentionParams& p = pr.p;
+  Tensor row_ptr = Tensor::empty({p.B * p.Hq * p.Tq + 1}, DType::i64);  // (B*Hq*Tq + 1)
+  const std::int64_t nnz = kernels::attention_sparse_row_ptr(p, row_ptr.data<std::int64_t>());
+  Tensor out = Tensor::empty({p.B, p.Hq, p.Tq, p.D});
+  Tensor probs = Tensor::empty({std::max<std::int64_t>(nnz, 1)});  // (nnz) packed weights
+  kernels::attention_sparse_naive_forward(p, heads(pr.q), heads(pr.k), heads(pr.v), row_ptr.data<std::int64_t>(),
+                                          out.data<float>(), probs.data<float>());
+  const Tensor& bias = o.bias;
+  if (autograd::needs_grad({&q, &k, &v, &bias})) {
+    autograd::record(kOp, out, [q, k, v, bias, pr, row_ptr, probs](const Tensor& g) {
+      const kernels::AttentionParams& bp = pr.p;
+      Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(k.shape());
+      const bool want_dbias = bias.defined() && bias.requires_grad();
+      Tensor ds = Tensor::empty(probs.shape());  // (nnz) d loss / d scores, packed
+      Tensor dbias = want_dbias ? Tensor::zeros({bp.B, bp.Hq, bp.Tq, bp.Tk}) : Tensor();
+      kernels::attention_sparse_naive_backward(bp, heads(pr.q), heads(pr.k), heads(pr.v), row_ptr.data<std::int64_t>(),
+                                               probs.data<float>(), g.data<float>(), dq.data<float>(), dk.data<float>(),
+                                               dv.data<float>(), ds.data<float>(),
+                                               want_dbias ? dbias.data<float>() : nullptr);
+      autograd::accumulate(q, dq);
+      autograd::accumulate(k, dk);
+      autograd::accumulate(v, dv);
+      if (want_dbias) autograd::accumulate(bias, sum_to_shape(dbias, bias.shape()));
+    });
+  }
+  Tensor weights;
+  if (want_weights) {  // inspection asks for the full map: only then is a T x T matrix made
+    weights = Tensor::zeros({p.B, p.Hq, p.Tq, p.Tk});
+    kernels::attention_sparse_unpack(p, row_ptr.data<std::int64_t>(), probs.data<float>(), weights.data<float>());
+  }
+  return {out, weights};
+}
+
 AttentionWithWeights attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
-                               bool flash) {
+                               bool flash, bool want_weights) {
+  if (!flash && o.sparse.active()) return sparse_plain_attention(q, k, v, o, want_weights);
   Prepared pr = prepare(q, k, v, o);
   const kernels::AttentionParams& p = pr.p;
   Tensor out = Tensor::empty({p.B, p.Hq, p.Tq, p.D});
@@ -155,12 +217,12 @@ AttentionWithWeights attention(const Tensor& q, const Tensor& k, const Tensor& v
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     const AttentionOptions& options) {
-  return attention(q, k, v, options, options.use_flash).out;
+  return attention(q, k, v, options, options.use_flash, /*want_weights=*/false).out;
 }
 
 AttentionWithWeights scaled_dot_product_attention_with_weights(const Tensor& q, const Tensor& k, const Tensor& v,
                                                                const AttentionOptions& options) {
-  return attention(q, k, v, options, /*flash=*/false);
+  return attention(q, k, v, options, /*flash=*/false, /*want_weights=*/true);
 }
 
 Tensor alibi_slopes(std::int64_t n_heads) {

@@ -1,6 +1,7 @@
 // Parity with PyTorch (tools/reference/ref_attention.py) for scaled_dot_product_attention:
 // forward and gradients of q, k, v (and a learned bias), for both the fused and the plain
-// path, over GQA/MQA, KV-cache alignment, padding masks, ALiBi, T5-style bias and windows.
+// path, over GQA/MQA, KV-cache alignment, padding masks, ALiBi, T5-style bias, windows and
+// sparse patterns (global tokens, BigBird random blocks).
 #include <gtest/gtest.h>
 
 #include <string>
@@ -25,6 +26,13 @@ void check_config(const std::string& name) {
     o.use_flash = flash;
     o.causal = flags[0] != 0;
     o.window = flags[1];
+    if (has(f, "sparse.params")) {  // [random_blocks, block_size, seed] and the global positions
+      const std::vector<std::int64_t> sp = test::fixture_tensor(f, "sparse.params").to_ints();
+      o.sparse.global_tokens = test::fixture_tensor(f, "sparse.globals").to_ints();
+      o.sparse.random_blocks = sp[0];
+      o.sparse.block_size = sp[1];
+      o.sparse.seed = static_cast<std::uint64_t>(sp[2]);
+    }
     if (has(f, "valid_lens")) o.valid_lens = test::fixture_tensor(f, "valid_lens");
     if (has(f, "bias")) o.bias = test::fixture_tensor(f, "bias").requires_grad_();
     if (has(f, "slopes")) {
@@ -52,6 +60,14 @@ TEST(ParityAttention, Alibi) { check_config("alibi"); }
 TEST(ParityAttention, T5LearnedBias) { check_config("t5_bias"); }
 TEST(ParityAttention, SlidingWindow) { check_config("window"); }
 TEST(ParityAttention, LongCausalWithBias) { check_config("long_bias"); }
+
+// Sparse patterns (global tokens + BigBird random blocks over a window) against a dense
+// masked reference whose random blocks come from the Python twin of the generator.
+TEST(ParityAttention, SparseBidirectionalPadded) { check_config("sparse_bidir_pad"); }
+TEST(ParityAttention, SparseCausalGqa) { check_config("sparse_causal_gqa"); }
+TEST(ParityAttention, SparseLongOddHeadDim) { check_config("sparse_long"); }
+TEST(ParityAttention, SparseGlobalOnlyPadded) { check_config("sparse_global_only"); }
+TEST(ParityAttention, SparseKvCacheAlignment) { check_config("sparse_cache"); }
 
 TEST(ParityAttention, AlibiSlopes) {
   const SafetensorsFile f = test::load_fixture("attention_alibi_slopes");

@@ -64,6 +64,14 @@ namespace tfm::cli {
 void run_bench_kernels(const BenchOptions& o, int threads);
 void run_bench_qgemm(const BenchOptions& o, int threads);  // compact-weight products (qgemm)
 void run_bench_attention(const BenchOptions& o, int threads);
+// tfm bench attention --sparse: sparse (window + globals + random blocks) vs dense, T = 1k..16k.
+struct SparseBenchOptions {
+  bool on = false;
+  std::int64_t window = 64, global_first = 1, random_blocks = 2, block_size = 64;
+  std::int64_t dense_max_t = 16384;        // dense fused rows above this T are skipped
+  std::int64_t sparse_plain_max_t = 16384;  // sparse plain rows above this T are skipped
+};
+void run_bench_sparse_attention(const BenchOptions& o, const SparseBenchOptions& s, int threads);
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);
 // tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch,

@@ -186,7 +186,19 @@ void add_bench_command(CLI::App& app) {
   cmd->add_flag("--long", opts->long_run, "Long versions: larger kernel shapes, attention up to T=8192, train-step best of --min-reps steps");
   cmd->add_option("--plain-max-t", opts->plain_max_t, "attention: skip the plain (O(T^2) memory) path above this T")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds] {
+  auto sparse = std::make_shared<SparseBenchOptions>();
+  cmd->add_flag("--sparse", sparse->on, "attention: sparse (window + global + random blocks) vs dense, T=1k..16k");
+  cmd->add_option("--sparse-window", sparse->window, "attention --sparse: window width")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--sparse-global", sparse->global_first, "attention --sparse: the first N tokens are global")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--sparse-random", sparse->random_blocks, "attention --sparse: random key blocks per query block")
+      ->check(CLI::Range(0, 1 << 10));
+  cmd->add_option("--sparse-block", sparse->block_size, "attention --sparse: random block size")->check(CLI::Range(1, 1 << 20));
+  cmd->add_option("--dense-max-t", sparse->dense_max_t, "attention --sparse: skip dense fused rows above this T")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--sparse-plain-max-t", sparse->sparse_plain_max_t, "attention --sparse: skip sparse plain rows above this T")
+      ->check(CLI::Range(0, 1 << 20));
+  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds, sparse] {
     const int threads = num_threads();
     std::printf("tfm %s bench — %s, %d threads (set with -t N)\n", version_string(), cpu_info().brand.c_str(), threads);
     print_load();
@@ -197,7 +209,8 @@ void add_bench_command(CLI::App& app) {
     set_num_threads(threads);
     if (opts->section == "qgemm") run_bench_qgemm(*opts, threads);
     set_num_threads(threads);
-    if (opts->section == "all" || opts->section == "attention") run_bench_attention(*opts, threads);
+    if (opts->section == "attention" && sparse->on) run_bench_sparse_attention(*opts, *sparse, threads);
+    else if (opts->section == "all" || opts->section == "attention") run_bench_attention(*opts, threads);
     set_num_threads(threads);
     if (opts->section == "all" || opts->section == "train-step") run_bench_train_step(*opts, threads);
     set_num_threads(threads);

@@ -25,7 +25,55 @@ def get_slopes(n):
             + get_slopes(2 * closest_power_of_2)[0::2][:n - closest_power_of_2])
 
 
-def attention(q, k, v, causal=False, window=0, valid_lens=None, bias=None, slopes=None):
+M64 = (1 << 64) - 1
+
+
+def splitmix64_next(state):
+    """splitmix64 (Steele, Lea, Flood 2014): returns (new state, output)."""
+    state = (state + 0x9E3779B97F4A7C15) & M64
+    z = state
+    z = ((z ^ (z >> 30)) * 0xBF58476D1CE4E5B9) & M64
+    z = ((z ^ (z >> 27)) * 0x94D049BB133111EB) & M64
+    return state, z ^ (z >> 31)
+
+
+def random_key_blocks(seed, h, qblock, nb, r, causal):
+    """BigBird random key blocks of query block `qblock` for head h, as docs/sparse_attention.md
+    defines them: Floyd's sampling of min(r, n) distinct blocks of 0..n-1 (n = nb, the blocks
+    holding real keys, or min(qblock, nb-1)+1 when causal) from splitmix64 seeded with
+    splitmix64(seed) ^ (h<<32 | qblock)."""
+    n = min(qblock, nb - 1) + 1 if causal else nb
+    m = min(r, n)
+    _, s0 = splitmix64_next(seed)
+    state = s0 ^ ((h << 32) | (qblock & 0xFFFFFFFF))
+    out = []
+    for top in range(n - m, n):
+        state, x = splitmix64_next(state)
+        t = x % (top + 1)
+        out.append(top if t in out else t)
+    return sorted(out)
+
+
+def sparse_allowed(Hq, Tq, Tk, window, causal, globals_, random_blocks, block_size, seed, key_end):
+    """(Hq, Tq, Tk) boolean: local | global query | global key | random block (before the
+    causal / padding masks, which the caller applies). key_end (Tq): the row's real keys."""
+    i = (torch.arange(Tq) + (Tk - Tq))[:, None]
+    j = torch.arange(Tk)[None, :]
+    local = torch.ones(Tq, Tk, dtype=torch.bool) if window == 0 else (j > i - window) & (j < i + window)
+    g = torch.zeros(Tk, dtype=torch.bool)
+    g[list(globals_)] = True
+    allowed = (local | g[i.squeeze(1)][:, None] | g[None, :]).expand(Hq, Tq, Tk).clone()
+    if random_blocks:
+        for h in range(Hq):
+            for qi in range(Tq):
+                ip = qi + Tk - Tq
+                nb = (min(Tk, int(key_end[qi])) + block_size - 1) // block_size
+                for kb in random_key_blocks(seed, h, ip // block_size, nb, random_blocks, causal):
+                    allowed[h, qi, kb * block_size:(kb + 1) * block_size] = True
+    return allowed
+
+
+def attention(q, k, v, causal=False, window=0, valid_lens=None, bias=None, slopes=None, sparse=None):
     B, Hq, Tq, D = q.shape
     Hkv, Tk = k.shape[1], k.shape[2]
     k = k.repeat_interleave(Hq // Hkv, dim=1)
@@ -36,7 +84,12 @@ def attention(q, k, v, causal=False, window=0, valid_lens=None, bias=None, slope
     allowed = torch.ones(B, 1, Tq, Tk, dtype=torch.bool)
     if causal:
         allowed = allowed & (j <= i)
-    if window:
+    if sparse is not None:  # the window widened by global tokens and random blocks
+        vl = valid_lens if valid_lens is not None else torch.full((B,), Tk)
+        vl = vl if vl.dim() == 2 else vl[:, None].expand(B, Tq)
+        allowed = allowed & torch.stack([sparse_allowed(Hq, Tq, Tk, window, causal, key_end=vl[b], **sparse)
+                                         for b in range(B)])
+    elif window:
         allowed = allowed & (j > i - window) & (j < i + window)
     if valid_lens is not None:
         vl = valid_lens if valid_lens.dim() == 2 else valid_lens[:, None].expand(B, Tq)
@@ -63,6 +116,23 @@ CONFIGS = {
     "t5_bias": (2, 4, 4, 10, 12, 8, {"bias": (1, 4, 10, 12)}),
     "window": (1, 2, 2, 70, 70, 16, {"causal": True, "window": 8}),
     "long_bias": (1, 2, 2, 130, 130, 32, {"causal": True, "bias": (1, 2, 130, 130)}),
+    # Sparse patterns (global tokens, BigBird random blocks) at odd sizes, with padding, GQA,
+    # several 64-key blocks (so the fused kernel skips some) and KV-cache alignment.
+    "sparse_bidir_pad": (2, 3, 3, 75, 75, 8, {"window": 5, "valid_lens": [75, 60],
+                                             "sparse": {"globals_": [0, 40], "random_blocks": 2,
+                                                        "block_size": 7, "seed": 11}}),
+    "sparse_causal_gqa": (1, 4, 2, 150, 150, 16, {"causal": True, "window": 9,
+                                                  "sparse": {"globals_": [0, 1, 2], "random_blocks": 1,
+                                                             "block_size": 16, "seed": 5}}),
+    "sparse_long": (1, 2, 2, 203, 203, 33, {"window": 17,
+                                            "sparse": {"globals_": [0, 130], "random_blocks": 2,
+                                                       "block_size": 32, "seed": 2024}}),
+    "sparse_global_only": (1, 2, 1, 131, 131, 8, {"window": 3, "valid_lens": [120],
+                                                  "sparse": {"globals_": [5, 64, 65, 100], "random_blocks": 0,
+                                                             "block_size": 64, "seed": 0}}),
+    "sparse_cache": (2, 2, 2, 5, 90, 8, {"causal": True, "window": 4,
+                                         "sparse": {"globals_": [1], "random_blocks": 1,
+                                                    "block_size": 10, "seed": 3}}),
 }
 
 
@@ -85,6 +155,11 @@ def make(out):
             t["bias"] = torch.randn(*opt["bias"], generator=g)
             leaves["bias"] = t["bias"].double().requires_grad_()
             kwargs["bias"] = leaves["bias"]
+        if "sparse" in opt:
+            sp = opt["sparse"]
+            kwargs["sparse"] = sp
+            t["sparse.globals"] = torch.tensor(sp["globals_"], dtype=torch.int64)
+            t["sparse.params"] = torch.tensor([sp["random_blocks"], sp["block_size"], sp["seed"]], dtype=torch.int64)
         if opt.get("alibi"):
             t["slopes"] = torch.tensor(get_slopes(Hq), dtype=torch.float32)
             kwargs["slopes"] = torch.tensor(get_slopes(Hq), dtype=torch.float64)

@@ -16,10 +16,25 @@
 
 #include <cstdint>
 #include <optional>
+#include <vector>
 
 #include "tfm/tensor.h"
 
 namespace tfm {
+
+// A sparse pattern (Longformer, Beltagy et al. 2020; BigBird, Zaheer et al. 2020) on top of
+// the window: key j is visible to query i (i' = i + Tk - Tq) when causal / padding allow it
+// AND (|i' - j| < window, or i' or j is a global position, or j's block is one of the random
+// key blocks of i''s block). The fused path visits only the key blocks that holds; the plain
+// path stores only the allowed weights. A pattern with window 0 is dense (every key is local).
+// docs/sparse_attention.md gives the exact definition and the random generator.
+struct SparseAttentionPattern {
+  std::vector<std::int64_t> global_tokens;  // key-axis positions in [0, Tk); any order, repeats ignored
+  std::int64_t random_blocks = 0;           // BigBird: random key blocks per query block, per head
+  std::int64_t block_size = 64;             // tokens per random block (query and key blocks alike)
+  std::uint64_t seed = 0;                   // blocks are a pure function of (seed, head, query block)
+  bool active() const { return !global_tokens.empty() || random_blocks > 0; }
+};
 
 struct AttentionOptions {
   std::optional<float> scale;  // default 1/sqrt(D)
@@ -30,7 +45,9 @@ struct AttentionOptions {
   Tensor alibi_slopes;         // f32 (Hq): adds -slope[h] * |i' - j|; see alibi_slopes()
   float dropout_p = 0.0f;      // on the attention weights, in [0, 1); 0 at inference
   std::uint64_t dropout_seed = 0;  // element (b,h,i,j)'s decision is a pure function of it
-  bool use_flash = true;       // false: the plain path (materialises the (B,Hq,Tq,Tk) weights)
+  bool use_flash = true;       // false: the plain path (materialises the (B,Hq,Tq,Tk) weights,
+                               // or with a sparse pattern only the allowed ones)
+  SparseAttentionPattern sparse;  // needs Tq <= Tk
 };
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
