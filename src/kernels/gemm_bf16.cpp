@@ -27,6 +27,10 @@ const Kernel emulated_generic = make_emulated<simd::Vec<simd::Generic>>();
 namespace {
 
 constexpr std::int64_t kBlockAPanels = 8, kBlockBPanels = 4;
+// K is walked in blocks of this many pairs (512 k) when beta == 0, so a B sub-panel (nr x
+// 256 pairs: 32 KiB native) stays in L1/L2 while the block's A-panels pass over it; the
+// partial sums wait in C between blocks (exact, see Kernel::micro).
+constexpr std::int64_t kBlockPairs = 256;
 
 std::atomic<int> g_path{-1};
 
@@ -86,16 +90,22 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
       k.pack_b(tb, B, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), K, bbuf + j * b_panel);
   });
   const std::int64_t bm = (na + kBlockAPanels - 1) / kBlockAPanels, bn = (nb + kBlockBPanels - 1) / kBlockBPanels;
+  const std::int64_t kp = beta == 0.0f ? kBlockPairs : P;  // beta != 0 needs C intact until the end
   parallel_for(bm * bn, 1, [&](std::int64_t t0, std::int64_t t1) {
     for (std::int64_t t = t0; t < t1; ++t) {
       const std::int64_t i_first = t / bn * kBlockAPanels, j_first = t % bn * kBlockBPanels;
       const std::int64_t i_last = std::min(na, i_first + kBlockAPanels), j_last = std::min(nb, j_first + kBlockBPanels);
-      for (std::int64_t j = j_first; j < j_last; ++j) {
-        const int cols = static_cast<int>(std::min<std::int64_t>(k.nr, N - j * k.nr));
-        for (std::int64_t i = i_first; i < i_last; ++i) {
-          const int rows = static_cast<int>(std::min<std::int64_t>(k.mr, M - i * k.mr));
-          k.micro(P, abuf + i * a_panel, bbuf + j * b_panel, alpha, beta, C + i * k.mr * ldc + j * k.nr, ldc, rows,
-                  cols);
+      for (std::int64_t p0 = 0; p0 < P; p0 += kp) {
+        const std::int64_t np = std::min(kp, P - p0);
+        const bool first = p0 == 0, last = p0 + np == P;
+        for (std::int64_t j = j_first; j < j_last; ++j) {
+          const int cols = static_cast<int>(std::min<std::int64_t>(k.nr, N - j * k.nr));
+          const std::uint8_t* bp = bbuf + j * b_panel + p0 * k.nr * k.pair_bytes;
+          for (std::int64_t i = i_first; i < i_last; ++i) {
+            const int rows = static_cast<int>(std::min<std::int64_t>(k.mr, M - i * k.mr));
+            k.micro(np, abuf + i * a_panel + p0 * k.mr * k.pair_bytes, bp, alpha, beta,
+                    C + i * k.mr * ldc + j * k.nr, ldc, rows, cols, !first, last);
+          }
         }
       }
     }

@@ -66,7 +66,10 @@ namespace gemm_bf16_isa {
 // One path's packing and micro-kernel; gemm_bf16.cpp owns buffers and threads.
 //   pack_a: rows [m0, m0 + rows) of op(A) (rows <= mr, the rest zero) into one panel;
 //   pack_b: columns [n0, n0 + cols) of op(B) (cols <= nr) into one panel;
-//   micro:  C tile (rows x cols) = alpha * panelA · panelB + beta * C over P = ceil(K/2) pairs.
+//   micro:  the tile's sums over P pairs of the panels (pointers already at the first pair);
+//           load_acc: continue the raw sums already in C (a later K block) instead of zero;
+//           finish: write alpha * sums + beta * C, else the raw sums (an fp32 store and load
+//           are exact, so a K-blocked chain rounds exactly like an unbroken one).
 struct Kernel {
   int mr = 0, nr = 0;
   int pair_bytes = 0;  // bytes one k-pair of one row/column takes in a panel
@@ -75,7 +78,7 @@ struct Kernel {
   void (*pack_b)(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
                  void* panel) = nullptr;
   void (*micro)(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-                std::int64_t ldc, int rows, int cols) = nullptr;
+                std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) = nullptr;
 };
 extern const Kernel emulated_generic, emulated_avx2, emulated_avx512, native_avx512bf16;
 }  // namespace gemm_bf16_isa

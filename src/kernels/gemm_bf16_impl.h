@@ -79,13 +79,22 @@ void pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int
 // The full-K chain for an MR x NR tile (NR = 2 vectors), then alpha/beta on the way out.
 template <class V, int MR>
 void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-           std::int64_t ldc, int rows, int cols) {
+           std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) {
   using T = typename V::type;
   constexpr int W = V::width, NR = 2 * W;
   const float* a = static_cast<const float*>(a_panel);
   const float* b = static_cast<const float*>(b_panel);
   T acc[MR][2];
-  for (int r = 0; r < MR; ++r) acc[r][0] = acc[r][1] = V::zero();
+  float tile[NR];
+  for (int r = 0; r < MR; ++r) {
+    if (load_acc && r < rows) {
+      for (int j = 0; j < NR; ++j) tile[j] = j < cols ? C[r * ldc + j] : 0.0f;
+      acc[r][0] = V::load(tile);
+      acc[r][1] = V::load(tile + W);
+    } else {
+      acc[r][0] = acc[r][1] = V::zero();
+    }
+  }
   for (std::int64_t p = 0; p < P; ++p) {
     const float* bp = b + p * 2 * NR;
     const T bo0 = V::load(bp), bo1 = V::load(bp + W), be0 = V::load(bp + NR), be1 = V::load(bp + NR + W);
@@ -98,12 +107,15 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
       acc[r][1] = V::fma(ae, be1, acc[r][1]);
     }
   }
-  float tile[NR];
   for (int r = 0; r < rows; ++r) {
     V::store(tile, acc[r][0]);
     V::store(tile + W, acc[r][1]);
     float* c = C + r * ldc;
-    for (int j = 0; j < cols; ++j) c[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * c[j];
+    if (!finish) {
+      for (int j = 0; j < cols; ++j) c[j] = tile[j];
+    } else {
+      for (int j = 0; j < cols; ++j) c[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * c[j];
+    }
   }
 }
 

@@ -67,11 +67,21 @@ void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, s
 }
 
 void native_micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-                  std::int64_t ldc, int rows, int cols) {
+                  std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) {
   const std::uint32_t* a = static_cast<const std::uint32_t*>(a_panel);
   const std::uint32_t* b = static_cast<const std::uint32_t*>(b_panel);
+  const __mmask16 m0 = cols >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1u);
+  const __mmask16 m1 = cols >= 32 ? static_cast<__mmask16>(0xFFFF)
+                       : cols <= 16 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << (cols - 16)) - 1u);
   __m512 acc[kMR][2];
-  for (int r = 0; r < kMR; ++r) acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+  for (int r = 0; r < kMR; ++r) {
+    if (load_acc && r < rows) {
+      acc[r][0] = _mm512_maskz_loadu_ps(m0, C + r * ldc);
+      acc[r][1] = _mm512_maskz_loadu_ps(m1, C + r * ldc + 16);
+    } else {
+      acc[r][0] = acc[r][1] = _mm512_setzero_ps();
+    }
+  }
   for (std::int64_t p = 0; p < P; ++p) {
     const __m512bh b0 = (__m512bh)_mm512_loadu_si512(b + p * kNR);
     const __m512bh b1 = (__m512bh)_mm512_loadu_si512(b + p * kNR + 16);
@@ -86,11 +96,12 @@ void native_micro(std::int64_t P, const void* a_panel, const void* b_panel, floa
   for (int r = 0; r < rows; ++r) {
     float* c = C + r * ldc;
     for (int h = 0; h < 2; ++h) {
-      const int n = cols - 16 * h;
-      if (n <= 0) break;
-      const __mmask16 m = n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
-      __m512 v = _mm512_mul_ps(va, acc[r][h]);
-      if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, c + 16 * h)));
+      const __mmask16 m = h == 0 ? m0 : m1;
+      __m512 v = acc[r][h];
+      if (finish) {
+        v = _mm512_mul_ps(va, v);
+        if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, c + 16 * h)));
+      }
       _mm512_mask_storeu_ps(c + 16 * h, m, v);
     }
   }

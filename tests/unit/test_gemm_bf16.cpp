@@ -162,3 +162,21 @@ TEST(GemmBf16, OneDnnPathIsWithinTheBoundWhereBuilt) {
   kernels::gemm_bf16_naive(false, false, M, N, K, 1.0f, A.data(), K, B.data(), N, 0.0f, naive.data(), N);
   for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], naive[i], 1e-4 * (1 + std::fabs(naive[i])));
 }
+
+TEST(GemmBf16, LongKIsBlockedWithoutChangingTheChain) {
+  Guard guard;
+  const std::int64_t M = 9, N = 40, K = 1031;  // > 2 blocks of 256 pairs, odd
+  for (const Config cfg : configs()) {
+    set_active_isa(cfg.isa);
+    kernels::set_bf16_path(cfg.path);
+    for (const bool ta : {false, true}) {
+      const auto A = floats(M * K, 51), B = floats(K * N, 52);
+      std::vector<float> got(static_cast<std::size_t>(M * N)), ordered = got;
+      const std::int64_t lda = ta ? M : K;
+      kernels::gemm_bf16(ta, false, M, N, K, 1.0f, A.data(), lda, B.data(), N, 0.0f, got.data(), N);
+      kernels::gemm_bf16_ordered(ta, false, M, N, K, 1.0f, A.data(), lda, B.data(), N, 0.0f, ordered.data(), N);
+      ASSERT_EQ(std::memcmp(got.data(), ordered.data(), got.size() * sizeof(float)), 0)
+          << isa_name(cfg.isa) << "/" << kernels::bf16_path_name(cfg.path) << " ta=" << ta;
+    }
+  }
+}
