@@ -229,3 +229,7 @@ void gemm_bf16_ordered(bool ta, bool tb, std::int64_t M, std::int64_t N, std::in
 }
 
 }  // namespace tfm::kernels
+
+namespace tfm {
+const char* bf16_path_description() { return kernels::bf16_path_description(); }
+}  // namespace tfm

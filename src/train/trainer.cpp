@@ -62,6 +62,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   if (!cfg.positive_label.empty()) data["positive_label"] = cfg.positive_label;
   if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
+  j["training"]["precision"] = precision_name(cfg.precision);
   j["eval"]["bleu_examples"] = cfg.bleu_examples;
   j["eval"]["bleu_tokenize"] = cfg.bleu_tokenize;
   return j.dump();
@@ -163,6 +164,13 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                    std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
                    (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
+  // Mixed precision for the whole run (training steps and evaluations), restored on return.
+  const PrecisionScope precision_scope(cfg.precision);
+  progress.message(std::string("precision: ") + precision_name(cfg.precision) +
+                   (cfg.precision == Precision::bf16
+                        ? std::string(" (matmuls and attention operands in bf16 via ") + bf16_path_description() +
+                              "; weights, optimizer, norms, softmax, loss in fp32)"
+                        : std::string()));
   if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
