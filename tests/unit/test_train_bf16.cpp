@@ -2,13 +2,15 @@
 //   - the ops: linear/matmul (forward and both gradients) take the bf16 GEMM, attention reads
 //     bf16-rounded q, k, v and dout, and fp32 mode is untouched by a bf16 scope;
 //   - 200 steps of a tiny model of each family (decoder, encoder, encoder-decoder) in bf16
-//     follow the fp32 loss curve: every 20-step window mean within 3% (relative), the last
-//     window within 2% — bf16's relative rounding per operand is 2^-9, and the two runs see
+//     follow the fp32 loss curve: every 20-step window mean within max(3%, 0.02 nats), the
+//     last window within max(2%, 0.01 nats) (the absolute floor for the classifier, whose
+//     loss falls to ~0.05 where a relative figure means little) — bf16's relative rounding per operand is 2^-9, and the two runs see
 //     the same data, dropout masks and initial weights, so only the product rounding differs;
 //   - checkpoint/resume in bf16 is bit-exact (N straight == N/2, stop, resume N/2).
 // These run under whatever TFM_ISA the suite forces (native or emulated path).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <filesystem>
@@ -144,11 +146,11 @@ TEST_P(Bf16Training, LossCurveFollowsFp32Over200Steps) {
   EXPECT_NE(fp32.losses, bf16.losses) << "bf16 run identical to fp32: precision not applied";
   for (std::size_t w = 0; w < 200; w += 20) {
     const double a = window_mean(fp32.losses, w, 20), b = window_mean(bf16.losses, w, 20);
-    EXPECT_LT(std::fabs(a - b), 0.03 * a) << GetParam() << " steps " << w + 1 << "-" << w + 20 << ": fp32 " << a
+    EXPECT_LT(std::fabs(a - b), std::max(0.03 * a, 0.02)) << GetParam() << " steps " << w + 1 << "-" << w + 20 << ": fp32 " << a
                                            << " bf16 " << b;
   }
   const double a = window_mean(fp32.losses, 180, 20), b = window_mean(bf16.losses, 180, 20);
-  EXPECT_LT(std::fabs(a - b), 0.02 * a) << GetParam() << " last 20 steps: fp32 " << a << " bf16 " << b;
+  EXPECT_LT(std::fabs(a - b), std::max(0.02 * a, 0.01)) << GetParam() << " last 20 steps: fp32 " << a << " bf16 " << b;
   EXPECT_LT(b, window_mean(bf16.losses, 0, 20) - 0.3) << "bf16 loss did not fall";
   EXPECT_NE(read_file(o.out_dir + "/train_config.json").find(R"("precision": "bf16")"), std::string::npos);
   fs::remove_all(dir);
