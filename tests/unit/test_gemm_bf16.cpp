@@ -180,3 +180,33 @@ TEST(GemmBf16, LongKIsBlockedWithoutChangingTheChain) {
     }
   }
 }
+
+TEST(GemmBf16, PackingRoundsTiesAndDenormalsLikeTheScalarRule) {
+  Guard guard;
+  // Operands full of rounding ties (bf16 value + half an ulp), fp32 denormals and values near
+  // the top of the range, through every path's packing (both transposes).
+  const std::int64_t M = 11, N = 37, K = 45;
+  std::vector<float> A = floats(M * K, 61), B = floats(K * N, 62);
+  for (std::size_t i = 0; i < A.size(); ++i) {
+    if (i % 3 == 0) A[i] = kernels::round_bf16(A[i]) * (1.0f + 0x1p-8f);
+    if (i % 7 == 0) A[i] = (i % 2 ? 1.0f : -1.0f) * 1e-39f;
+    if (i % 11 == 0) A[i] = 1e30f;
+  }
+  for (std::size_t i = 0; i < B.size(); ++i) {
+    if (i % 3 == 1) B[i] = kernels::round_bf16(B[i]) * (1.0f - 0x1p-9f);
+    if (i % 5 == 0) B[i] = -2e-39f;
+  }
+  for (const Config cfg : configs()) {
+    set_active_isa(cfg.isa);
+    kernels::set_bf16_path(cfg.path);
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        std::vector<float> got(static_cast<std::size_t>(M * N)), want = got;
+        const std::int64_t lda = ta ? M : K, ldb = tb ? K : N;
+        kernels::gemm_bf16(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, got.data(), N);
+        kernels::gemm_bf16_ordered(ta, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, want.data(), N);
+        ASSERT_EQ(std::memcmp(got.data(), want.data(), got.size() * sizeof(float)), 0)
+            << isa_name(cfg.isa) << "/" << kernels::bf16_path_name(cfg.path) << " ta=" << ta << " tb=" << tb;
+      }
+  }
+}
