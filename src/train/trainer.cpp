@@ -262,7 +262,10 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   result.final_step = r.state.step;
   if (const std::string t = dp.timing(); !t.empty()) progress.message(t);
   if (!result.interrupted && writer && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
-    // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator.
+    // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator. In fp32
+    // whatever the training precision: it is inference (as `tfm generate` runs it), and its
+    // one-row products would spend their time packing whole weight matrices for bf16.
+    const PrecisionScope inference_precision(Precision::fp32);
     Generator gen(model, *r.tok, {});
     GenerateOptions o;
     o.max_new_tokens = cfg.sample_tokens;
