@@ -37,6 +37,30 @@ struct CpuInfo {
 };
 const CpuInfo& cpu_info();
 
+// ---- matrix-product precision (mixed-precision training) -------------------------------
+// bf16: matmul/linear (forward and both backward products) and attention's operands are
+// rounded to bf16 with fp32 accumulation (kernels/gemm_bf16.h); everything else stays fp32.
+// Process-wide, like the thread count; the trainer sets it for a run ("precision" in the
+// training config) and restores it after. PrecisionScope does the same for a block.
+enum class Precision { fp32, bf16 };
+const char* precision_name(Precision p);
+Precision precision_from_name(const std::string& name);  // "fp32" | "bf16"; throws otherwise
+void set_matmul_precision(Precision p);
+Precision matmul_precision();
+class PrecisionScope {
+ public:
+  explicit PrecisionScope(Precision p) : saved_(matmul_precision()) { set_matmul_precision(p); }
+  ~PrecisionScope() { set_matmul_precision(saved_); }
+  PrecisionScope(const PrecisionScope&) = delete;
+  PrecisionScope& operator=(const PrecisionScope&) = delete;
+
+ private:
+  Precision saved_;
+};
+// Which bf16 implementation runs on this machine/build: "native vdpbf16ps ...", "oneDNN
+// bf16 matmul" or "emulated (...)" (TFM_BF16 overrides; see kernels/gemm_bf16.h).
+const char* bf16_path_description();
+
 // ---- memory accounting ---------------------------------------------------------------
 // Every tensor allocation goes through the engine's allocator, which counts bytes.
 struct MemoryStats {

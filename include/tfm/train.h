@@ -20,6 +20,7 @@
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"
+#include "tfm/runtime.h"
 #include "tfm/tensor.h"
 #include "tfm/tokenizer.h"
 
@@ -166,6 +167,7 @@ struct TrainConfig {
   double gradient_noise = 0.0;         // eta of add_gradient_noise (0: off); added before clipping
   double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
+  Precision precision = Precision::fp32;  // bf16: mixed precision (matmuls/attention in bf16, fp32 rest)
   // data parallelism (mpirun -np N tfm train ...; docs/distributed.md). Each rank takes
   // grad_accum / N whole micro-batches of every step, so grad_accum must be a multiple of N.
   double bucket_mb = 4.0;           // gradients all-reduced in buckets of about this size

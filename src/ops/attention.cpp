@@ -7,9 +7,11 @@
 #include <vector>
 
 #include "kernels/attention.h"
+#include "kernels/gemm_bf16.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops/shape.h"
+#include "tfm/runtime.h"
 
 namespace tfm {
 namespace {
@@ -27,6 +29,15 @@ struct Prepared {
 };
 
 Tensor unit_stride_d(const Tensor& x) { return x.strides()[3] == 1 || x.shape()[3] == 1 ? x : x.clone(); }
+
+// bf16 precision (tfm/runtime.h): a contiguous copy of x rounded to bf16, so the kernels'
+// products q·k and p·v (and in backward dout·v, dS·k, dSᵀ·q, zᵀ·dout) take bf16 operands
+// from the inputs; the probabilities and dS themselves stay fp32 inside the fused kernel.
+Tensor bf16_rounded(const Tensor& x) {
+  Tensor c = x.clone();
+  kernels::round_bf16_inplace(c.data<float>(), c.numel());
+  return c;
+}
 
 kernels::HeadsView heads(const Tensor& x) {
   const Shape& st = x.strides();
@@ -54,6 +65,7 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   p.scale = o.scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
   TFM_CHECK(std::isfinite(p.scale), kOp, "scale must be finite, got ", p.scale);
   pr.q = unit_stride_d(q), pr.k = unit_stride_d(k), pr.v = unit_stride_d(v);
+  if (matmul_precision() == Precision::bf16) pr.q = bf16_rounded(pr.q), pr.k = bf16_rounded(pr.k), pr.v = bf16_rounded(pr.v);
 
   p.causal = o.causal;
   TFM_CHECK(o.window >= 0, kOp, "window must be >= 0 (0 = none), got ", o.window);
@@ -187,8 +199,9 @@ AttentionWithWeights attention(const Tensor& q, const Tensor& k, const Tensor& v
   }
   const Tensor& bias = o.bias;
   if (autograd::needs_grad({&q, &k, &v, &bias})) {
-    autograd::record(kOp, out, [q, k, v, bias, pr, out, saved, flash](const Tensor& g) {
+    autograd::record(kOp, out, [q, k, v, bias, pr, out, saved, flash](const Tensor& g_in) {
       const kernels::AttentionParams& bp = pr.p;
+      const Tensor g = matmul_precision() == Precision::bf16 ? bf16_rounded(g_in) : g_in;
       Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(k.shape());
       const bool want_dbias = bias.defined() && bias.requires_grad();
       // d loss / d scores over the full (B, Hq, Tq, Tk): only when the bias needs it (the

@@ -12,17 +12,36 @@
 
 #include "kernels/elementwise.h"
 #include "kernels/gemm.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/parallel.h"
 #include "kernels/qgemm.h"
 #include "kernels/reduce.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops/shape.h"
+#include "tfm/runtime.h"
 
 namespace tfm {
 namespace {
 
 std::size_t u(std::int64_t i) { return static_cast<std::size_t>(i); }
+
+// Every product below (forward and backward) goes through these two, which follow the
+// process-wide precision: fp32 GEMM, or bf16 operands with fp32 accumulation (mixed-precision
+// training, tfm/runtime.h).
+void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A, std::int64_t lda,
+          const float* B, std::int64_t ldb, float* C, std::int64_t ldc) {
+  if (matmul_precision() == Precision::bf16)
+    return kernels::gemm_bf16(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+  kernels::gemm(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc);
+}
+void gemm_batched(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K,
+                  const float* A, std::int64_t lda, std::int64_t sa, const float* B, std::int64_t ldb, std::int64_t sb,
+                  float* C, std::int64_t ldc, std::int64_t sc) {
+  if (matmul_precision() == Precision::bf16)
+    return kernels::gemm_bf16_batched(ta, tb, batch, M, N, K, 1.0f, A, lda, sa, B, ldb, sb, 0.0f, C, ldc, sc);
+  kernels::gemm_batched(ta, tb, batch, M, N, K, 1.0f, A, lda, sa, B, ldb, sb, 0.0f, C, ldc, sc);
+}
 
 // How the last two dims (R, C) of a tensor lie in memory.
 struct MatLayout {
@@ -142,19 +161,17 @@ Tensor product(const Tensor& a_in, const Tensor& b_in) {
   // Linear case (B, T, C) @ (C, N): one big call instead of B small ones).
   std::int64_t lda_rows = 0;
   if (shape_numel(b_batch) == 1 && a_batch == batch && !La.trans && rows_uniform(a, lda_rows)) {
-    kernels::gemm(false, Lb.trans, nbatch * M, N, K, 1.0f, A, lda_rows, B, Lb.ld, 0.0f, C, N);
+    gemm(false, Lb.trans, nbatch * M, N, K, A, lda_rows, B, Lb.ld, C, N);
     return out;
   }
   const std::vector<std::int64_t> oa = batch_offsets(a, batch), ob = batch_offsets(b, batch);
   std::int64_t sa = 0, sb = 0;
   if (arithmetic(oa, sa) && arithmetic(ob, sb)) {
-    kernels::gemm_batched(La.trans, Lb.trans, nbatch, M, N, K, 1.0f, A, La.ld, sa, B, Lb.ld, sb, 0.0f, C, N,
-                          M * N);
+    gemm_batched(La.trans, Lb.trans, nbatch, M, N, K, A, La.ld, sa, B, Lb.ld, sb, C, N, M * N);
     return out;
   }
   for (std::int64_t i = 0; i < nbatch; ++i)
-    kernels::gemm(La.trans, Lb.trans, M, N, K, 1.0f, A + oa[u(i)], La.ld, B + ob[u(i)], Lb.ld, 0.0f,
-                  C + i * M * N, N);
+    gemm(La.trans, Lb.trans, M, N, K, A + oa[u(i)], La.ld, B + ob[u(i)], Lb.ld, C + i * M * N, N);
   return out;
 }
 
@@ -169,7 +186,7 @@ bool shared_rhs_grad(const Tensor& a, const Tensor& g, const Shape& b_shape, Ten
   const std::int64_t K = a.shape()[u(na - 1)], N = g.shape()[u(g.dim() - 1)];
   const std::int64_t rows = a.numel() / std::max<std::int64_t>(K, 1);
   gb = Tensor::zeros({K, N});
-  kernels::gemm(true, false, K, N, rows, 1.0f, a.data<float>(), lda, g.data<float>(), N, 0.0f, gb.data<float>(), N);
+  gemm(true, false, K, N, rows, a.data<float>(), lda, g.data<float>(), N, gb.data<float>(), N);
   gb = gb.as_strided(b_shape, contiguous_strides(b_shape), 0);
   return true;
 }
@@ -277,8 +294,7 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
           ldx = in_f;
         }
         Tensor gw = Tensor::empty({out_f, in_f});  // beta = 0 overwrites (BLAS convention)
-        kernels::gemm(true, false, out_f, in_f, rows, 1.0f, g.data<float>(), out_f, xr.data<float>(), ldx, 0.0f,
-                      gw.data<float>(), in_f);
+        gemm(true, false, out_f, in_f, rows, g.data<float>(), out_f, xr.data<float>(), ldx, gw.data<float>(), in_f);
         autograd::accumulate(w, gw);
       }
       if (b.defined() && b.requires_grad()) {

@@ -270,13 +270,16 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 
   const Section t(section(root, "training"), where + ".training",
                   {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing",
-                   "checkpoint_activations", "gradient_noise", "gradient_noise_gamma"});
+                   "checkpoint_activations", "gradient_noise", "gradient_noise_gamma", "precision"});
   t.get_int("batch_size", c.batch_size, 1);
   t.get_int("grad_accum", c.grad_accum, 1);
   t.get_int("max_steps", c.max_steps, 1);
   t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
   t.get_bool("checkpoint_activations", c.checkpoint_activations);
+  std::string precision = "fp32";
+  t.get_string("precision", precision, {"fp32", "bf16"});
+  c.precision = precision_from_name(precision);
   t.get_double("gradient_noise", c.gradient_noise, 0.0, 100.0);
   t.get_double("gradient_noise_gamma", c.gradient_noise_gamma, 0.0, 10.0);
 

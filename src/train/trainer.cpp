@@ -66,6 +66,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   if (!cfg.positive_label.empty()) data["positive_label"] = cfg.positive_label;
   if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
+  j["training"]["precision"] = precision_name(cfg.precision);
   j["eval"]["bleu_examples"] = cfg.bleu_examples;
   j["eval"]["bleu_tokenize"] = cfg.bleu_tokenize;
   return j.dump();
@@ -210,6 +211,13 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                    ", " + std::to_string(num_threads()) + " threads" +
                    (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
   if (r.distill) progress.message(r.distill->summary());
+  // Mixed precision for the whole run (training steps and evaluations), restored on return.
+  const PrecisionScope precision_scope(cfg.precision);
+  progress.message(std::string("precision: ") + precision_name(cfg.precision) +
+                   (cfg.precision == Precision::bf16
+                        ? std::string(" (matmuls and attention operands in bf16 via ") + bf16_path_description() +
+                              "; weights, optimizer, norms, softmax, loss in fp32)"
+                        : std::string()));
   if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
@@ -302,7 +310,10 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   result.final_step = r.state.step;
   if (const std::string t = dp.timing(); !t.empty()) progress.message(t);
   if (!result.interrupted && writer && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
-    // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator.
+    // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator. In fp32
+    // whatever the training precision: it is inference (as `tfm generate` runs it), and its
+    // one-row products would spend their time packing whole weight matrices for bf16.
+    const PrecisionScope inference_precision(Precision::fp32);
     Generator gen(model, *r.tok, {});
     GenerateOptions o;
     o.max_new_tokens = cfg.sample_tokens;

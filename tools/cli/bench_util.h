@@ -77,7 +77,7 @@ void run_bench_decode(const BenchOptions& o, int threads);
 // tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch,
 // `rounds` times alternating (best round of each side reported).
 void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,
-                            int threads, int rounds);
+                            int threads, int rounds, bool bf16 = false);
 
 }  // namespace tfm::cli
 

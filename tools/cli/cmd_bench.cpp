@@ -173,11 +173,14 @@ void add_bench_command(CLI::App& app) {
   auto train_steps = std::make_shared<std::int64_t>(50);
   auto train_warmup = std::make_shared<std::int64_t>(10);
   auto train_rounds = std::make_shared<int>(1);
+  auto train_precision = std::make_shared<std::string>("fp32");
   cmd->add_option("config", *train_config, "train-config: the training config JSON")->check(CLI::ExistingFile);
   cmd->add_option("--steps", *train_steps, "train-config: timed training steps")->check(CLI::PositiveNumber);
   cmd->add_option("--warmup", *train_warmup, "train-config: untimed steps first")->check(CLI::NonNegativeNumber);
   cmd->add_option("--rounds", *train_rounds, "train-config: rounds alternating tfm and PyTorch; best of each reported")
       ->check(CLI::Range(1, 20));
+  cmd->add_option("--precision", *train_precision, "train-config: fp32, or bf16 (ours bf16 mixed precision, torch autocast)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--bt", opts->bt, "Rows B*T of the activation matrix in the GEMM shapes")->check(CLI::Range(1, 1 << 16));
   cmd->add_option("--min-time", opts->min_time, "Seconds spent per figure (best run is reported)")
       ->check(CLI::Range(0.0, 10.0));
@@ -198,7 +201,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--sparse-plain-max-t", sparse->sparse_plain_max_t, "attention --sparse: skip sparse plain rows above this T")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds, sparse] {
+  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds, train_precision, sparse] {
     const int threads = num_threads();
     std::printf("tfm %s bench — %s, %d threads (set with -t N)\n", version_string(), cpu_info().brand.c_str(), threads);
     print_load();
@@ -216,7 +219,8 @@ void add_bench_command(CLI::App& app) {
     set_num_threads(threads);
     if (opts->section == "train-config") {
       if (train_config->empty()) throw CLI::ValidationError("config", "bench train-config needs a config JSON");
-      run_bench_train_config(*train_config, *train_steps, *train_warmup, opts->torch, threads, *train_rounds);
+      run_bench_train_config(*train_config, *train_steps, *train_warmup, opts->torch, threads, *train_rounds,
+                             *train_precision == "bf16");
     }
     if (opts->section == "all" || opts->section == "decode") run_bench_decode(*opts, threads);
     set_num_threads(threads);

@@ -52,8 +52,9 @@ struct Side {
 }  // namespace
 
 void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,
-                            int threads, int rounds) {
+                            int threads, int rounds, bool bf16) {
   TrainConfig cfg = load_train_config(config);
+  if (bf16) cfg.precision = Precision::bf16;  // and torch.autocast(bfloat16) on the PyTorch side
   cfg.sample_tokens = 0;
   cfg.eval_batches = 1;  // the one eval at the end is outside the timing; keep it short
   const std::int64_t tokens_per_step = cfg.batch_size * cfg.grad_accum * cfg.block_size;
@@ -114,7 +115,9 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
                   static_cast<long long>(cfg.schedule.warmup_steps), cfg.schedule.min_lr_ratio);
     std::string why;
     const auto j = run_torch_script("bench_torch_train_config.py",
-                                    "--model '" + config_json("config", mc).dump() + "' " + args, why);
+                                    "--model '" + config_json("config", mc).dump() + "' " + args +
+                                        (cfg.precision == Precision::bf16 ? " --bf16" : ""),
+                                    why);
     try {
       pt.tokens_per_s = j.at("tokens_per_s").get<double>();
       pt.seconds = j.at("seconds").get<double>();
@@ -145,7 +148,10 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
   }
   ours.peak_rss = vm_hwm_bytes();  // the high-water mark over all rounds
 
-  std::printf("\n== train-config: %s, %d threads, fp32\n", config.c_str(), threads);
+  std::printf("\n== train-config: %s, %d threads, %s\n", config.c_str(), threads,
+              cfg.precision == Precision::bf16
+                  ? (std::string("bf16 mixed precision (tfm: ") + bf16_path_description() + "; torch: autocast bfloat16)").c_str()
+                  : "fp32");
   std::printf("batch %lld x block %lld = %lld tokens/step, AdamW + clip %.3g + warm-up/cosine; %lld warm-up steps "
               "untimed, then %lld timed steps\n%s\n\n",
               static_cast<long long>(cfg.batch_size * cfg.grad_accum), static_cast<long long>(cfg.block_size),

@@ -123,6 +123,8 @@ void add_info_command(CLI::App& app) {
                 isa_name(active_isa()), isa_name(cpu_best_isa()));
     std::printf("threads:  %d (set with -t N)\n", num_threads());
     std::printf("gemm:     %s\n", kernels::gemm_backend_name());
+    std::printf("bf16:     %s (training \"precision\": \"bf16\"; override with TFM_BF16=native|onednn|emulated)\n",
+                bf16_path_description());
   });
 }
 

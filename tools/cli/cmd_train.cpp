@@ -29,6 +29,7 @@ void add_train_command(CLI::App& app) {
     std::string max_memory;
     bool quiet = false;
     bool checkpoint_activations = false;
+    std::string precision;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("config", args->config, "Train config JSON")->required()->check(CLI::ExistingFile);
@@ -39,11 +40,15 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress output");
   cmd->add_flag("--checkpoint-activations", args->checkpoint_activations,
                 "Recompute each layer's forward in the backward pass (less memory, same gradients)");
+  cmd->add_option("--precision", args->precision,
+                  "Override training.precision: fp32, or bf16 mixed precision (docs/training.md)")
+      ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--max-memory", args->max_memory,
                   "Refuse to start when the training memory plan exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
   cmd->callback([args] {
     TrainConfig cfg = load_train_config(args->config);
     if (args->checkpoint_activations) cfg.checkpoint_activations = true;
+    if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
     TrainOptions opt;
     opt.out_dir = args->out;

@@ -30,6 +30,7 @@ def main():
                        ("--beta2", float), ("--eps", float), ("--wd", float), ("--clip", float),
                        ("--warmup-steps", int), ("--min-lr-ratio", float)):
         p.add_argument(name, type=kind, required=True)
+    p.add_argument("--bf16", action="store_true", help="forward and loss under torch.autocast('cpu', bfloat16)")
     a = p.parse_args()
     torch.set_num_threads(a.threads)
     torch.manual_seed(1337)
@@ -66,7 +67,8 @@ def main():
         x = torch.stack([data[j:j + T] for j in i]).long()          # (B, T)
         y = torch.stack([data[j + 1:j + T + 1] for j in i]).long()  # (B, T)
         opt.zero_grad(set_to_none=True)
-        loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
+        with torch.autocast("cpu", dtype=torch.bfloat16, enabled=a.bf16):
+            loss = F.cross_entropy(model(x).reshape(-1, V), y.reshape(-1))
         loss.backward()
         torch.nn.utils.clip_grad_norm_(model.parameters(), a.clip)
         opt.step()
