@@ -40,8 +40,10 @@ class Params {
     nn::Bottleneck b;
     b.activation = lora_.bottleneck;
     if (p_.count(name + ".adapter_down.weight") == 0) return b;
-    b.down = nn::Linear{need(name + ".adapter_down.weight"), need(name + ".adapter_down.bias")};
-    b.up = nn::Linear{need(name + ".adapter_up.weight"), need(name + ".adapter_up.bias")};
+    b.down.weight = need(name + ".adapter_down.weight");
+    b.down.bias = need(name + ".adapter_down.bias");
+    b.up.weight = need(name + ".adapter_up.weight");
+    b.up.bias = need(name + ".adapter_up.bias");
     return b;
   }
   nn::Norm norm(const std::string& name, const ModelConfig& c) const {
