@@ -34,7 +34,7 @@ trap cleanup EXIT
 server_pid=$!
 url=""
 for _ in $(seq 1 1200); do
-  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out")"
+  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out" 2>/dev/null || true)"
   [ -n "$url" ] && break
   kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/serve.err" >&2; exit 1; }
   sleep 0.1

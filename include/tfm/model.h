@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/attention_map.h"
 #include "tfm/lora.h"
 #include "tfm/model_config.h"
 #include "tfm/peft.h"
@@ -45,14 +46,6 @@ struct ModelInputs {
   Tensor decoder_input_ids;   // (B, T') for encoder-decoder models
   Tensor decoder_valid_lens;  // (B), optional: padding of decoder_input_ids
   std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
-};
-
-// One attention call's weights, recorded when capture is on (Model::set_attention_capture).
-struct AttentionMap {
-  std::string stack;    // "encoder" | "decoder"
-  std::string kind;     // "self" | "cross"
-  std::int64_t layer = 0;
-  Tensor weights;       // (B, H, Tq, Tk) softmax weights, zeros where masked (before dropout)
 };
 
 // Each layer's output, recorded while capture is on (Model::set_hidden_capture), with its

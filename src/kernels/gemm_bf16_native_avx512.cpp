@@ -1,5 +1,6 @@
 // The native bf16 GEMM kernel: VDPBF16PS (AVX512_BF16) on bf16 pairs, fp32 accumulators.
-// Built with the AVX-512 flags (file name) plus avx512bf16 for this file only; run only when
+// Built with the AVX-512 flags (file name) plus -mavx512bf16 for this file only
+// (src/CMakeLists.txt, so gcc and clang alike); run only when
 // the CPU reports AVX512_BF16 (gemm_bf16.cpp checks).
 //
 // Panels hold bf16 pairs as 32-bit words, low half = element 2p, high half = element 2p+1:
@@ -11,7 +12,6 @@
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
-#pragma GCC target("avx512bf16")
 #include <immintrin.h>
 
 #include "kernels/gemm_bf16_impl.h"

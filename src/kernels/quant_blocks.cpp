@@ -33,17 +33,6 @@ const float* f16_table() {
 
 float h(std::uint16_t v) { return f16_table()[v]; }
 
-// The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K/Q5_K.
-void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 }  // namespace
 
 void dequantize_q8_0(const void* blocks, float* out, std::int64_t n) {

@@ -64,6 +64,17 @@ static_assert(sizeof(BlockQ8_0) == 34 && sizeof(BlockQ4_0) == 18 && sizeof(Block
               sizeof(BlockQ5_0) == 22 && sizeof(BlockQ4_K) == 144 && sizeof(BlockQ5_K) == 176 &&
               sizeof(BlockQ6_K) == 210, "block layouts must match ggml's byte for byte");
 
+// The 6-bit scale and min of sub-block j (0..7) from the 12 packed bytes of Q4_K/Q5_K.
+inline void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& m) {
+  if (j < 4) {
+    sc = q[j] & 63;
+    m = q[j + 4] & 63;
+  } else {
+    sc = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
+    m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
+  }
+}
+
 // Each dequantizer writes n floats from n / block_size blocks at `blocks` (any alignment:
 // blocks are read byte-wise). n must be a multiple of the block size (the caller checks).
 void dequantize_q8_0(const void* blocks, float* out, std::int64_t n);

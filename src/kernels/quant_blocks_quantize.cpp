@@ -147,16 +147,6 @@ float fit_scale_symmetric(int n, int nmax, const float* x, std::int8_t* L) {
   return scale;
 }
 
-void scale_min_k4(int j, const std::uint8_t* q, std::uint8_t& sc, std::uint8_t& m) {
-  if (j < 4) {
-    sc = q[j] & 63;
-    m = q[j + 4] & 63;
-  } else {
-    sc = static_cast<std::uint8_t>((q[j + 4] & 0xF) | ((q[j - 4] >> 6) << 4));
-    m = static_cast<std::uint8_t>((q[j + 4] >> 4) | ((q[j] >> 6) << 4));
-  }
-}
-
 template <class Block>
 void store_block(void* blocks, std::int64_t i, const Block& b) {
   std::memcpy(static_cast<unsigned char*>(blocks) + static_cast<std::size_t>(i) * sizeof(Block), &b, sizeof(Block));

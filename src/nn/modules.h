@@ -6,7 +6,7 @@
 #include <cstdint>
 #include <optional>
 
-#include "tfm/model.h"
+#include "tfm/attention_map.h"
 #include "tfm/model_config.h"
 #include "tfm/ops/attention.h"
 #include "tfm/ops/position.h"

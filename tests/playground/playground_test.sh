@@ -43,7 +43,7 @@ echo "$key" >"$tmp/key"
 server_pid=$!
 url=""
 for _ in $(seq 1 600); do
-  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out")"
+  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out" 2>/dev/null || true)"
   [ -n "$url" ] && break
   kill -0 "$server_pid" 2>/dev/null || fail "tfm serve exited before listening"
   sleep 0.05

@@ -42,7 +42,8 @@ start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
   "$TFM" -t 1 serve -m "$DIR/$model" --port 0 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
   PIDS+=($!)
   for _ in $(seq 100); do
-    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out")
+    # (the shell may not have created the output file yet: an unreadable file is "not yet")
+    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out" 2> /dev/null || true)
     [ -n "$PORT" ] && return 0
     sleep 0.1
   done
