@@ -133,7 +133,7 @@ std::unique_ptr<Model> model_from_json(const json& m) {
       pieces.push_back(e[0].get<std::string>());
       scores.push_back(serde_json_f64(e[1].get<double>()));
     }
-    const std::int32_t unk = m.contains("unk_id") && !m.at("unk_id").is_null() ? m.at("unk_id").get<std::int32_t>() : -1;
+    const std::int32_t unk = m.contains("unk_id") && !m.at("unk_id").is_null() ? static_cast<std::int32_t>(json_int(m.at("unk_id"), "Unigram unk_id", 0, INT32_MAX)) : -1;
     return make_unigram(std::move(pieces), std::move(scores), unk, m.value("byte_fallback", false), kWhere);
   }
   fail(kWhere, "unknown model type '", t, "' (supported: BPE, WordPiece, WordLevel, Unigram)");
@@ -157,7 +157,7 @@ std::shared_ptr<const Pipeline> pipeline_from_document(const json& j) {
     for (const auto& a : j.at("added_tokens")) {
       AddedTokenSpec s;
       s.content = a.at("content").get<std::string>();
-      const auto id = a.at("id").get<std::int64_t>();
+      const auto id = json_int(a.at("id"), "added token id");
       TFM_CHECK(id >= 0 && id < (1ll << 31), kWhere, "added token '", s.content, "' has invalid id ", id);
       TFM_CHECK(!s.content.empty(), kWhere, "added token id ", id, " is empty");
       s.id = static_cast<std::int32_t>(id);
@@ -185,8 +185,8 @@ std::shared_ptr<const Pipeline> pipeline_from_document(const json& j) {
   const json tr = j.value("truncation", json());
   if (!tr.is_null()) {
     TruncationParams t;
-    t.max_length = tr.value("max_length", std::size_t{512});
-    t.stride = tr.value("stride", std::size_t{0});
+    t.max_length = static_cast<std::size_t>(json_int_or(tr, "max_length", 512, "truncation max_length", 0));
+    t.stride = static_cast<std::size_t>(json_int_or(tr, "stride", 0, "truncation stride", 0));
     t.strategy = tr.value("strategy", std::string("LongestFirst"));
     t.strategy = t.strategy == "OnlyFirst" ? "only_first" : t.strategy == "OnlySecond" ? "only_second" : "longest_first";
     t.direction = tr.value("direction", std::string("Right")) == "Left" ? "left" : "right";
@@ -198,13 +198,13 @@ std::shared_ptr<const Pipeline> pipeline_from_document(const json& j) {
     const json& strat = pd.value("strategy", json("BatchLongest"));
     if (strat.is_object() && strat.contains("Fixed")) {
       p.fixed = true;
-      p.length = strat.at("Fixed").get<std::size_t>();
+      p.length = static_cast<std::size_t>(json_int(strat.at("Fixed"), "padding Fixed length", 0));
     }
     p.direction = pd.value("direction", std::string("Right")) == "Left" ? "left" : "right";
     if (pd.contains("pad_to_multiple_of") && !pd.at("pad_to_multiple_of").is_null())
-      p.multiple_of = pd.at("pad_to_multiple_of").get<std::size_t>();
-    p.pad_id = pd.value("pad_id", 0);
-    p.pad_type_id = pd.value("pad_type_id", 0);
+      p.multiple_of = static_cast<std::size_t>(json_int(pd.at("pad_to_multiple_of"), "pad_to_multiple_of", 0));
+    p.pad_id = static_cast<std::int32_t>(json_int_or(pd, "pad_id", 0, "padding pad_id", 0, INT32_MAX));
+    p.pad_type_id = static_cast<std::int32_t>(json_int_or(pd, "pad_type_id", 0, "padding pad_type_id", 0, 255));
     p.pad_token = pd.value("pad_token", std::string("[PAD]"));
     pl->padding = p;
   }

@@ -134,8 +134,9 @@ std::unique_ptr<Decoder> decoder_from_json(const json& j) {
   if (t == "ByteFallback") return make_byte_fallback_decoder();
   if (t == "Fuse") return make_fuse_decoder();
   if (t == "Strip")
-    return make_strip_decoder(one_char(str(j, "content", " "), "Strip content"), j.value("start", std::size_t{0}),
-                              j.value("stop", std::size_t{0}));
+    return make_strip_decoder(one_char(str(j, "content", " "), "Strip content"),
+                              static_cast<std::size_t>(json_int_or(j, "start", 0, "Strip start", 0)),
+                              static_cast<std::size_t>(json_int_or(j, "stop", 0, "Strip stop", 0)));
   if (t == "Replace") {
     const auto [lit, re] = pattern(j.at("pattern"));
     return make_replace_decoder(lit, re, j.at("content").get<std::string>());
@@ -157,7 +158,7 @@ std::unique_ptr<PostProcessor> post_processor_from_json(const json& j, const std
   auto token_pair = [&](const char* key) {
     const json& p = j.at(key);
     TFM_CHECK(p.is_array() && p.size() == 2, kWhere, t, " ", key, " is not [token, id]");
-    const auto id = p[1].get<std::int64_t>();
+    const auto id = json_int(p[1], t + " " + key + " id");
     TFM_CHECK(id >= 0 && static_cast<std::size_t>(id) < id_to_token.size(), kWhere, t, " ", key, " id ", id,
               " out of range");
     return std::make_pair(p[0].get<std::string>(), static_cast<std::int32_t>(id));
@@ -173,13 +174,13 @@ std::unique_ptr<PostProcessor> post_processor_from_json(const json& j, const std
           const std::string id = item.at("Sequence").at("id").get<std::string>();
           TFM_CHECK(id == "A" || id == "B", kWhere, "template sequence id '", id, "' is not A or B");
           p.sequence = id == "A" ? 0 : 1;
-          p.type_id = item.at("Sequence").value("type_id", 0);
+          p.type_id = static_cast<std::int32_t>(json_int_or(item.at("Sequence"), "type_id", 0, "template type_id", 0, 255));
         } else {
           const std::string name = item.at("SpecialToken").at("id").get<std::string>();
-          p.type_id = item.at("SpecialToken").value("type_id", 0);
+          p.type_id = static_cast<std::int32_t>(json_int_or(item.at("SpecialToken"), "type_id", 0, "template type_id", 0, 255));
           TFM_CHECK(st.contains(name), kWhere, "template names special token '", name, "' missing from special_tokens");
           for (const auto& id : st.at(name).at("ids")) {
-            const auto v = id.get<std::int64_t>();
+            const auto v = json_int(id, "template token '" + name + "' id");
             TFM_CHECK(v >= 0 && static_cast<std::size_t>(v) < id_to_token.size(), kWhere, "template token '", name,
                       "' id ", v, " out of range");
             p.ids.push_back(static_cast<std::int32_t>(v));
@@ -204,6 +205,20 @@ std::unique_ptr<PostProcessor> post_processor_from_json(const json& j, const std
     return make_post_sequence(std::move(parts));
   }
   unknown("post_processor", t, "TemplateProcessing, BertProcessing, RobertaProcessing, ByteLevel, Sequence");
+}
+
+std::int64_t json_int(const nlohmann::json& v, const std::string& what, std::int64_t lo, std::int64_t hi) {
+  const bool big_unsigned = v.is_number_unsigned() && v.get<std::uint64_t>() > static_cast<std::uint64_t>(INT64_MAX);
+  TFM_CHECK(v.is_number_integer() && !big_unsigned, kWhere, what, " must be an integer, got ", v.dump());
+  const auto i = v.get<std::int64_t>();
+  TFM_CHECK(i >= lo && i <= hi, kWhere, what, " ", i, " is out of range [", lo, ", ", hi, "]");
+  return i;
+}
+
+std::int64_t json_int_or(const nlohmann::json& j, const char* key, std::int64_t fallback, const std::string& what,
+                         std::int64_t lo, std::int64_t hi) {
+  if (!j.is_object() || !j.contains(key) || j.at(key).is_null()) return fallback;
+  return json_int(j.at(key), what, lo, hi);
 }
 
 }  // namespace tfm::tok

@@ -10,6 +10,7 @@
 
 #include "tfm/error.h"
 #include "tokenize/bpe_build.h"
+#include "tokenize/pipeline_json.h"
 #include "tokenize/pretokenizer.h"
 
 namespace tfm::tok {
@@ -40,7 +41,7 @@ static void read_template(const json& pp, Tokenizer::Impl& impl) {
     const std::string name = item.at("SpecialToken").at("id").get<std::string>();
     const json& st = pp.at("special_tokens").at(name);
     for (const auto& id : st.at("ids")) {
-      const auto v = id.get<std::int64_t>();
+      const auto v = json_int(id, "template token '" + name + "' id");
       TFM_CHECK(v >= 0 && v < static_cast<std::int64_t>(impl.tokens.size()), kWhere, "template token '", name, "' id ",
                 v, " out of range");
       (seen_a ? impl.suffix : impl.prefix).push_back(static_cast<std::int32_t>(v));
@@ -66,7 +67,7 @@ static Tokenizer::Impl parse(const json& j) {
   std::vector<AddedToken> added;
   if (j.contains("added_tokens") && !j.at("added_tokens").is_null()) {
     for (const auto& a : j.at("added_tokens")) {
-      added.push_back({a.at("content").get<std::string>(), static_cast<std::int32_t>(a.at("id").get<std::int64_t>()),
+      added.push_back({a.at("content").get<std::string>(), static_cast<std::int32_t>(json_int(a.at("id"), "added token id", 0, INT32_MAX)),
                        a.value("special", false)});
     }
   }
