@@ -204,7 +204,7 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
               c.model_type.c_str(), static_cast<long long>(c.n_layers), static_cast<long long>(c.d_model),
               static_cast<long long>(c.n_heads), static_cast<long long>(c.vocab_size),
               static_cast<long long>(c.max_positions), static_cast<double>(model.parameter_count()) * 1e-6);
-  std::printf("%s\nweights read per decode step: %s (f32 decoder layers + final norm + lm head)\n\n", note.c_str(),
+  std::printf("%s\nweights read per decode step: %s (decoder layers + final norm + lm head, as stored)\n\n", note.c_str(),
               format_bytes(wbytes).c_str());
   std::printf("%-14s %7s %11s %11s %11s %13s %11s\n", "case", "tokens", "ours tok/s", "torch tok/s", "ours/torch",
               "roofline tok/s", "% roofline");
@@ -229,7 +229,8 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
 
 void run_bench_decode(const BenchOptions& o, int threads) {
   std::printf("\n== decode: KV-cache inference, %d threads, weights %s, greedy\n", threads,
-              o.dtype.empty() ? "f32" : (o.dtype + (o.recipe.empty() ? "" : "/" + o.recipe)).c_str());
+              o.dtype.empty() ? "as stored (f32 unless the file holds other types)"
+                              : (o.dtype + (o.recipe.empty() ? "" : "/" + o.recipe)).c_str());
   std::printf("decode b=B: B rows of %lld-token prompts (prefill untimed), then greedy steps of all rows together;\n"
               "prefill P: one prompt of P tokens (capped at the model's context). best of >= %d runs, >= %.2fs\n",
               static_cast<long long>(kPromptLen), o.min_reps, o.min_time);
