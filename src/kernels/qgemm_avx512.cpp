@@ -37,13 +37,26 @@ struct RowPtrs {
   const float* x[4];
 };
 
+// The block loop of the 32-element formats: step(b, acc) adds block b of every row into acc;
+// blocks alternate between two accumulator sets (FMA latency), summed once per row at the end.
+template <int R, class Step>
+void alternating_blocks(std::int64_t nb, Step&& step, float* out) {
+  __m256 acc0[R], acc1[R];
+  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
+  std::int64_t b = 0;
+  for (; b + 2 <= nb; b += 2) {
+    step(b, acc0);
+    step(b + 1, acc1);
+  }
+  if (b < nb) step(b, acc0);
+  for (int r = 0; r < R; ++r) out[r] = _mm512_reduce_add_ps(_mm512_zextps256_ps512(_mm256_add_ps(acc0[r], acc1[r])));
+}
+
 template <int R>
 void q8_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
-  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   auto step = [&](std::int64_t b, __m256* acc) {
     const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ8_0));
-      const __m256i wq = load256(wb + 2);
+    const __m256i wq = load256(wb + 2);
     const __m256i aw = _mm256_abs_epi8(wq);
     const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
@@ -52,27 +65,15 @@ void q8_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
   };
-  const std::int64_t nb = K / 32;
-  std::int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    step(b, acc0);
-    step(b + 1, acc1);
-  }
-  if (b < nb) step(b, acc0);
-  for (int r = 0; r < R; ++r) {
-    const __m256 s = _mm256_add_ps(acc0[r], acc1[r]);
-    out[r] = _mm512_reduce_add_ps(_mm512_zextps256_ps512(s));
-  }
+  alternating_blocks<R>(K / 32, step, out);
 }
 
 template <int R>
 void q4_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
   const __m128i m4 = _mm_set1_epi8(0x0F);
-  __m256 acc0[R], acc1[R];  // blocks alternate between two accumulators (FMA latency)
-  for (int r = 0; r < R; ++r) acc0[r] = acc1[r] = _mm256_setzero_ps();
   auto step = [&](std::int64_t b, __m256* acc) {
     const unsigned char* wb = w + b * static_cast<std::int64_t>(sizeof(BlockQ4_0));
-      const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 2));
+    const __m128i q = _mm_loadu_si128(reinterpret_cast<const __m128i*>(wb + 2));
     const __m256i u = _mm256_set_m128i(_mm_and_si128(_mm_srli_epi16(q, 4), m4), _mm_and_si128(q, m4));
     const float dw = h2f(wb);
     for (int r = 0; r < R; ++r) {
@@ -82,17 +83,7 @@ void q4_0_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
       acc[r] = _mm256_fmadd_ps(_mm256_cvtepi32_ps(p), _mm256_set1_ps(dw * a.d[r][b]), acc[r]);
     }
   };
-  const std::int64_t nb = K / 32;
-  std::int64_t b = 0;
-  for (; b + 2 <= nb; b += 2) {
-    step(b, acc0);
-    step(b + 1, acc1);
-  }
-  if (b < nb) step(b, acc0);
-  for (int r = 0; r < R; ++r) {
-    const __m256 s = _mm256_add_ps(acc0[r], acc1[r]);
-    out[r] = _mm512_reduce_add_ps(_mm512_zextps256_ps512(s));
-  }
+  alternating_blocks<R>(K / 32, step, out);
 }
 
 template <int R>
