@@ -233,18 +233,10 @@ TEST(Distill, LmRunLowersTheLossKeepsProjectionsOutOfTheModelAndResumesExactly) 
   ASSERT_EQ(extra.size(), 1u);
   EXPECT_EQ(extra.begin()->second.shape(), (Shape{32, 24}));
   // Interrupted at step 8 and resumed: the same losses and weights, bit for bit.
-  TrainOptions a = o;
-  a.out_dir = dir + "/part";
-  a.on_step = [](std::int64_t step, double) { return step < 8; };
-  const TrainResult first = run_training(cfg, a);
-  TrainOptions b = o;
-  b.out_dir = b.resume_dir = a.out_dir;
-  const TrainResult rest = run_training(cfg, b);
-  std::vector<double> joined = first.losses;
-  joined.insert(joined.end(), rest.losses.begin(), rest.losses.end());
-  EXPECT_EQ(joined, full.losses);
+  const InterruptedRun part = train_interrupted(cfg, o, dir + "/part", 8);
+  EXPECT_EQ(part.losses, full.losses);
   const auto w_full = load_safetensors(o.out_dir + "/checkpoint/training_tensors.safetensors").tensors;
-  const auto w_part = load_safetensors(a.out_dir + "/checkpoint/training_tensors.safetensors").tensors;
+  const auto w_part = load_safetensors(dir + "/part/checkpoint/training_tensors.safetensors").tensors;
   for (const auto& [name, t] : w_full) test::expect_bitwise_equal(w_part.at(name), t, name);
 
   // alpha 0 without hidden pairs is plain training: the same losses as without "distill".

@@ -168,18 +168,10 @@ TEST(Bf16Training, ResumeIsBitExact) {
   o.quiet = true;
   o.out_dir = dir + "/full";
   const TrainResult full = run_training(cfg, o);
-  TrainOptions a = o;
-  a.out_dir = dir + "/part";
-  a.on_step = [](std::int64_t step, double) { return step < 4; };
-  const TrainResult first = run_training(cfg, a);
-  TrainOptions b = o;
-  b.out_dir = b.resume_dir = a.out_dir;
-  const TrainResult rest = run_training(cfg, b);
-  std::vector<double> joined = first.losses;
-  joined.insert(joined.end(), rest.losses.begin(), rest.losses.end());
-  EXPECT_EQ(joined, full.losses);
-  EXPECT_EQ(rest.val_loss, full.val_loss);
-  const LoadedModel x = load_model_dir(o.out_dir), y = load_model_dir(a.out_dir);
+  const InterruptedRun part = train_interrupted(cfg, o, dir + "/part", 4);
+  EXPECT_EQ(part.losses, full.losses);
+  EXPECT_EQ(part.rest.val_loss, full.val_loss);
+  const LoadedModel x = load_model_dir(o.out_dir), y = load_model_dir(dir + "/part");
   for (const auto& [k, p] : x.model.parameters()) test::expect_bitwise_equal(y.model.parameters().at(k), p, k);
   fs::remove_all(dir);
 }

@@ -48,5 +48,25 @@ inline TrainConfig tiny_lm(const std::string& dir) {
     "sample": {"prompt": "ROMEO:", "tokens": 20}})", "tiny.json");
 }
 
+// The resume test's other half: the same config trained into `part_dir`, stopped after
+// `stop_after` steps, then resumed there to the end. Returns the resumed run (whose losses
+// are appended to the first run's in `losses`), for comparison with an uninterrupted run.
+struct InterruptedRun {
+  TrainResult rest;
+  std::vector<double> losses;  // the first run's, then the resumed run's
+};
+inline InterruptedRun train_interrupted(const TrainConfig& cfg, TrainOptions o, const std::string& part_dir,
+                                        std::int64_t stop_after) {
+  o.out_dir = part_dir;
+  o.resume_dir.clear();
+  o.on_step = [stop_after](std::int64_t step, double) { return step < stop_after; };
+  InterruptedRun r;
+  r.losses = run_training(cfg, o).losses;
+  o.on_step = nullptr;
+  o.resume_dir = part_dir;
+  r.rest = run_training(cfg, o);
+  r.losses.insert(r.losses.end(), r.rest.losses.begin(), r.rest.losses.end());
+  return r;
+}
 
 }  // namespace tfm::train_test
