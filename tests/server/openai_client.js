@@ -235,6 +235,27 @@ async function queueAndDisconnect() {
   ok(generated < 1000, `the abandoned stream stopped early (${generated} tokens generated)`);
 }
 
+// A client that drops a non-streamed request frees its slot too: nothing is written to its
+// connection until the answer is ready, so the server has to notice the close on its own.
+async function wholeDisconnect() {
+  const http = require('http');
+  const url = new URL(SMALL);
+  const before = await metric(SMALL, 'tfm_tokens_generated_total');
+  const body = JSON.stringify({ prompt: 'ROMEO:', max_tokens: 1000, ignore_eos: true, seed: 2 });
+  const req = http.request({ host: url.hostname, port: Number(url.port), path: '/v1/completions', method: 'POST',
+                             headers: { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) } });
+  req.on('error', () => {});
+  req.end(body);
+  for (let i = 0; i < 1000 && (await metric(SMALL, 'tfm_slots_busy')) < 1; ++i) await new Promise((r) => setTimeout(r, 5));
+  eq(await metric(SMALL, 'tfm_slots_busy'), 1, 'the non-streamed request is decoding');
+  req.destroy();  // the client leaves before the answer
+  for (let i = 0; i < 1000 && (await metric(SMALL, 'tfm_slots_busy')) > 0; ++i) await new Promise((r) => setTimeout(r, 5));
+  eq(await metric(SMALL, 'tfm_slots_busy'), 0, 'its slot was freed');
+  eq(await metric(SMALL, 'tfm_choices_cancelled_total'), 2, 'the disconnect cancelled its sequence');
+  const generated = (await metric(SMALL, 'tfm_tokens_generated_total')) - before;
+  ok(generated < 1000, `the abandoned request stopped early (${generated} tokens generated)`);
+}
+
 // An idle connection (--idle-timeout 1 on SMALL) is closed by the server.
 async function idleConnection() {
   const net = require('net');
@@ -253,6 +274,7 @@ async function idleConnection() {
   await badInput();
   await concurrency();
   await queueAndDisconnect();
+  await wholeDisconnect();
   await idleConnection();
   console.log(`openai client tests: ${checks} checks ok`);
 })().catch((e) => { console.error('FAIL:', e); process.exit(1); });

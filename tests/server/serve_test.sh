@@ -113,6 +113,24 @@ curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -qi '^access-control-allow-o
 curl -si -X OPTIONS "http://127.0.0.1:$CLS_PORT/v1/classify" -H 'Origin: http://playground.test' \
   -H 'Access-Control-Request-Method: POST' | grep -q '^HTTP/1.1 204' || { echo "FAIL: preflight"; exit 1; }
 
+# --timeout: a request still running when its time is up gets 408 and an OpenAI error (answered
+# whole) or an error event that ends the stream, its slot is freed, and the server goes on
+# serving. The model is wide enough (~5 ms a token) that 1,000 tokens take far longer than 1 s.
+sed -e 's/"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64/"d_model": 512, "n_heads": 8, "n_layers": 8, "d_ff": 2048/' \
+    -e 's/"max_steps": 30/"max_steps": 1/' "$DIR/tiny.json" > "$DIR/slow.json"
+"$TFM" -t 1 train "$DIR/slow.json" --out "$DIR/slow" -q > /dev/null
+start slow slow --parallel 2 --ctx-size 1024 --timeout 1
+LONG='"prompt": "ROMEO:", "max_tokens": 1000, "ignore_eos": true'
+code=$(curl -s -o "$DIR/timeout.json" -w '%{http_code}' "http://127.0.0.1:$PORT/v1/completions" -d "{$LONG}")
+[ "$code" = 408 ] && grep -q '"code":"request_timeout"' "$DIR/timeout.json" ||
+  { echo "FAIL: --timeout answered $code: $(cat "$DIR/timeout.json")"; exit 1; }
+curl -sN "http://127.0.0.1:$PORT/v1/completions" -d "{$LONG, \"stream\": true}" > "$DIR/timeout.sse"
+grep -q '"code":"request_timeout"' "$DIR/timeout.sse" || { echo "FAIL: a stream past --timeout"; tail -c 300 "$DIR/timeout.sse"; exit 1; }
+post "$PORT" /v1/completions '{"prompt": "A", "max_tokens": 2}' | grep -q '"text_completion"' ||
+  { echo "FAIL: no answer after the timeouts"; exit 1; }
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^tfm_slots_busy 0$' || { echo "FAIL: a timed-out request kept its slot"; exit 1; }
+echo "--timeout: 408, a final error event, the slots freed"
+
 # SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.
 kill -TERM "$MAIN_PID"
 wait "$MAIN_PID" || { echo "FAIL: server exited with $? after SIGTERM"; cat "$DIR/main.err"; exit 1; }
