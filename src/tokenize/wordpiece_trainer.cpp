@@ -5,7 +5,6 @@
 // in merge order) becomes a WordPiece model with BERT's pipeline, saved as tokenizer.json.
 // Ties between equally frequent pairs go to the smallest (left id, right id): deterministic.
 #include <algorithm>
-#include <queue>
 #include <unordered_map>
 
 #include <nlohmann/json.hpp>
@@ -13,6 +12,7 @@
 #include "tfm/error.h"
 #include "tfm/tokenizer_json.h"
 #include "tokenize/components.h"
+#include "tokenize/pair_merges.h"
 #include "tokenize/tokenizer_impl.h"
 #include "tokenize/unicode.h"
 
@@ -20,20 +20,7 @@ namespace tfm::tok {
 
 namespace {
 
-std::uint64_t pack(std::int32_t a, std::int32_t b) {
-  return (static_cast<std::uint64_t>(static_cast<std::uint32_t>(a)) << 32) | static_cast<std::uint32_t>(b);
-}
-
-struct Word {
-  std::vector<std::int32_t> syms;
-  std::int64_t count = 0;
-};
-
-struct HeapEntry {
-  std::int64_t count;
-  std::uint64_t pair;
-  bool operator<(const HeapEntry& o) const { return count != o.count ? count < o.count : pair > o.pair; }
-};
+using Word = PairMerges::Word;
 
 constexpr const char* kPrefix = "##";
 
@@ -105,70 +92,17 @@ nlohmann::json train_wordpiece_doc(const std::vector<std::string>& corpus, const
     words[w].count = word_count[w];
   }
 
-  std::unordered_map<std::uint64_t, std::int64_t> pair_count;
-  std::unordered_map<std::uint64_t, std::vector<std::int32_t>> pair_words;
-  for (std::size_t w = 0; w < words.size(); ++w) {
-    const auto& s = words[w].syms;
-    for (std::size_t k = 0; k + 1 < s.size(); ++k) {
-      const std::uint64_t p = pack(s[k], s[k + 1]);
-      pair_count[p] += words[w].count;
-      auto& v = pair_words[p];
-      if (v.empty() || v.back() != static_cast<std::int32_t>(w)) v.push_back(static_cast<std::int32_t>(w));
-    }
-  }
-  std::priority_queue<HeapEntry> heap;
-  for (const auto& [p, c] : pair_count) heap.push({c, p});
+  PairMerges merges(std::move(words));
   const std::int64_t min_count = std::max<std::int64_t>(1, opts.min_freq);
   const std::int64_t target = opts.vocab_size > 0 ? opts.vocab_size : 30000;
-  std::vector<std::int32_t> merged;
-  while (static_cast<std::int64_t>(tokens.size()) < target && !heap.empty()) {
-    const HeapEntry top = heap.top();
-    heap.pop();
-    auto pc = pair_count.find(top.pair);
-    const std::int64_t current = pc == pair_count.end() ? 0 : pc->second;
-    if (current != top.count) {
-      if (current > 0) heap.push({current, top.pair});
-      continue;
-    }
-    if (current < min_count) break;
-    const auto a = static_cast<std::int32_t>(top.pair >> 32), b = static_cast<std::int32_t>(top.pair & 0xFFFFFFFFu);
+  std::int32_t a = 0, b = 0;
+  std::int64_t count = 0;
+  while (static_cast<std::int64_t>(tokens.size()) < target && merges.next(a, b, count)) {
+    if (count < min_count) break;
     const std::string& bt = tokens[static_cast<std::size_t>(b)];
     const std::string text = tokens[static_cast<std::size_t>(a)] + (bt.rfind(kPrefix, 0) == 0 ? bt.substr(2) : bt);
     const std::int32_t new_id = id_of(text);
-    std::vector<std::int32_t> where_list = std::move(pair_words[top.pair]);
-    pair_words.erase(top.pair);
-    std::vector<std::uint64_t> touched;
-    for (std::int32_t w : where_list) {
-      Word& word = words[static_cast<std::size_t>(w)];
-      auto& s = word.syms;
-      bool has = false;
-      for (std::size_t k = 0; k + 1 < s.size() && !has; ++k) has = s[k] == a && s[k + 1] == b;
-      if (!has) continue;
-      for (std::size_t k = 0; k + 1 < s.size(); ++k) pair_count[pack(s[k], s[k + 1])] -= word.count;
-      merged.clear();
-      for (std::size_t k = 0; k < s.size();) {
-        if (k + 1 < s.size() && s[k] == a && s[k + 1] == b) {
-          merged.push_back(new_id);
-          k += 2;
-        } else {
-          merged.push_back(s[k++]);
-        }
-      }
-      s.swap(merged);
-      for (std::size_t k = 0; k + 1 < s.size(); ++k) {
-        const std::uint64_t p = pack(s[k], s[k + 1]);
-        pair_count[p] += word.count;
-        if (s[k] == new_id || s[k + 1] == new_id) {
-          auto& v = pair_words[p];
-          if (v.empty() || v.back() != w) v.push_back(w);
-          touched.push_back(p);
-        }
-      }
-    }
-    pair_count.erase(top.pair);
-    std::sort(touched.begin(), touched.end());
-    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
-    for (std::uint64_t p : touched) heap.push({pair_count[p], p});
+    merges.merge(a, b, new_id);
   }
 
   using nlohmann::json;
