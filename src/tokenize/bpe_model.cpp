@@ -7,11 +7,11 @@
 
 #include <algorithm>
 #include <atomic>
-#include <queue>
 #include <string>
 #include <unordered_map>
 
 #include "tfm/error.h"
+#include "tokenize/bpe_merge.h"
 #include "tokenize/unicode.h"
 
 namespace tfm::tok {
@@ -129,75 +129,10 @@ static void initial_symbols(const BpeModel& m, std::string_view bytes, std::vect
   }
 }
 
-static constexpr std::int32_t kNoRank = 0x7FFFFFFF;
-
-static void merge_small(const BpeModel& m, std::vector<std::int32_t>& syms) {
-  // ranks[k] = rank of (syms[k], syms[k+1]).
-  std::int32_t ranks[128];
-  std::size_t n = syms.size();
-  auto rank_of = [&](std::size_t k) {
-    const PairMap::Value v = m.merges.find(syms[k], syms[k + 1]);
-    return v.rank < 0 ? kNoRank : v.rank;
-  };
-  for (std::size_t k = 0; k + 1 < n; ++k) ranks[k] = rank_of(k);
-  while (n > 1) {
-    std::size_t best = 0;
-    for (std::size_t k = 1; k + 1 < n; ++k)
-      if (ranks[k] < ranks[best]) best = k;
-    if (ranks[best] == kNoRank) break;
-    syms[best] = m.merges.find(syms[best], syms[best + 1]).id;
-    for (std::size_t k = best + 1; k + 1 < n; ++k) syms[k] = syms[k + 1];
-    for (std::size_t k = best + 1; k + 2 < n; ++k) ranks[k] = ranks[k + 1];
-    --n;
-    syms.resize(n);
-    if (best + 1 < n) ranks[best] = rank_of(best);
-    if (best > 0) ranks[best - 1] = rank_of(best - 1);
-  }
-}
-
-static void merge_large(const BpeModel& m, std::vector<std::int32_t>& syms) {
-  const std::size_t n = syms.size();
-  std::vector<std::int32_t> prev(n), next(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    prev[k] = static_cast<std::int32_t>(k) - 1;
-    next[k] = k + 1 < n ? static_cast<std::int32_t>(k + 1) : -1;
-  }
-  struct Entry {
-    std::int32_t rank, pos, left, right;
-    bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-  };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  auto push = [&](std::int32_t pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    const PairMap::Value v = m.merges.find(syms[pos], syms[next[pos]]);
-    if (v.rank >= 0) heap.push({v.rank, pos, syms[pos], syms[next[pos]]});
-  };
-  for (std::size_t k = 0; k + 1 < n; ++k) push(static_cast<std::int32_t>(k));
-  std::vector<bool> alive(n, true);
-  while (!heap.empty()) {
-    const Entry e = heap.top();
-    heap.pop();
-    const std::int32_t r = next[e.pos];
-    if (!alive[e.pos] || r < 0 || syms[e.pos] != e.left || syms[r] != e.right) continue;  // stale
-    syms[e.pos] = m.merges.find(e.left, e.right).id;
-    alive[r] = false;
-    next[e.pos] = next[r];
-    if (next[r] >= 0) prev[next[r]] = e.pos;
-    push(prev[e.pos]);
-    push(e.pos);
-  }
-  std::size_t w = 0;
-  for (std::int32_t k = 0; k >= 0; k = next[k]) syms[w++] = syms[k];
-  syms.resize(w);
-}
-
 void BpeModel::encode_word(std::string_view bytes, std::vector<std::int32_t>& out) const {
   thread_local std::vector<std::int32_t> syms;
   initial_symbols(*this, bytes, syms);
-  if (syms.size() <= 128)
-    merge_small(*this, syms);
-  else
-    merge_large(*this, syms);
+  merge_word(merges, syms);
   out.insert(out.end(), syms.begin(), syms.end());
 }
 
@@ -205,12 +140,12 @@ void BpeModel::encode_word_naive(std::string_view bytes, std::vector<std::int32_
   std::vector<std::int32_t> word;
   initial_symbols(*this, bytes, word);
   while (word.size() > 1) {
-    std::int32_t best = kNoRank;
+    std::int32_t best = kNoMergeRank;
     for (std::size_t k = 0; k + 1 < word.size(); ++k) {
       const PairMap::Value v = merges.find(word[k], word[k + 1]);
       if (v.rank >= 0) best = std::min(best, v.rank);
     }
-    if (best == kNoRank) break;
+    if (best == kNoMergeRank) break;
     const auto [a, b] = merge_list[static_cast<std::size_t>(best)];
     const std::int32_t merged = merges.find(a, b).id;
     std::vector<std::int32_t> next;

@@ -6,10 +6,10 @@
 // through GPT-2's alphabet without building the char string.
 #include <algorithm>
 #include <array>
-#include <queue>
 #include <unordered_map>
 
 #include "tfm/error.h"
+#include "tokenize/bpe_merge.h"
 #include "tokenize/bpe_model.h"
 #include "tokenize/components.h"
 #include "tokenize/flat_string_map.h"
@@ -23,66 +23,9 @@ struct Sym {
   std::uint32_t len;  // bytes of the piece this symbol covers
 };
 
-constexpr std::int32_t kNoRank = 0x7FFFFFFF;
-
-void merge_small(const PairMap& merges, std::vector<Sym>& syms) {
-  std::int32_t ranks[128];
-  std::size_t n = syms.size();
-  auto rank_of = [&](std::size_t k) {
-    const PairMap::Value v = merges.find(syms[k].id, syms[k + 1].id);
-    return v.rank < 0 ? kNoRank : v.rank;
-  };
-  for (std::size_t k = 0; k + 1 < n; ++k) ranks[k] = rank_of(k);
-  while (n > 1) {
-    std::size_t best = 0;
-    for (std::size_t k = 1; k + 1 < n; ++k)
-      if (ranks[k] < ranks[best]) best = k;
-    if (ranks[best] == kNoRank) break;
-    syms[best] = {merges.find(syms[best].id, syms[best + 1].id).id, syms[best].len + syms[best + 1].len};
-    for (std::size_t k = best + 1; k + 1 < n; ++k) syms[k] = syms[k + 1];
-    for (std::size_t k = best + 1; k + 2 < n; ++k) ranks[k] = ranks[k + 1];
-    --n;
-    syms.resize(n);
-    if (best + 1 < n) ranks[best] = rank_of(best);
-    if (best > 0) ranks[best - 1] = rank_of(best - 1);
-  }
-}
-
-void merge_large(const PairMap& merges, std::vector<Sym>& syms) {
-  const std::size_t n = syms.size();
-  std::vector<std::int32_t> prev(n), next(n);
-  for (std::size_t k = 0; k < n; ++k) {
-    prev[k] = static_cast<std::int32_t>(k) - 1;
-    next[k] = k + 1 < n ? static_cast<std::int32_t>(k + 1) : -1;
-  }
-  struct Entry {
-    std::int32_t rank, pos, left, right;
-    bool operator>(const Entry& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
-  };
-  std::priority_queue<Entry, std::vector<Entry>, std::greater<Entry>> heap;
-  auto push = [&](std::int32_t pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    const PairMap::Value v = merges.find(syms[pos].id, syms[next[pos]].id);
-    if (v.rank >= 0) heap.push({v.rank, pos, syms[pos].id, syms[next[pos]].id});
-  };
-  for (std::size_t k = 0; k + 1 < n; ++k) push(static_cast<std::int32_t>(k));
-  std::vector<bool> alive(n, true);
-  while (!heap.empty()) {
-    const Entry e = heap.top();
-    heap.pop();
-    const std::int32_t r = next[e.pos];
-    if (!alive[e.pos] || r < 0 || syms[e.pos].id != e.left || syms[r].id != e.right) continue;  // stale
-    syms[e.pos] = {merges.find(e.left, e.right).id, syms[e.pos].len + syms[r].len};
-    alive[r] = false;
-    next[e.pos] = next[r];
-    if (next[r] >= 0) prev[next[r]] = e.pos;
-    push(prev[e.pos]);
-    push(e.pos);
-  }
-  std::size_t w = 0;
-  for (std::int32_t k = 0; k >= 0; k = next[k]) syms[w++] = syms[k];
-  syms.resize(w);
-}
+// For bpe_merge.h's templates (found by argument-dependent lookup).
+std::int32_t symbol_id(const Sym& s) { return s.id; }
+Sym join(const Sym& l, const Sym& r, std::int32_t id) { return {id, l.len + r.len}; }
 
 struct StrHash {
   using is_transparent = void;
@@ -174,10 +117,7 @@ class Bpe final : public Model {
     if (!word) {
       syms.clear();
       initial_symbols(p, syms);
-      if (syms.size() <= 128)
-        merge_small(merges_, syms);
-      else
-        merge_large(merges_, syms);
+      merge_word(merges_, syms);
       word = &syms;
       if (cacheable) {
         if (cache.map.size() >= kCacheMaxEntries) cache.map.clear();
