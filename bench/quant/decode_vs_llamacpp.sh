@@ -1,31 +1,51 @@
 #!/usr/bin/env bash
 # Quantized decode side by side (docs/benchmarks.md, "Quantized decode"): tfm bench decode and
 # llama.cpp (node-llama-cpp's prebuilt CPU build, tools/reference/llama-cpp/bench_decode.mjs) on
-# the same GPT-2-size GGUF files, one per weight type, at 1 and 2 threads; peak RSS of each run.
-#   bench/quant/decode_vs_llamacpp.sh [WORKDIR]     (run from the repository root, after a build;
-#                                                   on a quiet machine: it takes about 6 minutes)
+# the same GGUF files, one per weight type; peak RSS of each run.
+#   bench/quant/decode_vs_llamacpp.sh [WORKDIR]     (run from the repository root, after a build)
+# Environment (defaults in brackets):
+#   MODEL    gpt2 (GPT-2 size, 124M) or llama1b (TinyLlama's shape: 22 layers, d 2048, 32 heads,
+#            4 KV heads, FFN 5632, vocabulary 32000; 1.1B) [gpt2]
+#   TYPES    weight types [f32 bf16 q8_0 q4_0 q4_k]
+#   THREADS  thread counts [1 2]
+#   REPS     timed runs per figure after a warm-up, best reported [3]
+#   ENGINES  which engines to run [tfm llama.cpp]
+# gpt2 with the defaults takes about 6 minutes on a quiet 2-core machine. llama1b is ~9x larger
+# (the f32 file is 4.4 GB): run it one type and thread count at a time, e.g.
+#   MODEL=llama1b TYPES=q4_k THREADS=1 REPS=2 flock /tmp/heavy.lock bench/quant/decode_vs_llamacpp.sh
+# (the first call writes the files: ~1 minute for the random hub directory, ~1 minute per type).
 set -euo pipefail
 export OMP_WAIT_POLICY=passive
 root=$(pwd)
 bin=$root/build/bin
 work=${1:-/tmp/tfm-quant-bench}
+model=${MODEL:-gpt2}
+read -r -a types <<<"${TYPES:-f32 bf16 q8_0 q4_0 q4_k}"
+read -r -a threads <<<"${THREADS:-1 2}"
+reps=${REPS:-3}
+engines=" ${ENGINES:-tfm llama.cpp} "
+case $model in gpt2 | llama1b) ;; *) echo "MODEL must be gpt2 or llama1b, not '$model'" >&2; exit 2 ;; esac
 mkdir -p "$work"
 cd "$work"
-# Random f32 GPT-2-size weights in hub layout, a small BPE tokenizer, then one GGUF per type.
-[ -f hub/gpt2/config.json ] || "$bin/bench_load" write hub/gpt2 gpt2
-[ -f hub/gpt2/tokenizer.json ] ||
-  "$bin/tfm" tokenizer train --type bpe --vocab-size 1000 --input "$root/data/tinyshakespeare.txt" -o hub/gpt2/tokenizer.json
-types=(f32 bf16 q8_0 q4_0 q4_k)
+# Random f32 weights in hub layout (bench_load write), a small BPE tokenizer (the GGUF writer pads
+# the vocabulary to the model's size with unused tokens), then one GGUF per type.
+[ -f "hub/$model/config.json" ] || "$bin/bench_load" write "hub/$model" "$model"
+[ -f "hub/$model/tokenizer.json" ] ||
+  "$bin/tfm" tokenizer train --type bpe --vocab-size 1000 --input "$root/data/tinyshakespeare.txt" -o "hub/$model/tokenizer.json"
 for t in "${types[@]}"; do
-  [ -f "gpt2-$t.gguf" ] || "$bin/tfm" -t 1 quantize -m hub/gpt2 -o "gpt2-$t.gguf" --type "$t"
+  [ -f "$model-$t.gguf" ] || "$bin/tfm" -t 2 quantize -m "hub/$model" -o "$model-$t.gguf" --type "$t"
 done
-for th in 1 2; do
+for th in "${threads[@]}"; do
   for t in "${types[@]}"; do
-    echo "=== tfm $t threads=$th"
-    /usr/bin/time -f "peak_rss_kb %M wall %e" "$bin/tfm" -t "$th" bench decode -m "gpt2-$t.gguf" --model-only --no-torch 2>&1 |
-      grep -v '^\s*$'
-    echo "=== llama.cpp $t threads=$th"
-    /usr/bin/time -f "peak_rss_kb %M wall %e" node "$root/tools/reference/llama-cpp/bench_decode.mjs" "gpt2-$t.gguf" "$th" 32 3 2>&1 |
-      tail -3
+    if [[ $engines == *" tfm "* ]]; then
+      echo "=== tfm $model $t threads=$th $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)"
+      /usr/bin/time -f "peak_rss_kb %M wall %e" "$bin/tfm" -t "$th" bench decode -m "$model-$t.gguf" --model-only --no-torch \
+        --min-reps "$reps" --min-time 0 2>&1 | grep -v '^\s*$'
+    fi
+    if [[ $engines == *" llama.cpp "* ]]; then
+      echo "=== llama.cpp $model $t threads=$th $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)"
+      /usr/bin/time -f "peak_rss_kb %M wall %e" node "$root/tools/reference/llama-cpp/bench_decode.mjs" "$model-$t.gguf" "$th" 32 "$reps" 2>&1 |
+        tail -3
+    fi
   done
 done

@@ -155,10 +155,18 @@ void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t
 // S = q k^T reads blocks in place instead of re-transposing them for every query block.
 // Block-major (not one (D, Tk) matrix per head): a row stride of Tk floats would put the D
 // rows of a block in the same L1 sets whenever Tk is a power of two.
+// Work items per thread of a parallel loop whose items cost about `work` multiply-adds (or
+// floats moved) each: at least 2^17, so a second thread is woken only when its share outlasts
+// the wake-up (tens of microseconds with passive waiting). A decode step's attention over a
+// short cache (one query row, tens of keys) stays on one thread: with a grain of 1 item a
+// small model's batched decode ran at half its 1-thread speed on 2 threads (issue 14).
+// Results do not depend on it: every item is computed the same way by whichever thread.
+inline std::int64_t grain_for(std::int64_t work) { return std::max<std::int64_t>(1, (std::int64_t{1} << 17) / std::max<std::int64_t>(work, 1)); }
+
 template <class Isa>
 void transpose_blocks(const AttentionParams& p, HeadsView x, float* xt) {
   const std::int64_t nkb = (p.Tk + kBc - 1) / kBc;
-  parallel_for(p.B * p.Hkv * nkb, 1, [&](std::int64_t w0, std::int64_t w1) {
+  parallel_for(p.B * p.Hkv * nkb, grain_for(p.D * kBc), [&](std::int64_t w0, std::int64_t w1) {
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, j0 = w % nkb * kBc;
       load_transposed<Isa>(x, b, hk, j0, std::min(kBc, p.Tk - j0), p.D, xt + w * p.D * kBc);
@@ -260,7 +268,8 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
   const std::int64_t nkb = (p.Tk + kBc - 1) / kBc;
   Scratch<Isa> kt_all(p.B * p.Hkv * nkb * D * kBc);  // (B, Hkv, nkb, D, kBc)
   transpose_blocks<Isa>(p, k, kt_all.get());
-  parallel_for(p.B * p.Hq * nqb, 1, [&](std::int64_t w0, std::int64_t w1) {
+  // An item: one query block against every key (q k^T and p v).
+  parallel_for(p.B * p.Hq * nqb, grain_for(2 * std::min(kBr, p.Tq) * p.Tk * D), [&](std::int64_t w0, std::int64_t w1) {
     Scratch<Isa> qs_buf(kBr * Dp), vb_buf(kBc * Dp), s_buf(kBr * kBc), o_buf(kBr * Dp), keep_buf(kBc);
     float* qs = qs_buf.get();  // (kBr, Dp) scale * q
     float* vb = vb_buf.get();  // (kBc, Dp) v block, when it cannot be read in place

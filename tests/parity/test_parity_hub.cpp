@@ -3,6 +3,7 @@
 // compared with the PyTorch reference of the family's modeling code.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstdlib>
 
 #include "support/test_support.h"
@@ -139,6 +140,33 @@ TEST(ParityHub, F32TensorsViewTheFileMapping) {
   const Tensor& a = p.at("transformer.h.0.attn.c_attn.weight");
   const Tensor& b = p.at("transformer.h.1.attn.c_attn.weight");
   EXPECT_EQ(a.storage().get(), b.storage().get()) << "two tensors of one file share the mapping's storage";
+}
+
+// GPT-2's Conv1D weights are used as stored, (in, out), memory-mapped: at decode time (few
+// rows) they run through gemm_rows' non-transposed path. Every cached decode step's logits,
+// one sequence alone and two side by side, equal PyTorch's full-sequence logits there.
+TEST(ParityHub, Gpt2Conv1DDecodeStepsMatchTheReferenceLogits) {
+  LoadedWeights w = load_model_weights(hub_dir("gpt2"));
+  const SafetensorsFile r = reference("gpt2");
+  const std::vector<std::int64_t> ids = test::fixture_tensor(r, "input_ids").to_ints();
+  const std::vector<float> want = test::fixture_tensor(r, "logits").to_floats();  // (1, T, V)
+  const std::int64_t T = static_cast<std::int64_t>(ids.size()), V = w.config.vocab_size;
+  ASSERT_EQ(static_cast<std::int64_t>(want.size()), T * V);
+  for (const std::int64_t rows : {1, 2}) {
+    KVCache cache(w.model.config(), rows, T + 1);
+    std::vector<std::int64_t> slots;
+    for (std::int64_t b = 0; b < rows; ++b) slots.push_back(b);
+    for (std::int64_t t = 0; t < T; ++t) {
+      const std::vector<std::int64_t> step(static_cast<std::size_t>(rows), ids[static_cast<std::size_t>(t)]);
+      const std::vector<float> got = w.model.decode_cached(Tensor::from_ints(step, {rows, 1}), slots, cache).to_floats();
+      ASSERT_EQ(static_cast<std::int64_t>(got.size()), rows * V);
+      for (std::int64_t b = 0; b < rows; ++b)
+        for (std::int64_t v = 0; v < V; ++v) {
+          const float g = got[static_cast<std::size_t>(b * V + v)], e = want[static_cast<std::size_t>(t * V + v)];
+          ASSERT_NEAR(g, e, 1e-4 + 1e-4 * std::abs(e)) << "rows " << rows << ", row " << b << ", step " << t << ", logit " << v;
+        }
+    }
+  }
 }
 
 TEST(ParityHub, MarianOpusMtWithStaticTablesAndFinalLogitsBias) { check_seq2seq("marian"); }

@@ -179,16 +179,22 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
   std::map<std::string, double> torch;
   std::string note, why;
   const bool compact = model.has_compact_weights();
-  if (o.torch && !compact) {
+  // PyTorch has CPU kernels for bf16 (not for the block types): a model whose every weight
+  // matrix is bf16 is compared with the same model cast to torch.bfloat16.
+  bool all_bf16 = compact;
+  for (const WeightMatrix& w : model.weight_matrices())
+    all_bf16 = all_bf16 && model.parameters().at(w.name).dtype() == DType::bf16;
+  if (o.torch && (!compact || all_bf16)) {
     std::string args = "--config '" + config_json(c).dump() + "' --cases '" + cases_json(cases).dump() +
                        "' --threads " + std::to_string(threads) + " --min-time " + std::to_string(o.min_time) +
                        " --min-reps " + std::to_string(o.min_reps) + " --params " +
-                       std::to_string(model.parameter_count());
+                       std::to_string(model.parameter_count()) + (all_bf16 ? " --dtype bf16" : "");
     if (!s.dir.empty()) args += " --model-dir '" + s.dir + "'";
     const auto j = run_torch_script("bench_torch_decode.py", args, why);
     try {
       for (const auto& r : j.at("results")) torch[r.at("name").get<std::string>()] = r.at("seconds").get<double>();
-      note = "torch = PyTorch " + j.at("torch").get<std::string>() + " with its own KV cache (" +
+      note = "torch = PyTorch " + j.at("torch").get<std::string>() + (all_bf16 ? " in bfloat16" : "") +
+             " with its own KV cache (" +
              (s.dir.empty() ? std::string("random weights") : std::string("the same model.safetensors")) +
              "), param count " + (j.at("params_match").get<bool>() ? "matches" : "DIFFERS");
     } catch (const std::exception&) {
@@ -196,7 +202,7 @@ void bench_model(Model& model, const Subject& s, const BenchOptions& o, int thre
       note = "PyTorch column skipped: " + (why.empty() ? std::string("unexpected JSON") : why);
     }
   } else {
-    note = compact ? "PyTorch column skipped (its CPU build has no kernels for these weight types)"
+    note = compact && !all_bf16 ? "PyTorch column skipped (its CPU build has no kernels for these weight types)"
                    : "PyTorch column skipped (--no-torch)";
   }
   const double wbytes = weight_bytes_per_step(model);

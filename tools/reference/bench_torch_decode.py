@@ -15,6 +15,8 @@ The model is the best straightforward PyTorch decoder: fused q/k/v projection (o
 F.linear / F.layer_norm, a preallocated KV cache (layers, B, H, max_T, Dh) written in place,
 attention as softmax(q k^T * scale [+ causal mask]) v (1.13 has no fused attention), the lm
 head on the last position only, greedy argmax; torch.inference_mode().
+--dtype bf16: the whole model, its activations and its KV cache in torch.bfloat16 (what
+model.to(torch.bfloat16) gives a PyTorch user; 1.13's CPU kernels for it), else float32.
 Prints {"torch", "params_match", "results": [{"name", "seconds"}]}.
 """
 import argparse
@@ -52,8 +54,8 @@ def read_safetensors(path):
 class Decoder:
     """Weights as plain tensors; layer l: n1 (w, b), qkv (w (3C', C), b), o, n2, up/gate/down."""
 
-    def __init__(self, cfg, w):
-        self.cfg = cfg
+    def __init__(self, cfg, w, dtype=torch.float32):
+        self.cfg, self.dtype = cfg, dtype
         C, H, KV, Dh = cfg["C"], cfg["H"], cfg["KV"], cfg["Dh"]
         self.H, self.KV, self.Dh, self.C = H, KV, Dh, C
         self.scale = Dh ** -0.5 if cfg["scale_scores"] else 1.0
@@ -81,7 +83,7 @@ class Decoder:
             K, V = K.repeat_interleave(self.H // self.KV, 1), V.repeat_interleave(self.H // self.KV, 1)
         s = torch.matmul(q, K.transpose(-1, -2)) * self.scale  # (B, H, T, pos+T)
         if T > 1:
-            s = s + torch.triu(torch.full((T, pos + T), float("-inf")), pos + 1)
+            s = s + torch.triu(torch.full((T, pos + T), float("-inf")), pos + 1).to(s.dtype)
         o = torch.matmul(torch.softmax(s, -1), V).transpose(1, 2).reshape(B, T, self.H * self.Dh)
         return F.linear(o, L["o"][0], L["o"][1])
 
@@ -113,7 +115,7 @@ class Decoder:
 
     def new_cache(self, B):
         shape = (len(self.layers), B, self.KV, self.cfg["max_positions"], self.Dh)
-        return torch.zeros(shape), torch.zeros(shape)
+        return torch.zeros(shape, dtype=self.dtype), torch.zeros(shape, dtype=self.dtype)
 
 
 def engine_weights(cfg, t):
@@ -172,6 +174,15 @@ def count(w):
     return n
 
 
+def cast(w, dtype):
+    """Every tensor of the weights dict in dtype (tied tensors stay one tensor)."""
+    done = {}
+    one = lambda t: None if t is None else done.setdefault(id(t), t.to(dtype))  # noqa: E731
+    pair = lambda p: None if p is None else tuple(one(t) for t in p)  # noqa: E731
+    return {"tok": one(w["tok"]), "pos": one(w["pos"]), "head": one(w["head"]), "final": pair(w["final"]),
+            "layers": [{k: pair(v) for k, v in L.items()} for L in w["layers"]]}
+
+
 def random_tokens(n, V, seed):
     g = torch.Generator().manual_seed(seed)
     return torch.randint(0, V, (n,), generator=g)
@@ -215,6 +226,7 @@ def main():
     p.add_argument("--threads", type=int, default=1)
     p.add_argument("--min-time", type=float, default=0.15)
     p.add_argument("--min-reps", type=int, default=3)
+    p.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     args = p.parse_args()
     torch.set_num_threads(args.threads)
     cfg = json.loads(args.config)
@@ -232,12 +244,15 @@ def main():
     else:
         w = random_weights(cfg)
         n = count(w)
-    model = Decoder(cfg, w)
+    dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float32
+    if dtype != torch.float32:
+        w = cast(w, dtype)
+    model = Decoder(cfg, w, dtype)
     results = []
     with torch.inference_mode():
         for case in json.loads(args.cases):
             results.append({"name": case["name"], "seconds": run_case(model, case, args.min_time, args.min_reps)})
-    print(json.dumps({"torch": torch.__version__, "params_match": args.params in (0, n), "params": n,
+    print(json.dumps({"torch": torch.__version__, "dtype": args.dtype, "params_match": args.params in (0, n), "params": n,
                       "results": results}))
 
 
