@@ -161,7 +161,9 @@ void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t
 // short cache (one query row, tens of keys) stays on one thread: with a grain of 1 item a
 // small model's batched decode ran at half its 1-thread speed on 2 threads (issue 14).
 // Results do not depend on it: every item is computed the same way by whichever thread.
-inline std::int64_t grain_for(std::int64_t work) { return std::max<std::int64_t>(1, (std::int64_t{1} << 17) / std::max<std::int64_t>(work, 1)); }
+inline std::int64_t grain_for(std::int64_t work) {
+  return std::max<std::int64_t>(1, (std::int64_t{1} << 17) / std::max<std::int64_t>(work, 1));
+}
 
 template <class Isa>
 void transpose_blocks(const AttentionParams& p, HeadsView x, float* xt) {
@@ -269,7 +271,8 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
   Scratch<Isa> kt_all(p.B * p.Hkv * nkb * D * kBc);  // (B, Hkv, nkb, D, kBc)
   transpose_blocks<Isa>(p, k, kt_all.get());
   // An item: one query block against every key (q k^T and p v).
-  parallel_for(p.B * p.Hq * nqb, grain_for(2 * std::min(kBr, p.Tq) * p.Tk * D), [&](std::int64_t w0, std::int64_t w1) {
+  const std::int64_t grain = grain_for(2 * std::min(kBr, p.Tq) * p.Tk * D);
+  parallel_for(p.B * p.Hq * nqb, grain, [&](std::int64_t w0, std::int64_t w1) {
     Scratch<Isa> qs_buf(kBr * Dp), vb_buf(kBc * Dp), s_buf(kBr * kBc), o_buf(kBr * Dp), keep_buf(kBc);
     float* qs = qs_buf.get();  // (kBr, Dp) scale * q
     float* vb = vb_buf.get();  // (kBc, Dp) v block, when it cannot be read in place

@@ -158,12 +158,14 @@ TEST(ParityHub, Gpt2Conv1DDecodeStepsMatchTheReferenceLogits) {
     for (std::int64_t b = 0; b < rows; ++b) slots.push_back(b);
     for (std::int64_t t = 0; t < T; ++t) {
       const std::vector<std::int64_t> step(static_cast<std::size_t>(rows), ids[static_cast<std::size_t>(t)]);
-      const std::vector<float> got = w.model.decode_cached(Tensor::from_ints(step, {rows, 1}), slots, cache).to_floats();
+      const Tensor logits = w.model.decode_cached(Tensor::from_ints(step, {rows, 1}), slots, cache);
+      const std::vector<float> got = logits.to_floats();
       ASSERT_EQ(static_cast<std::int64_t>(got.size()), rows * V);
       for (std::int64_t b = 0; b < rows; ++b)
         for (std::int64_t v = 0; v < V; ++v) {
           const float g = got[static_cast<std::size_t>(b * V + v)], e = want[static_cast<std::size_t>(t * V + v)];
-          ASSERT_NEAR(g, e, 1e-4 + 1e-4 * std::abs(e)) << "rows " << rows << ", row " << b << ", step " << t << ", logit " << v;
+          ASSERT_NEAR(g, e, 1e-4 + 1e-4 * std::abs(e))
+              << "rows " << rows << ", row " << b << ", step " << t << ", logit " << v;
         }
     }
   }
