@@ -45,6 +45,7 @@ void run_rows(qgemm_detail::RowsFn fn, DType wtype, std::int64_t M, std::int64_t
   // each worker its own, empty, buffer).
   const qgemm_detail::QuantizedActs& acts = buffer;
   qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
+  if (fn == qgemm_detail::rows_avx512_vnni && buffer.block) qgemm_detail::prepare_acts_avx512_vnni(wtype, buffer);
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
   // Tasks of >= 32 KiB of weights: enough to amortise the fork, small enough to split a
   // 768-column matrix over two threads.

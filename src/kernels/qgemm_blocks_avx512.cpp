@@ -1,0 +1,413 @@
+// Block-quantized weights (q8_0, q4_0, q4_k, q6_k) times int8 activations on AVX-512 VNNI,
+// tiled so each weight block is decoded once per call and multiplied against every
+// activation row: a register tile of up to kMR activation rows x kNR weight rows.
+//
+// Two steps per tile of kNR weight rows:
+// 1. decode: each weight row is unpacked once into an L1-sized buffer of ready-to-multiply
+//    vectors (int8 weights, per-lane scales, integer offset terms);
+// 2. multiply: for every group of kMR activation rows, a register tile runs over the buffer.
+// The work per output (m, n) is the same instruction sequence in the same order whatever M is,
+// whichever rows share its tile and however N is split over threads, so a row's result is
+// bit-identical alone or in a batch (the contract of qgemm.h).
+//
+// Arithmetic, per format (the scalar twin, qgemm_twin.cpp, computes the same integer sums per
+// block; the float terms here are that sum split over vector lanes, i.e. reordered):
+// - q8_0, q4_0: two 32-element blocks per 64-byte vector. vpdpbusd multiplies unsigned by
+//   signed bytes, so activations enter as x + 128 (u8) against signed weights (q8_0 as stored,
+//   q4_0 as nibble - 8) and each lane starts from -128 Σ w over its four weights, computed once
+//   per weight vector: every lane then holds an exact partial Σ x·w. One cvt, one multiply by
+//   (d_w · d_x) per lane and one FMA per 64 weights and activation row.
+// - q4_k: nibbles (unsigned) x activations (signed) by vpmaddubsw into 16-bit pairs, then
+//   vpdpwssd with the 6-bit sub-block scales: an exact integer Σ sc·q·x per lane; the
+//   sub-block minimums (dmin · m · Σx) go to a second accumulator, four blocks per vector.
+// - q6_k: x + 128 against q - 32 (signed) as for q8_0, vpmaddubsw + vpdpwssd with the 8-bit
+//   sub-block scales, each lane starting from -128 Σ sc·w.
+// GCC 12 false positive inside avx512fintrin.h (see norm_avx512.cpp).
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#include <immintrin.h>
+
+#include <algorithm>
+#include <cstring>
+#include <vector>
+
+#include "kernels/qgemm_act.h"
+#include "kernels/quant_blocks.h"
+#include "tfm/error.h"
+
+namespace tfm::kernels::qgemm_detail {
+namespace {
+
+constexpr int kMR = 4;  // activation rows per register tile
+constexpr int kNR = 2;  // weight rows per register tile
+
+float h2f(const unsigned char* p) {
+  std::uint16_t v;
+  std::memcpy(&v, p, 2);
+  return _cvtsh_ss(v);
+}
+__m128i load128(const void* p) { return _mm_loadu_si128(static_cast<const __m128i*>(p)); }
+__m256i load256(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
+__m512i load512(const void* p) { return _mm512_loadu_si512(p); }
+__m512i join(__m256i lo, __m256i hi) { return _mm512_inserti64x4(_mm512_castsi256_si512(lo), hi, 1); }
+std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
+
+// -128 Σ w over each lane's four signed bytes: the term that turns Σ (x + 128)·w into Σ x·w.
+__m512i minus_128_sum(__m512i w) {
+  return _mm512_sub_epi32(_mm512_setzero_si512(),
+                          _mm512_dpbusd_epi32(_mm512_setzero_si512(), _mm512_set1_epi8(static_cast<char>(0x80)), w));
+}
+
+// ---------------------------------------------------------------- q8_0, q4_0: pairs of blocks
+struct PairW {
+  __m512i w;     // 64 signed weights: block 2p in bytes 0-31, block 2p + 1 in bytes 32-63
+  __m512i init;  // -128 Σ w per lane
+  __m512 dw;     // lanes 0-7: scale of block 2p, lanes 8-15: of block 2p + 1
+};
+
+// One weight row of nb blocks into (nb + 1) / 2 pairs; an odd last block pairs with zeros.
+void decode_pairs(DType t, const unsigned char* row, std::int64_t nb, PairW* out) {
+  const std::size_t bytes = t == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (std::int64_t b = 0; b < nb; b += 2) {
+    const unsigned char* b0 = row + b * static_cast<std::int64_t>(bytes);
+    const bool two = b + 1 < nb;
+    __m512i w;
+    if (t == DType::q8_0) {
+      w = join(load256(b0 + 2), two ? load256(b0 + bytes + 2) : _mm256_setzero_si256());
+    } else {
+      // 16 bytes per block: element j in the low nibble of byte j, element j + 16 in the high
+      const __m256i q = _mm256_set_m128i(two ? load128(b0 + bytes + 2) : _mm_set1_epi8(-0x78), load128(b0 + 2));
+      const __m512i lohi = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+      // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high]
+      w = _mm512_sub_epi8(_mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
+    }
+    PairW& p = out[b / 2];
+    p.w = w;  // (q4_0's missing block: nibbles 8 -> weights 0)
+    p.init = minus_128_sum(w);
+    p.dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(b0)), _mm256_set1_ps(two ? h2f(b0 + bytes) : 0.0f), 1);
+  }
+}
+
+template <int MR, int NR>
+void pairs_tile(const PairW* const* wn, std::int64_t np, const std::uint8_t* const* xu, const float* const* dxv,
+                float (&out)[kMR][kNR]) {
+  __m512 acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+  for (std::int64_t p = 0; p < np; ++p) {
+    __m512i w[NR], init[NR];
+    __m512 dw[NR];
+    for (int n = 0; n < NR; ++n) {
+      w[n] = wn[n][p].w;
+      init[n] = wn[n][p].init;
+      dw[n] = wn[n][p].dw;
+    }
+    for (int m = 0; m < MR; ++m) {
+      const __m512i x = load512(xu[m] + 64 * p);
+      const __m512 dx = _mm512_loadu_ps(dxv[m] + 16 * p);
+      for (int n = 0; n < NR; ++n) {
+        const __m512i s = _mm512_dpbusd_epi32(init[n], x, w[n]);
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[n], dx), acc[m][n]);
+      }
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]);
+}
+
+// ---------------------------------------------------------------- q4_k
+// vpermw indices spreading the 16-bit sub-block scales over the 16-bit lanes of chunk c.
+struct ScaleIdx {
+  alignas(64) std::int16_t v[4][32];
+};
+constexpr ScaleIdx make_scale_idx(int lanes_per_scale) {
+  ScaleIdx t{};
+  for (int c = 0; c < 4; ++c)
+    for (int i = 0; i < 32; ++i) t.v[c][i] = static_cast<std::int16_t>((32 / lanes_per_scale) * c + i / lanes_per_scale);
+  return t;
+}
+constexpr ScaleIdx kQ4KIdx = make_scale_idx(16), kQ6KIdx = make_scale_idx(8);
+const auto& kQ4KScaleIdx = kQ4KIdx.v;
+const auto& kQ6ScaleIdx = kQ6KIdx.v;
+
+struct Q4KW {
+  __m512i u[4];   // chunk c: sub-block 2c's nibbles in bytes 0-31, 2c + 1's in bytes 32-63
+  __m512i sc[4];  // 16-bit lanes 0-15: scale of sub-block 2c, lanes 16-31: of 2c + 1
+};
+struct Q4KRow {  // decoded row: blocks plus the per-block values of the minimum pass
+  Q4KW* blocks;
+  float* d;            // nb
+  std::int16_t* mins;  // 8 per block, nb rounded up to 4 (zeros)
+  float* dmin4;        // dmin x 4 per block, nb rounded up to 4 (zeros)
+};
+
+void decode_q4_k(const unsigned char* row, std::int64_t nb, const Q4KRow& out) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K));
+    std::uint32_t s3[3];
+    std::memcpy(s3, w + 4, 12);
+    const std::uint32_t sc_lo = s3[0] & 0x3F3F3F3Fu, m_lo = s3[1] & 0x3F3F3F3Fu;
+    const std::uint32_t sc_hi = (s3[2] & 0x0F0F0F0Fu) | ((s3[0] >> 2) & 0x30303030u);
+    const std::uint32_t m_hi = ((s3[2] >> 4) & 0x0F0F0F0Fu) | ((s3[1] >> 2) & 0x30303030u);
+    const __m512i S = _mm512_castsi128_si512(
+        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.mins + 8 * b),
+                     _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo))));
+    Q4KW& o = out.blocks[b];
+    for (int c = 0; c < 4; ++c) {
+      const __m256i q = load256(w + 16 + 32 * c);
+      o.u[c] = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+      o.sc[c] = _mm512_permutexvar_epi16(load512(kQ4KScaleIdx[c]), S);
+    }
+    out.d[b] = h2f(w);
+    const float dmin = h2f(w + 2);
+    for (int i = 0; i < 4; ++i) out.dmin4[4 * b + i] = dmin;
+  }
+  for (std::int64_t b = nb; b < round_up(nb, 4); ++b) {
+    std::fill_n(out.mins + 8 * b, 8, std::int16_t{0});
+    std::fill_n(out.dmin4 + 4 * b, 4, 0.0f);
+  }
+}
+
+template <int MR, int NR>
+void q4_k_tile(const Q4KRow* wn, std::int64_t nb, const QuantizedActs& a, std::int64_t m0, float (&out)[kMR][kNR]) {
+  __m512 acc[MR][NR], accm[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = accm[m][n] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b) {
+    __m512i isum[MR][NR];
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      __m512i u[NR], sc[NR];
+      for (int n = 0; n < NR; ++n) {
+        u[n] = wn[n].blocks[b].u[c];
+        sc[n] = wn[n].blocks[b].sc[c];
+      }
+      for (int m = 0; m < MR; ++m) {
+        const __m512i x = load512(a.qrow(m0 + m) + 256 * b + 64 * c);
+        for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(u[n], x), sc[n]);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      const float dx = a.drow(m0 + m)[b];
+      for (int n = 0; n < NR; ++n)
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wn[n].d[b] * dx), acc[m][n]);
+    }
+  }
+  // minimums: Σ_s m[s] Σx over sub-block s, four blocks (32 sub-block sums) per vector
+  for (std::int64_t g = 0; g < round_up(nb, 4) / 4; ++g)
+    for (int m = 0; m < MR; ++m) {
+      const __m512i xs = load512(a.s32pad.data() + (m0 + m) * a.s32pad_stride + 32 * g);
+      const __m512 dx = _mm512_loadu_ps(a.dx4.data() + (m0 + m) * a.dx4_stride + 16 * g);
+      for (int n = 0; n < NR; ++n) {
+        const __m512i mins = _mm512_madd_epi16(load512(wn[n].mins + 32 * g), xs);
+        accm[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), _mm512_mul_ps(_mm512_loadu_ps(wn[n].dmin4 + 16 * g), dx),
+                                     accm[m][n]);
+      }
+    }
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]) - _mm512_reduce_add_ps(accm[m][n]);
+}
+
+// ---------------------------------------------------------------- q6_k
+struct Q6KW {
+  __m512i w[4];   // chunk c: elements 64c .. 64c + 63 as q - 32 (signed)
+  __m512i sc[4];  // 16-bit lane i of chunk c: scale of sub-block 4c + i / 8
+  __m512i init;   // -128 Σ sc·w per lane
+};
+
+void decode_q6_k(const unsigned char* row, std::int64_t nb, Q6KW* out, float* d) {
+  const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
+  const __m512i c32 = _mm512_set1_epi8(32), c80 = _mm512_set1_epi8(static_cast<char>(0x80));
+  for (std::int64_t b = 0; b < nb; ++b) {
+    const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ6_K));
+    Q6KW& o = out[b];
+    for (int h = 0; h < 2; ++h) {
+      const __m256i lo = load256(w + 64 * h), hi = load256(w + 64 * h + 32), qh = load256(w + 128 + 32 * h);
+      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+      const __m256i q2 = _mm256_or_si256(_mm256_and_si256(hi, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+      const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo, 4), m4), _mm256_and_si256(qh, m30));
+      const __m256i q4 =
+          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(hi, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+      o.w[2 * h] = _mm512_sub_epi8(join(q1, q2), c32);
+      o.w[2 * h + 1] = _mm512_sub_epi8(join(q3, q4), c32);
+    }
+    const __m512i S = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(load128(w + 192)));
+    __m512i init = _mm512_setzero_si512();
+    for (int c = 0; c < 4; ++c) {
+      o.sc[c] = _mm512_permutexvar_epi16(load512(kQ6ScaleIdx[c]), S);
+      init = _mm512_dpwssd_epi32(init, _mm512_maddubs_epi16(c80, o.w[c]), o.sc[c]);
+    }
+    o.init = _mm512_sub_epi32(_mm512_setzero_si512(), init);
+    d[b] = h2f(w + 208);
+  }
+}
+
+template <int MR, int NR>
+void q6_k_tile(const Q6KW* const* wn, const float* const* dn, std::int64_t nb, const QuantizedActs& a, std::int64_t m0,
+               float (&out)[kMR][kNR]) {
+  __m512 acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b) {
+    __m512i isum[MR][NR];
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) isum[m][n] = wn[n][b].init;
+    for (int c = 0; c < 4; ++c) {
+      __m512i w[NR], sc[NR];
+      for (int n = 0; n < NR; ++n) {
+        w[n] = wn[n][b].w[c];
+        sc[n] = wn[n][b].sc[c];
+      }
+      for (int m = 0; m < MR; ++m) {
+        const __m512i x = load512(a.xu.data() + (m0 + m) * a.xu_stride + 256 * b + 64 * c);
+        for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(x, w[n]), sc[n]);
+      }
+    }
+    for (int m = 0; m < MR; ++m) {
+      const float dx = a.drow(m0 + m)[b];
+      for (int n = 0; n < NR; ++n)
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(dn[n][b] * dx), acc[m][n]);
+    }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]);
+}
+
+// ---------------------------------------------------------------- driver
+
+// Calls f.template operator()<MR, NR>() with the tile's compile-time shape.
+template <class F>
+void with_tile(int mr, int nr, F&& f) {
+  auto rows = [&]<int NR>() {
+    switch (mr) {
+      case 4: return f.template operator()<4, NR>();
+      case 3: return f.template operator()<3, NR>();
+      case 2: return f.template operator()<2, NR>();
+      default: return f.template operator()<1, NR>();
+    }
+  };
+  static_assert(kMR == 4 && kNR == 2, "with_tile lists the tile shapes");
+  if (nr == 2) rows.template operator()<2>();
+  else rows.template operator()<1>();
+}
+
+// The thread's buffers of decoded weight rows (one tile's worth), reused across calls.
+template <class T>
+T* scratch(std::vector<T>& v, std::size_t n) {
+  if (v.size() < n) v.resize(n);
+  return v.data();
+}
+
+void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, const QuantizedActs& a,
+                const void* w, std::size_t row_bytes, float* y, std::int64_t ldy) {
+  const auto* wbase = static_cast<const unsigned char*>(w);
+  const std::int64_t nb = K / (t == DType::q8_0 || t == DType::q4_0 ? 32 : 256);
+  thread_local std::vector<PairW> pairs;
+  thread_local std::vector<Q4KW> q4k;
+  thread_local std::vector<Q6KW> q6k;
+  thread_local std::vector<float> dvals;
+  thread_local std::vector<std::int16_t> mins;
+  float out[kMR][kNR];
+  for (std::int64_t n = n0; n < n1; n += kNR) {
+    const int nr = static_cast<int>(std::min<std::int64_t>(kNR, n1 - n));
+    auto store = [&](std::int64_t m0, int mr) {
+      for (int m = 0; m < mr; ++m)
+        for (int j = 0; j < nr; ++j) y[(m0 + m) * ldy + n + j] = out[m][j];
+    };
+    const unsigned char* wr = wbase + static_cast<std::size_t>(n) * row_bytes;
+    if (t == DType::q8_0 || t == DType::q4_0) {
+      const std::int64_t np = (nb + 1) / 2;
+      PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
+      const PairW* wn[kNR];
+      for (int j = 0; j < nr; ++j) {
+        decode_pairs(t, wr + j * row_bytes, nb, buf + j * np);
+        wn[j] = buf + j * np;
+      }
+      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+        const std::uint8_t* xu[kMR];
+        const float* dxv[kMR];
+        for (int m = 0; m < mr; ++m) {
+          xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
+          dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
+        }
+        with_tile(mr, nr, [&]<int MR, int NR>() { pairs_tile<MR, NR>(wn, np, xu, dxv, out); });
+        store(m0, mr);
+      }
+    } else if (t == DType::q4_k) {
+      const std::int64_t nb4 = round_up(nb, 4);
+      Q4KW* blocks = scratch(q4k, static_cast<std::size_t>(kNR * nb));
+      float* dv = scratch(dvals, static_cast<std::size_t>(kNR * (nb + 4 * nb4)));
+      std::int16_t* mv = scratch(mins, static_cast<std::size_t>(kNR * 8 * nb4));
+      Q4KRow rows[kNR];
+      for (int j = 0; j < nr; ++j) {
+        rows[j] = {blocks + j * nb, dv + j * (nb + 4 * nb4), mv + j * 8 * nb4, dv + j * (nb + 4 * nb4) + nb};
+        decode_q4_k(wr + j * row_bytes, nb, rows[j]);
+      }
+      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+        with_tile(mr, nr, [&]<int MR, int NR>() { q4_k_tile<MR, NR>(rows, nb, a, m0, out); });
+        store(m0, mr);
+      }
+    } else {
+      Q6KW* blocks = scratch(q6k, static_cast<std::size_t>(kNR * nb));
+      float* dv = scratch(dvals, static_cast<std::size_t>(kNR * nb));
+      const Q6KW* wn[kNR];
+      const float* dn[kNR];
+      for (int j = 0; j < nr; ++j) {
+        decode_q6_k(wr + j * row_bytes, nb, blocks + j * nb, dv + j * nb);
+        wn[j] = blocks + j * nb;
+        dn[j] = dv + j * nb;
+      }
+      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+        with_tile(mr, nr, [&]<int MR, int NR>() { q6_k_tile<MR, NR>(wn, dn, nb, a, m0, out); });
+        store(m0, mr);
+      }
+    }
+  }
+}
+
+// The activation layouts the tiles read, derived once per call from the int8 blocks.
+void prepare(DType t, QuantizedActs& a) {
+  const std::int64_t M = a.rows, K = a.K;
+  if (t == DType::q8_0 || t == DType::q4_0) {
+    const std::int64_t nb = K / 32, np = (nb + 1) / 2;
+    a.xu_stride = 64 * np;
+    a.dxv_stride = 16 * np;
+    a.xu.assign(static_cast<std::size_t>(M * a.xu_stride), 0x80);
+    a.dxv.assign(static_cast<std::size_t>(M * a.dxv_stride), 0.0f);
+    for (std::int64_t m = 0; m < M; ++m) {
+      const std::int8_t* q = a.qrow(m);
+      std::uint8_t* xu = a.xu.data() + m * a.xu_stride;
+      for (std::int64_t k = 0; k < K; ++k) xu[k] = static_cast<std::uint8_t>(q[k] ^ 0x80);
+      float* dxv = a.dxv.data() + m * a.dxv_stride;
+      for (std::int64_t b = 0; b < nb; ++b) std::fill_n(dxv + 8 * b, 8, a.drow(m)[b]);
+    }
+  } else if (t == DType::q4_k) {
+    const std::int64_t nb = K / 256, nb4 = round_up(nb, 4);
+    a.s32pad_stride = 8 * nb4;
+    a.dx4_stride = 4 * nb4;
+    a.s32pad.assign(static_cast<std::size_t>(M * a.s32pad_stride), 0);
+    a.dx4.assign(static_cast<std::size_t>(M * a.dx4_stride), 0.0f);
+    for (std::int64_t m = 0; m < M; ++m) {
+      std::copy_n(a.s32row(m), 8 * nb, a.s32pad.data() + m * a.s32pad_stride);
+      for (std::int64_t b = 0; b < nb; ++b) std::fill_n(a.dx4.data() + m * a.dx4_stride + 4 * b, 4, a.drow(m)[b]);
+    }
+  } else if (t == DType::q6_k) {
+    a.xu_stride = K;
+    a.xu.resize(static_cast<std::size_t>(M * K));
+    for (std::size_t i = 0; i < a.xu.size(); ++i) a.xu[i] = static_cast<std::uint8_t>(a.q[i] ^ 0x80);
+  }
+}
+
+}  // namespace
+
+const BlockRowsFn block_rows_avx512_vnni = &block_rows;
+const PrepareActsFn prepare_acts_avx512_vnni = &prepare;
+
+}  // namespace tfm::kernels::qgemm_detail
