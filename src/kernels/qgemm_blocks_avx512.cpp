@@ -65,50 +65,49 @@ struct PairW {
   __m512 dw;     // lanes 0-7: scale of block 2p, lanes 8-15: of block 2p + 1
 };
 
-// One weight row of nb blocks into (nb + 1) / 2 pairs; an odd last block pairs with zeros.
-void decode_pairs(DType t, const unsigned char* row, std::int64_t nb, PairW* out) {
-  const std::size_t bytes = t == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (std::int64_t b = 0; b < nb; b += 2) {
-    const unsigned char* b0 = row + b * static_cast<std::int64_t>(bytes);
-    const bool two = b + 1 < nb;
-    __m512i w;
-    if (t == DType::q8_0) {
-      w = join(load256(b0 + 2), two ? load256(b0 + bytes + 2) : _mm256_setzero_si256());
-    } else {
-      // 16 bytes per block: element j in the low nibble of byte j, element j + 16 in the high
-      const __m256i q = _mm256_set_m128i(two ? load128(b0 + bytes + 2) : _mm_set1_epi8(-0x78), load128(b0 + 2));
-      const __m512i lohi = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-      // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high]
-      w = _mm512_sub_epi8(_mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
-    }
-    PairW& p = out[b / 2];
-    p.w = w;  // (q4_0's missing block: nibbles 8 -> weights 0)
-    p.init = minus_128_sum(w);
-    p.dw = _mm512_insertf32x8(_mm512_set1_ps(h2f(b0)), _mm256_set1_ps(two ? h2f(b0 + bytes) : 0.0f), 1);
+// Pair p (blocks 2p, 2p + 1) of a weight row of nb blocks; an odd last block pairs with zeros.
+template <DType T>
+PairW decode_pair(const unsigned char* row, std::int64_t p, std::int64_t nb) {
+  constexpr std::size_t bytes = T == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  const unsigned char* b0 = row + 2 * p * static_cast<std::int64_t>(bytes);
+  const bool two = 2 * p + 1 < nb;
+  __m512i w;
+  if constexpr (T == DType::q8_0) {
+    w = join(load256(b0 + 2), two ? load256(b0 + bytes + 2) : _mm256_setzero_si256());
+  } else {
+    // 16 bytes per block: element j in the low nibble of byte j, element j + 16 in the high
+    const __m128i m4 = _mm_set1_epi8(0x0F);
+    const __m256i q = _mm256_set_m128i(two ? load128(b0 + bytes + 2) : _mm_set1_epi8(-0x78), load128(b0 + 2));
+    const __m512i lohi = join(_mm256_and_si256(q, _mm256_set_m128i(m4, m4)),
+                              _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set_m128i(m4, m4)));
+    // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high]; a missing
+    // block's nibbles are 8: weights 0
+    w = _mm512_sub_epi8(_mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
   }
+  std::uint16_t h0, h1 = 0;
+  std::memcpy(&h0, b0, 2);
+  if (two) std::memcpy(&h1, b0 + bytes, 2);
+  const __m128 d01 = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h0 | (std::uint32_t{h1} << 16))));
+  const __m512i lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
+  return {w, minus_128_sum(w), _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d01))};
 }
 
-template <int MR, int NR>
-void pairs_tile(const PairW* const* wn, std::int64_t np, const std::uint8_t* const* xu, const float* const* dxv,
+// src(n, p): pair p of the tile's weight row n (from the decoded buffer, or decoded on the spot).
+template <int MR, int NR, class Src>
+void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const float* const* dxv,
                 float (&out)[kMR][kNR]) {
   __m512 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
   for (std::int64_t p = 0; p < np; ++p) {
-    __m512i w[NR], init[NR];
-    __m512 dw[NR];
-    for (int n = 0; n < NR; ++n) {
-      w[n] = wn[n][p].w;
-      init[n] = wn[n][p].init;
-      dw[n] = wn[n][p].dw;
-    }
+    PairW wp[NR];
+    for (int n = 0; n < NR; ++n) wp[n] = src(n, p);
     for (int m = 0; m < MR; ++m) {
       const __m512i x = load512(xu[m] + 64 * p);
       const __m512 dx = _mm512_loadu_ps(dxv[m] + 16 * p);
       for (int n = 0; n < NR; ++n) {
-        const __m512i s = _mm512_dpbusd_epi32(init[n], x, w[n]);
-        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(dw[n], dx), acc[m][n]);
+        const __m512i s = _mm512_dpbusd_epi32(wp[n].init, x, wp[n].w);
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wp[n].dw, dx), acc[m][n]);
       }
     }
   }
@@ -134,77 +133,82 @@ const auto& kQ6ScaleIdx = kQ6KIdx.v;
 struct Q4KW {
   __m512i u[4];   // chunk c: sub-block 2c's nibbles in bytes 0-31, 2c + 1's in bytes 32-63
   __m512i sc[4];  // 16-bit lanes 0-15: scale of sub-block 2c, lanes 16-31: of 2c + 1
-};
-struct Q4KRow {  // decoded row: blocks plus the per-block values of the minimum pass
-  Q4KW* blocks;
-  float* d;            // nb
-  std::int16_t* mins;  // 8 per block, nb rounded up to 4 (zeros)
-  float* dmin4;        // dmin x 4 per block, nb rounded up to 4 (zeros)
+  float d;
 };
 
-void decode_q4_k(const unsigned char* row, std::int64_t nb, const Q4KRow& out) {
-  const __m256i m4 = _mm256_set1_epi8(0x0F);
-  for (std::int64_t b = 0; b < nb; ++b) {
-    const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K));
-    std::uint32_t s3[3];
-    std::memcpy(s3, w + 4, 12);
-    const std::uint32_t sc_lo = s3[0] & 0x3F3F3F3Fu, m_lo = s3[1] & 0x3F3F3F3Fu;
-    const std::uint32_t sc_hi = (s3[2] & 0x0F0F0F0Fu) | ((s3[0] >> 2) & 0x30303030u);
-    const std::uint32_t m_hi = ((s3[2] >> 4) & 0x0F0F0F0Fu) | ((s3[1] >> 2) & 0x30303030u);
-    const __m512i S = _mm512_castsi128_si512(
-        _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(sc_hi), static_cast<int>(sc_lo))));
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(out.mins + 8 * b),
-                     _mm_cvtepu8_epi16(_mm_set_epi32(0, 0, static_cast<int>(m_hi), static_cast<int>(m_lo))));
-    Q4KW& o = out.blocks[b];
-    for (int c = 0; c < 4; ++c) {
-      const __m256i q = load256(w + 16 + 32 * c);
-      o.u[c] = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-      o.sc[c] = _mm512_permutexvar_epi16(load512(kQ4KScaleIdx[c]), S);
-    }
-    out.d[b] = h2f(w);
-    const float dmin = h2f(w + 2);
-    for (int i = 0; i < 4; ++i) out.dmin4[4 * b + i] = dmin;
-  }
-  for (std::int64_t b = nb; b < round_up(nb, 4); ++b) {
-    std::fill_n(out.mins + 8 * b, 8, std::int16_t{0});
-    std::fill_n(out.dmin4 + 4 * b, 4, 0.0f);
-  }
+// The 6-bit scales (sc) and minimums (m) of a block, as 8 bytes each in the low half of a u64.
+void k4_scales(const unsigned char* w, std::uint64_t& sc, std::uint64_t& m) {
+  std::uint32_t s3[3];
+  std::memcpy(s3, w + 4, 12);
+  sc = (s3[0] & 0x3F3F3F3Fu) | std::uint64_t{(s3[2] & 0x0F0F0F0Fu) | ((s3[0] >> 2) & 0x30303030u)} << 32;
+  m = (s3[1] & 0x3F3F3F3Fu) | std::uint64_t{((s3[2] >> 4) & 0x0F0F0F0Fu) | ((s3[1] >> 2) & 0x30303030u)} << 32;
 }
 
-template <int MR, int NR>
-void q4_k_tile(const Q4KRow* wn, std::int64_t nb, const QuantizedActs& a, std::int64_t m0, float (&out)[kMR][kNR]) {
-  __m512 acc[MR][NR], accm[MR][NR];
-  for (int m = 0; m < MR; ++m)
-    for (int n = 0; n < NR; ++n) acc[m][n] = accm[m][n] = _mm512_setzero_ps();
+Q4KW decode_q4_k(const unsigned char* row, std::int64_t b) {
+  const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K));
+  const __m256i m4 = _mm256_set1_epi8(0x0F);
+  std::uint64_t sc, mn;
+  k4_scales(w, sc, mn);
+  const __m512i S = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+  Q4KW o;
+  for (int c = 0; c < 4; ++c) {
+    const __m256i q = load256(w + 16 + 32 * c);
+    o.u[c] = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+    o.sc[c] = _mm512_permutexvar_epi16(load512(kQ4KScaleIdx[c]), S);
+  }
+  o.d = h2f(w);
+  return o;
+}
+
+// The minimum pass's weight side: 8 minimums (int16) and dmin x 4 per block, zeros up to a
+// multiple of 4 blocks.
+void decode_q4_k_mins(const unsigned char* row, std::int64_t nb, std::int16_t* mins, float* dmin4) {
   for (std::int64_t b = 0; b < nb; ++b) {
+    const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K));
+    std::uint64_t sc, mn;
+    k4_scales(w, sc, mn);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(mins + 8 * b), _mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(mn))));
+    std::fill_n(dmin4 + 4 * b, 4, h2f(w + 2));
+  }
+  std::fill(mins + 8 * nb, mins + 8 * round_up(nb, 4), std::int16_t{0});
+  std::fill(dmin4 + 4 * nb, dmin4 + 4 * round_up(nb, 4), 0.0f);
+}
+
+template <int MR, int NR, class Src>
+void q4_k_tile(Src&& src, const std::int16_t* const* mins, const float* const* dmin4, std::int64_t nb,
+               const QuantizedActs& a, std::int64_t m0, float (&out)[kMR][kNR]) {
+  __m512 acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+  for (std::int64_t b = 0; b < nb; ++b) {
+    Q4KW wb[NR];
+    for (int n = 0; n < NR; ++n) wb[n] = src(n, b);
     __m512i isum[MR][NR];
     for (int m = 0; m < MR; ++m)
       for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_setzero_si512();
-    for (int c = 0; c < 4; ++c) {
-      __m512i u[NR], sc[NR];
-      for (int n = 0; n < NR; ++n) {
-        u[n] = wn[n].blocks[b].u[c];
-        sc[n] = wn[n].blocks[b].sc[c];
-      }
+    for (int c = 0; c < 4; ++c)
       for (int m = 0; m < MR; ++m) {
         const __m512i x = load512(a.qrow(m0 + m) + 256 * b + 64 * c);
-        for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(u[n], x), sc[n]);
+        for (int n = 0; n < NR; ++n)
+          isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(wb[n].u[c], x), wb[n].sc[c]);
       }
-    }
     for (int m = 0; m < MR; ++m) {
       const float dx = a.drow(m0 + m)[b];
       for (int n = 0; n < NR; ++n)
-        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wn[n].d[b] * dx), acc[m][n]);
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wb[n].d * dx), acc[m][n]);
     }
   }
   // minimums: Σ_s m[s] Σx over sub-block s, four blocks (32 sub-block sums) per vector
+  __m512 accm[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) accm[m][n] = _mm512_setzero_ps();
   for (std::int64_t g = 0; g < round_up(nb, 4) / 4; ++g)
     for (int m = 0; m < MR; ++m) {
       const __m512i xs = load512(a.s32pad.data() + (m0 + m) * a.s32pad_stride + 32 * g);
       const __m512 dx = _mm512_loadu_ps(a.dx4.data() + (m0 + m) * a.dx4_stride + 16 * g);
       for (int n = 0; n < NR; ++n) {
-        const __m512i mins = _mm512_madd_epi16(load512(wn[n].mins + 32 * g), xs);
-        accm[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mins), _mm512_mul_ps(_mm512_loadu_ps(wn[n].dmin4 + 16 * g), dx),
+        const __m512i mn = _mm512_madd_epi16(load512(mins[n] + 32 * g), xs);
+        accm[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(mn), _mm512_mul_ps(_mm512_loadu_ps(dmin4[n] + 16 * g), dx),
                                      accm[m][n]);
       }
     }
@@ -217,60 +221,56 @@ struct Q6KW {
   __m512i w[4];   // chunk c: elements 64c .. 64c + 63 as q - 32 (signed)
   __m512i sc[4];  // 16-bit lane i of chunk c: scale of sub-block 4c + i / 8
   __m512i init;   // -128 Σ sc·w per lane
+  float d;
 };
 
-void decode_q6_k(const unsigned char* row, std::int64_t nb, Q6KW* out, float* d) {
+Q6KW decode_q6_k(const unsigned char* row, std::int64_t b) {
+  const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ6_K));
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   const __m512i c32 = _mm512_set1_epi8(32), c80 = _mm512_set1_epi8(static_cast<char>(0x80));
-  for (std::int64_t b = 0; b < nb; ++b) {
-    const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ6_K));
-    Q6KW& o = out[b];
-    for (int h = 0; h < 2; ++h) {
-      const __m256i lo = load256(w + 64 * h), hi = load256(w + 64 * h + 32), qh = load256(w + 128 + 32 * h);
-      const __m256i q1 = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
-      const __m256i q2 = _mm256_or_si256(_mm256_and_si256(hi, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
-      const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo, 4), m4), _mm256_and_si256(qh, m30));
-      const __m256i q4 =
-          _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(hi, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
-      o.w[2 * h] = _mm512_sub_epi8(join(q1, q2), c32);
-      o.w[2 * h + 1] = _mm512_sub_epi8(join(q3, q4), c32);
-    }
-    const __m512i S = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(load128(w + 192)));
-    __m512i init = _mm512_setzero_si512();
-    for (int c = 0; c < 4; ++c) {
-      o.sc[c] = _mm512_permutexvar_epi16(load512(kQ6ScaleIdx[c]), S);
-      init = _mm512_dpwssd_epi32(init, _mm512_maddubs_epi16(c80, o.w[c]), o.sc[c]);
-    }
-    o.init = _mm512_sub_epi32(_mm512_setzero_si512(), init);
-    d[b] = h2f(w + 208);
+  Q6KW o;
+  for (int h = 0; h < 2; ++h) {
+    const __m256i lo = load256(w + 64 * h), hi = load256(w + 64 * h + 32), qh = load256(w + 128 + 32 * h);
+    const __m256i q1 = _mm256_or_si256(_mm256_and_si256(lo, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 4), m30));
+    const __m256i q2 = _mm256_or_si256(_mm256_and_si256(hi, m4), _mm256_and_si256(_mm256_slli_epi16(qh, 2), m30));
+    const __m256i q3 = _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(lo, 4), m4), _mm256_and_si256(qh, m30));
+    const __m256i q4 =
+        _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(hi, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
+    o.w[2 * h] = _mm512_sub_epi8(join(q1, q2), c32);
+    o.w[2 * h + 1] = _mm512_sub_epi8(join(q3, q4), c32);
   }
+  const __m512i S = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(load128(w + 192)));
+  __m512i init = _mm512_setzero_si512();
+  for (int c = 0; c < 4; ++c) {
+    o.sc[c] = _mm512_permutexvar_epi16(load512(kQ6ScaleIdx[c]), S);
+    init = _mm512_dpwssd_epi32(init, _mm512_maddubs_epi16(c80, o.w[c]), o.sc[c]);
+  }
+  o.init = _mm512_sub_epi32(_mm512_setzero_si512(), init);
+  o.d = h2f(w + 208);
+  return o;
 }
 
-template <int MR, int NR>
-void q6_k_tile(const Q6KW* const* wn, const float* const* dn, std::int64_t nb, const QuantizedActs& a, std::int64_t m0,
-               float (&out)[kMR][kNR]) {
+template <int MR, int NR, class Src>
+void q6_k_tile(Src&& src, std::int64_t nb, const QuantizedActs& a, std::int64_t m0, float (&out)[kMR][kNR]) {
   __m512 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nb; ++b) {
+    Q6KW wb[NR];
+    for (int n = 0; n < NR; ++n) wb[n] = src(n, b);
     __m512i isum[MR][NR];
     for (int m = 0; m < MR; ++m)
-      for (int n = 0; n < NR; ++n) isum[m][n] = wn[n][b].init;
-    for (int c = 0; c < 4; ++c) {
-      __m512i w[NR], sc[NR];
-      for (int n = 0; n < NR; ++n) {
-        w[n] = wn[n][b].w[c];
-        sc[n] = wn[n][b].sc[c];
-      }
+      for (int n = 0; n < NR; ++n) isum[m][n] = wb[n].init;
+    for (int c = 0; c < 4; ++c)
       for (int m = 0; m < MR; ++m) {
         const __m512i x = load512(a.xu.data() + (m0 + m) * a.xu_stride + 256 * b + 64 * c);
-        for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(x, w[n]), sc[n]);
+        for (int n = 0; n < NR; ++n)
+          isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(x, wb[n].w[c]), wb[n].sc[c]);
       }
-    }
     for (int m = 0; m < MR; ++m) {
       const float dx = a.drow(m0 + m)[b];
       for (int n = 0; n < NR; ++n)
-        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(dn[n][b] * dx), acc[m][n]);
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wb[n].d * dx), acc[m][n]);
     }
   }
   for (int m = 0; m < MR; ++m)
@@ -319,53 +319,89 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
         for (int j = 0; j < nr; ++j) y[(m0 + m) * ldy + n + j] = out[m][j];
     };
     const unsigned char* wr = wbase + static_cast<std::size_t>(n) * row_bytes;
+    const unsigned char* wrow[kNR] = {wr, wr + row_bytes};
     if (t == DType::q8_0 || t == DType::q4_0) {
       const std::int64_t np = (nb + 1) / 2;
-      PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
-      const PairW* wn[kNR];
-      for (int j = 0; j < nr; ++j) {
-        decode_pairs(t, wr + j * row_bytes, nb, buf + j * np);
-        wn[j] = buf + j * np;
-      }
-      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
-        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-        const std::uint8_t* xu[kMR];
-        const float* dxv[kMR];
-        for (int m = 0; m < mr; ++m) {
-          xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
-          dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
+      auto run = [&]<DType T>() {
+        const PairW* wn[kNR] = {};
+        if (M > kMR) {  // several row groups: decode once into the buffer
+          PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
+          for (int j = 0; j < nr; ++j) {
+            for (std::int64_t p = 0; p < np; ++p) buf[j * np + p] = decode_pair<T>(wrow[j], p, nb);
+            wn[j] = buf + j * np;
+          }
         }
-        with_tile(mr, nr, [&]<int MR, int NR>() { pairs_tile<MR, NR>(wn, np, xu, dxv, out); });
-        store(m0, mr);
-      }
+        for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+          const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+          const std::uint8_t* xu[kMR];
+          const float* dxv[kMR];
+          for (int m = 0; m < mr; ++m) {
+            xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
+            dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
+          }
+          if (M > kMR)
+            with_tile(mr, nr, [&]<int MR, int NR>() {
+              pairs_tile<MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, dxv, out);
+            });
+          else
+            with_tile(mr, nr, [&]<int MR, int NR>() {
+              pairs_tile<MR, NR>([&](int j, std::int64_t p) { return decode_pair<T>(wrow[j], p, nb); }, np, xu, dxv, out);
+            });
+          store(m0, mr);
+        }
+      };
+      if (t == DType::q8_0) run.template operator()<DType::q8_0>();
+      else run.template operator()<DType::q4_0>();
     } else if (t == DType::q4_k) {
       const std::int64_t nb4 = round_up(nb, 4);
-      Q4KW* blocks = scratch(q4k, static_cast<std::size_t>(kNR * nb));
-      float* dv = scratch(dvals, static_cast<std::size_t>(kNR * (nb + 4 * nb4)));
       std::int16_t* mv = scratch(mins, static_cast<std::size_t>(kNR * 8 * nb4));
-      Q4KRow rows[kNR];
+      float* dv = scratch(dvals, static_cast<std::size_t>(kNR * 4 * nb4));
+      const std::int16_t* mn[kNR];
+      const float* dmin4[kNR];
       for (int j = 0; j < nr; ++j) {
-        rows[j] = {blocks + j * nb, dv + j * (nb + 4 * nb4), mv + j * 8 * nb4, dv + j * (nb + 4 * nb4) + nb};
-        decode_q4_k(wr + j * row_bytes, nb, rows[j]);
+        decode_q4_k_mins(wrow[j], nb, mv + j * 8 * nb4, dv + j * 4 * nb4);
+        mn[j] = mv + j * 8 * nb4;
+        dmin4[j] = dv + j * 4 * nb4;
+      }
+      const Q4KW* wn[kNR] = {};
+      if (M > kMR) {
+        Q4KW* buf = scratch(q4k, static_cast<std::size_t>(kNR * nb));
+        for (int j = 0; j < nr; ++j) {
+          for (std::int64_t b = 0; b < nb; ++b) buf[j * nb + b] = decode_q4_k(wrow[j], b);
+          wn[j] = buf + j * nb;
+        }
       }
       for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
         const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-        with_tile(mr, nr, [&]<int MR, int NR>() { q4_k_tile<MR, NR>(rows, nb, a, m0, out); });
+        if (M > kMR)
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return wn[j][b]; }, mn, dmin4, nb, a, m0, out);
+          });
+        else
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return decode_q4_k(wrow[j], b); }, mn, dmin4, nb, a, m0, out);
+          });
         store(m0, mr);
       }
     } else {
-      Q6KW* blocks = scratch(q6k, static_cast<std::size_t>(kNR * nb));
-      float* dv = scratch(dvals, static_cast<std::size_t>(kNR * nb));
-      const Q6KW* wn[kNR];
-      const float* dn[kNR];
-      for (int j = 0; j < nr; ++j) {
-        decode_q6_k(wr + j * row_bytes, nb, blocks + j * nb, dv + j * nb);
-        wn[j] = blocks + j * nb;
-        dn[j] = dv + j * nb;
+      const Q6KW* wn[kNR] = {};
+      if (M > kMR) {
+        Q6KW* buf = scratch(q6k, static_cast<std::size_t>(kNR * nb));
+        for (int j = 0; j < nr; ++j) {
+          for (std::int64_t b = 0; b < nb; ++b) buf[j * nb + b] = decode_q6_k(wrow[j], b);
+          wn[j] = buf + j * nb;
+        }
       }
       for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
         const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-        with_tile(mr, nr, [&]<int MR, int NR>() { q6_k_tile<MR, NR>(wn, dn, nb, a, m0, out); });
+        if (M > kMR)
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            q6_k_tile<MR, NR>([&](int j, std::int64_t b) { return wn[j][b]; }, nb, a, m0, out);
+          });
+        else
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            q6_k_tile<MR, NR>([&](int j, std::int64_t b) { return decode_q6_k(wrow[j], b); }, nb, a, m0, out);
+          });
         store(m0, mr);
       }
     }
