@@ -67,7 +67,7 @@ struct PairW {
 
 // Pair p (blocks 2p, 2p + 1) of a weight row of nb blocks; an odd last block pairs with zeros.
 template <DType T>
-PairW decode_pair(const unsigned char* row, std::int64_t p, std::int64_t nb) {
+[[gnu::always_inline]] inline PairW decode_pair(const unsigned char* row, std::int64_t p, std::int64_t nb) {
   constexpr std::size_t bytes = T == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const unsigned char* b0 = row + 2 * p * static_cast<std::int64_t>(bytes);
   const bool two = 2 * p + 1 < nb;
@@ -116,19 +116,22 @@ void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const
 }
 
 // ---------------------------------------------------------------- q4_k
-// vpermw indices spreading the 16-bit sub-block scales over the 16-bit lanes of chunk c.
+// vpermd indices spreading the sub-block scales over chunk c's 32-bit lanes (each lane holds
+// its scale twice, once per 16-bit half, for vpdpwssd): q4_k's 8 lanes per scale, q6_k's 4.
 struct ScaleIdx {
-  alignas(64) std::int16_t v[4][32];
+  alignas(64) std::int32_t v[4][16];
 };
 constexpr ScaleIdx make_scale_idx(int lanes_per_scale) {
   ScaleIdx t{};
   for (int c = 0; c < 4; ++c)
-    for (int i = 0; i < 32; ++i) t.v[c][i] = static_cast<std::int16_t>((32 / lanes_per_scale) * c + i / lanes_per_scale);
+    for (int i = 0; i < 16; ++i) t.v[c][i] = (16 / lanes_per_scale) * c + i / lanes_per_scale;
   return t;
 }
-constexpr ScaleIdx kQ4KIdx = make_scale_idx(16), kQ6KIdx = make_scale_idx(8);
+constexpr ScaleIdx kQ4KIdx = make_scale_idx(8), kQ6KIdx = make_scale_idx(4);
 const auto& kQ4KScaleIdx = kQ4KIdx.v;
 const auto& kQ6ScaleIdx = kQ6KIdx.v;
+// 32-bit lanes s -> s | s << 16 (the scale in both 16-bit halves; s fits 16 bits)
+__m512i dup16(__m512i s32) { return _mm512_or_si512(_mm512_and_si512(s32, _mm512_set1_epi32(0xFFFF)), _mm512_slli_epi32(s32, 16)); }
 
 struct Q4KW {
   __m512i u[4];   // chunk c: sub-block 2c's nibbles in bytes 0-31, 2c + 1's in bytes 32-63
@@ -144,21 +147,46 @@ void k4_scales(const unsigned char* w, std::uint64_t& sc, std::uint64_t& m) {
   m = (s3[1] & 0x3F3F3F3Fu) | std::uint64_t{((s3[2] >> 4) & 0x0F0F0F0Fu) | ((s3[1] >> 2) & 0x30303030u)} << 32;
 }
 
-Q4KW decode_q4_k(const unsigned char* row, std::int64_t b) {
+[[gnu::always_inline]] inline Q4KW decode_q4_k(const unsigned char* row, std::int64_t b) {
   const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K));
   const __m256i m4 = _mm256_set1_epi8(0x0F);
   std::uint64_t sc, mn;
   k4_scales(w, sc, mn);
-  const __m512i S = _mm512_castsi128_si512(_mm_cvtepu8_epi16(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+  const __m512i S = dup16(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc))));
   Q4KW o;
   for (int c = 0; c < 4; ++c) {
     const __m256i q = load256(w + 16 + 32 * c);
     o.u[c] = join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
-    o.sc[c] = _mm512_permutexvar_epi16(load512(kQ4KScaleIdx[c]), S);
+    o.sc[c] = _mm512_permutexvar_epi32(load512(kQ4KScaleIdx[c]), S);
   }
   o.d = h2f(w);
   return o;
 }
+
+// Views of one block for q4_k_tile: chunk c's nibbles and scales, and d. From the decoded
+// buffer, or decoded chunk by chunk where it is used (few rows: keeps everything in registers).
+struct Q4KBuffered {
+  const Q4KW* b;
+  __m512i u(int c) const { return b->u[c]; }
+  __m512i sc(int c) const { return b->sc[c]; }
+  float d() const { return b->d; }
+};
+struct Q4KStreamed {
+  const unsigned char* w;
+  __m512i S;
+  [[gnu::always_inline]] Q4KStreamed(const unsigned char* row, std::int64_t b)
+      : w(row + b * static_cast<std::int64_t>(sizeof(BlockQ4_K))) {
+    std::uint64_t sc, mn;
+    k4_scales(w, sc, mn);
+    S = dup16(_mm512_cvtepu8_epi32(_mm_cvtsi64_si128(static_cast<long long>(sc))));
+  }
+  [[gnu::always_inline]] __m512i u(int c) const {
+    const __m256i m4 = _mm256_set1_epi8(0x0F), q = load256(w + 16 + 32 * c);
+    return join(_mm256_and_si256(q, m4), _mm256_and_si256(_mm256_srli_epi16(q, 4), m4));
+  }
+  [[gnu::always_inline]] __m512i sc(int c) const { return _mm512_permutexvar_epi32(load512(kQ4KScaleIdx[c]), S); }
+  float d() const { return h2f(w); }
+};
 
 // The minimum pass's weight side: 8 minimums (int16) and dmin x 4 per block, zeros up to a
 // multiple of 4 blocks.
@@ -181,21 +209,27 @@ void q4_k_tile(Src&& src, const std::int16_t* const* mins, const float* const* d
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
   for (std::int64_t b = 0; b < nb; ++b) {
-    Q4KW wb[NR];
-    for (int n = 0; n < NR; ++n) wb[n] = src(n, b);
+    const auto wb0 = src(0, b);
+    const auto wb1 = src(NR - 1, b);  // the same block when NR == 1
+    auto wb = [&](int n) -> const auto& { return n == 0 ? wb0 : wb1; };
     __m512i isum[MR][NR];
     for (int m = 0; m < MR; ++m)
       for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_setzero_si512();
-    for (int c = 0; c < 4; ++c)
+    for (int c = 0; c < 4; ++c) {
+      __m512i u[NR], sc[NR];
+      for (int n = 0; n < NR; ++n) {
+        u[n] = wb(n).u(c);
+        sc[n] = wb(n).sc(c);
+      }
       for (int m = 0; m < MR; ++m) {
         const __m512i x = load512(a.qrow(m0 + m) + 256 * b + 64 * c);
-        for (int n = 0; n < NR; ++n)
-          isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(wb[n].u[c], x), wb[n].sc[c]);
+        for (int n = 0; n < NR; ++n) isum[m][n] = _mm512_dpwssd_epi32(isum[m][n], _mm512_maddubs_epi16(u[n], x), sc[n]);
       }
+    }
     for (int m = 0; m < MR; ++m) {
       const float dx = a.drow(m0 + m)[b];
       for (int n = 0; n < NR; ++n)
-        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wb[n].d * dx), acc[m][n]);
+        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(isum[m][n]), _mm512_set1_ps(wb(n).d() * dx), acc[m][n]);
     }
   }
   // minimums: Σ_s m[s] Σx over sub-block s, four blocks (32 sub-block sums) per vector
@@ -224,7 +258,7 @@ struct Q6KW {
   float d;
 };
 
-Q6KW decode_q6_k(const unsigned char* row, std::int64_t b) {
+[[gnu::always_inline]] inline Q6KW decode_q6_k(const unsigned char* row, std::int64_t b) {
   const unsigned char* w = row + b * static_cast<std::int64_t>(sizeof(BlockQ6_K));
   const __m256i m4 = _mm256_set1_epi8(0x0F), m30 = _mm256_set1_epi8(0x30);
   const __m512i c32 = _mm512_set1_epi8(32), c80 = _mm512_set1_epi8(static_cast<char>(0x80));
@@ -239,10 +273,10 @@ Q6KW decode_q6_k(const unsigned char* row, std::int64_t b) {
     o.w[2 * h] = _mm512_sub_epi8(join(q1, q2), c32);
     o.w[2 * h + 1] = _mm512_sub_epi8(join(q3, q4), c32);
   }
-  const __m512i S = _mm512_castsi256_si512(_mm256_cvtepi8_epi16(load128(w + 192)));
+  const __m512i S = dup16(_mm512_cvtepi8_epi32(load128(w + 192)));
   __m512i init = _mm512_setzero_si512();
   for (int c = 0; c < 4; ++c) {
-    o.sc[c] = _mm512_permutexvar_epi16(load512(kQ6ScaleIdx[c]), S);
+    o.sc[c] = _mm512_permutexvar_epi32(load512(kQ6ScaleIdx[c]), S);
     init = _mm512_dpwssd_epi32(init, _mm512_maddubs_epi16(c80, o.w[c]), o.sc[c]);
   }
   o.init = _mm512_sub_epi32(_mm512_setzero_si512(), init);
@@ -375,11 +409,11 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
         const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
         if (M > kMR)
           with_tile(mr, nr, [&]<int MR, int NR>() {
-            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return wn[j][b]; }, mn, dmin4, nb, a, m0, out);
+            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return Q4KBuffered{&wn[j][b]}; }, mn, dmin4, nb, a, m0, out);
           });
         else
           with_tile(mr, nr, [&]<int MR, int NR>() {
-            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return decode_q4_k(wrow[j], b); }, mn, dmin4, nb, a, m0, out);
+            q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return Q4KStreamed(wrow[j], b); }, mn, dmin4, nb, a, m0, out);
           });
         store(m0, mr);
       }
