@@ -13,10 +13,12 @@
 // Arithmetic, per format (the scalar twin, qgemm_twin.cpp, computes the same integer sums per
 // block; the float terms here are that sum split over vector lanes, i.e. reordered):
 // - q8_0, q4_0: two 32-element blocks per 64-byte vector. vpdpbusd multiplies unsigned by
-//   signed bytes, so activations enter as x + 128 (u8) against signed weights (q8_0 as stored,
-//   q4_0 as nibble - 8) and each lane starts from -128 Σ w over its four weights, computed once
-//   per weight vector: every lane then holds an exact partial Σ x·w. One cvt, one multiply by
-//   (d_w · d_x) per lane and one FMA per 64 weights and activation row.
+//   signed bytes. q8_0: activations enter as x + 128 (u8) against the signed weights and each
+//   lane starts from -128 Σ w over its four weights, computed once per weight vector. q4_0 in
+//   the buffered tiles: the same with weights nibble - 8; in the register tiles (few rows, where
+//   decoding dominates): the raw nibbles (u8) against x, each lane starting from -8 Σ x over its
+//   four activations, computed once per call. Every lane holds the same exact partial Σ x·w. One cvt, one multiply
+//   by (d_w · d_x) per lane and one FMA per 64 weights and activation row.
 // - q4_k: nibbles (unsigned) x activations (signed) by vpmaddubsw into 16-bit pairs, then
 //   vpdpwssd with the 6-bit sub-block scales: an exact integer Σ sc·q·x per lane; the
 //   sub-block minimums (dmin · m · Σx) go to a second accumulator, four blocks per vector.
@@ -60,13 +62,16 @@ __m512i minus_128_sum(__m512i w) {
 
 // ---------------------------------------------------------------- q8_0, q4_0: pairs of blocks
 struct PairW {
-  __m512i w;     // 64 signed weights: block 2p in bytes 0-31, block 2p + 1 in bytes 32-63
-  __m512i init;  // -128 Σ w per lane
+  __m512i w;     // 64 weights: block 2p in bytes 0-31, block 2p + 1 in bytes 32-63 (q8_0 signed,
+                 // q4_0 the unsigned nibbles)
+  __m512i init;  // q8_0: -128 Σ w per lane (q4_0's lanes start from the activations' side)
   __m512 dw;     // lanes 0-7: scale of block 2p, lanes 8-15: of block 2p + 1
 };
 
 // Pair p (blocks 2p, 2p + 1) of a weight row of nb blocks; an odd last block pairs with zeros.
-template <DType T>
+// kSigned: q4_0 as nibble - 8 with its -128 Σ w lanes (the buffered tiles); otherwise the raw
+// nibbles (the register tiles, which start each lane from the activations' offset instead).
+template <DType T, bool kSigned = true>
 [[gnu::always_inline]] inline PairW decode_pair(const unsigned char* row, std::int64_t p, std::int64_t nb) {
   constexpr std::size_t bytes = T == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
   const unsigned char* b0 = row + 2 * p * static_cast<std::int64_t>(bytes);
@@ -80,22 +85,28 @@ template <DType T>
     const __m256i q = _mm256_set_m128i(two ? load128(b0 + bytes + 2) : _mm_set1_epi8(-0x78), load128(b0 + 2));
     const __m512i lohi = join(_mm256_and_si256(q, _mm256_set_m128i(m4, m4)),
                               _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set_m128i(m4, m4)));
-    // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high]; a missing
-    // block's nibbles are 8: weights 0
-    w = _mm512_sub_epi8(_mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0)), _mm512_set1_epi8(8));
+    // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high] (a missing
+    // block meets zero activations)
+    w = _mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0));
+    if constexpr (kSigned) w = _mm512_sub_epi8(w, _mm512_set1_epi8(8));
   }
   std::uint16_t h0, h1 = 0;
   std::memcpy(&h0, b0, 2);
   if (two) std::memcpy(&h1, b0 + bytes, 2);
   const __m128 d01 = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h0 | (std::uint32_t{h1} << 16))));
   const __m512i lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  return {w, minus_128_sum(w), _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d01))};
+  const __m512 dw = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d01));
+  if constexpr (kSigned) return {w, minus_128_sum(w), dw};
+  else return {w, _mm512_setzero_si512(), dw};
 }
 
 // src(n, p): pair p of the tile's weight row n (from the decoded buffer, or decoded on the spot).
-template <int MR, int NR, class Src>
-void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const float* const* dxv,
-                float (&out)[kMR][kNR]) {
+// xu: the activations as x + 128. kActOffset (q4_0 in registers): src gives the raw nibbles and
+// each lane starts from xoff = -8 Σ x over its four activations; otherwise from src's init.
+// The lanes' integers are the same either way.
+template <bool kActOffset, int MR, int NR, class Src>
+void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const std::int32_t* const* xoff,
+                const float* const* dxv, float (&out)[kMR][kNR]) {
   __m512 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
@@ -104,9 +115,12 @@ void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const
     for (int n = 0; n < NR; ++n) wp[n] = src(n, p);
     for (int m = 0; m < MR; ++m) {
       const __m512i x = load512(xu[m] + 64 * p);
+      const __m512i xs = kActOffset ? _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80))) : x;
+      const __m512i off = kActOffset ? load512(xoff[m] + 16 * p) : _mm512_setzero_si512();
       const __m512 dx = _mm512_loadu_ps(dxv[m] + 16 * p);
       for (int n = 0; n < NR; ++n) {
-        const __m512i s = _mm512_dpbusd_epi32(wp[n].init, x, wp[n].w);
+        // each lane: an exact partial Σ x·w
+        const __m512i s = kActOffset ? _mm512_dpbusd_epi32(off, wp[n].w, xs) : _mm512_dpbusd_epi32(wp[n].init, x, wp[n].w);
         acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wp[n].dw, dx), acc[m][n]);
       }
     }
@@ -373,18 +387,22 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
         for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
           const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
           const std::uint8_t* xu[kMR];
+          const std::int32_t* xoff[kMR] = {};
           const float* dxv[kMR];
           for (int m = 0; m < mr; ++m) {
             xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
+            if (T == DType::q4_0) xoff[m] = a.xoff.data() + (m0 + m) * a.xoff_stride;
             dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
           }
           if (M > kMR)
             with_tile(mr, nr, [&]<int MR, int NR>() {
-              pairs_tile<MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, dxv, out);
+              pairs_tile<false, MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, xoff, dxv, out);
             });
           else
             with_tile(mr, nr, [&]<int MR, int NR>() {
-              pairs_tile<MR, NR>([&](int j, std::int64_t p) { return decode_pair<T>(wrow[j], p, nb); }, np, xu, dxv, out);
+              pairs_tile<T == DType::q4_0, MR, NR>(
+                  [&](int j, std::int64_t p) { return decode_pair<T, T != DType::q4_0>(wrow[j], p, nb); }, np, xu,
+                  xoff, dxv, out);
             });
           store(m0, mr);
         }
@@ -454,12 +472,18 @@ void prepare(DType t, QuantizedActs& a) {
     const std::int64_t nb = K / 32, np = (nb + 1) / 2;
     a.xu_stride = 64 * np;
     a.dxv_stride = 16 * np;
+    const bool q4 = t == DType::q4_0;
     a.xu.assign(static_cast<std::size_t>(M * a.xu_stride), 0x80);
     a.dxv.assign(static_cast<std::size_t>(M * a.dxv_stride), 0.0f);
+    a.xoff_stride = q4 ? 16 * np : 0;
+    a.xoff.assign(static_cast<std::size_t>(M * a.xoff_stride), 0);
     for (std::int64_t m = 0; m < M; ++m) {
       const std::int8_t* q = a.qrow(m);
       std::uint8_t* xu = a.xu.data() + m * a.xu_stride;
       for (std::int64_t k = 0; k < K; ++k) xu[k] = static_cast<std::uint8_t>(q[k] ^ 0x80);
+      if (q4)
+        for (std::int64_t l = 0; l < K / 4; ++l)
+          a.xoff[static_cast<std::size_t>(m * a.xoff_stride + l)] = -8 * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
       float* dxv = a.dxv.data() + m * a.dxv_stride;
       for (std::int64_t b = 0; b < nb; ++b) std::fill_n(dxv + 8 * b, 8, a.drow(m)[b]);
     }
