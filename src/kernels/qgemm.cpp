@@ -47,8 +47,10 @@ void run_rows(qgemm_detail::RowsFn fn, DType wtype, std::int64_t M, std::int64_t
   // A plain reference for the workers (naming the thread_local inside the lambda would give
   // each worker its own, empty, buffer).
   const qgemm_detail::QuantizedActs& acts = buffer;
-  qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
-  if (fn == qgemm_detail::rows_avx512_vnni && buffer.block) qgemm_detail::prepare_acts_avx512_vnni(wtype, buffer);
+  if (fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0)
+    qgemm_detail::prepare_acts_avx512_vnni(wtype, M, K, x, ldx, buffer);
+  else
+    qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
   // Tasks of >= 32 KiB of weights: enough to amortise the fork, small enough to split a
   // 768-column matrix over two threads.

@@ -58,10 +58,12 @@ using RowsFn = void (*)(DType wtype, std::int64_t M, std::int64_t n0, std::int64
 void rows_twin(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, const float* x,
                std::int64_t ldx, const QuantizedActs& acts, const void* w, std::size_t row_bytes, float* y,
                std::int64_t ldy);
-// Block-quantized weights only, after the ISA's PrepareActsFn has filled the derived layouts.
+// Block-quantized weights only, on activations from the ISA's PrepareActsFn.
 using BlockRowsFn = void (*)(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K,
                              const QuantizedActs& acts, const void* w, std::size_t row_bytes, float* y, std::int64_t ldy);
-using PrepareActsFn = void (*)(DType wtype, QuantizedActs& acts);
+// quantize_acts (bit-identical results, vectorized) plus the ISA's derived layouts.
+using PrepareActsFn = void (*)(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx,
+                               QuantizedActs& acts);
 // AVX-512 VNNI tiles over several activation and weight rows (qgemm_blocks_avx512.cpp).
 extern const BlockRowsFn block_rows_avx512_vnni;
 extern const PrepareActsFn prepare_acts_avx512_vnni;
