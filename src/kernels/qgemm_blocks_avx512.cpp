@@ -2,13 +2,16 @@
 // tiled so each weight block is decoded once per call and multiplied against every
 // activation row: a register tile of up to kMR activation rows x kNR weight rows.
 //
-// Two steps per tile of kNR weight rows:
-// 1. decode: each weight row is unpacked once into an L1-sized buffer of ready-to-multiply
+// Per tile of weight rows, with more activation rows than one register tile (prefill, batched
+// decode; q4_k from 9 rows):
+// 1. decode: each weight row is unpacked once into an L1/L2-sized buffer of ready-to-multiply
 //    vectors (int8 weights, per-lane scales, integer offset terms);
 // 2. multiply: for every group of kMR activation rows, a register tile runs over the buffer.
-// The work per output (m, n) is the same instruction sequence in the same order whatever M is,
-// whichever rows share its tile and however N is split over threads, so a row's result is
-// bit-identical alone or in a batch (the contract of qgemm.h).
+// With fewer rows (batch-1 decode) the tile decodes each block in registers where it is used.
+// The floats of every output (m, n) go through the same operations in the same order whatever
+// M is, whichever rows share its tile, buffered or not, and however N is split over threads;
+// the integer lane sums are exact, so however they are formed they are the same integers. A
+// row's result is bit-identical alone or in a batch (the contract of qgemm.h).
 //
 // Arithmetic, per format (the scalar twin, qgemm_twin.cpp, computes the same integer sums per
 // block; the float terms here are that sum split over vector lanes, i.e. reordered):
@@ -354,6 +357,9 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
                 const void* w, std::size_t row_bytes, float* y, std::int64_t ldy) {
   const auto* wbase = static_cast<const unsigned char*>(w);
   const std::int64_t nb = K / (t == DType::q8_0 || t == DType::q4_0 ? 32 : 256);
+  // Decoded weights go through the buffer when several row groups reuse them; q4_k's decode is
+  // cheap enough that two groups still run faster decoding twice in registers (measured, M = 8).
+  const bool buffered = M > (t == DType::q4_k ? 2 * kMR : kMR);
   thread_local std::vector<PairW> pairs;
   thread_local std::vector<Q4KW> q4k;
   thread_local std::vector<Q6KW> q6k;
@@ -364,7 +370,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
   // activation rows) q8_0 and q6_k read better one row at a time (measured with the weights
   // in memory: two interleaved row streams ran at 40-60% of the speed of one; q4_0 and q4_k
   // gain from two). Results do not depend on it.
-  const std::int64_t n_step = M > kMR || t == DType::q4_0 || t == DType::q4_k ? kNR : 1;
+  const std::int64_t n_step = buffered || t == DType::q4_0 || t == DType::q4_k ? kNR : 1;
   for (std::int64_t n = n0; n < n1; n += n_step) {
     const int nr = static_cast<int>(std::min<std::int64_t>(n_step, n1 - n));
     auto store = [&](std::int64_t m0, int mr) {
@@ -377,7 +383,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
       const std::int64_t np = (nb + 1) / 2;
       auto run = [&]<DType T>() {
         const PairW* wn[kNR] = {};
-        if (M > kMR) {  // several row groups: decode once into the buffer
+        if (buffered) {  // decode once into the buffer
           PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
           for (int j = 0; j < nr; ++j) {
             for (std::int64_t p = 0; p < np; ++p) buf[j * np + p] = decode_pair<T>(wrow[j], p, nb);
@@ -394,7 +400,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
             if (T == DType::q4_0) xoff[m] = a.xoff.data() + (m0 + m) * a.xoff_stride;
             dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
           }
-          if (M > kMR)
+          if (buffered)
             with_tile(mr, nr, [&]<int MR, int NR>() {
               pairs_tile<false, MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, xoff, dxv, out);
             });
@@ -421,7 +427,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
         dmin4[j] = dv + j * 4 * nb4;
       }
       const Q4KW* wn[kNR] = {};
-      if (M > kMR) {
+      if (buffered) {
         Q4KW* buf = scratch(q4k, static_cast<std::size_t>(kNR * nb));
         for (int j = 0; j < nr; ++j) {
           for (std::int64_t b = 0; b < nb; ++b) buf[j * nb + b] = decode_q4_k(wrow[j], b);
@@ -430,7 +436,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
       }
       for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
         const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-        if (M > kMR)
+        if (buffered)
           with_tile(mr, nr, [&]<int MR, int NR>() {
             q4_k_tile<MR, NR>([&](int j, std::int64_t b) { return Q4KBuffered{&wn[j][b]}; }, mn, dmin4, nb, a, m0, out);
           });
@@ -442,7 +448,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
       }
     } else {
       const Q6KW* wn[kNR] = {};
-      if (M > kMR) {
+      if (buffered) {
         Q6KW* buf = scratch(q6k, static_cast<std::size_t>(kNR * nb));
         for (int j = 0; j < nr; ++j) {
           for (std::int64_t b = 0; b < nb; ++b) buf[j * nb + b] = decode_q6_k(wrow[j], b);
@@ -451,7 +457,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
       }
       for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
         const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-        if (M > kMR)
+        if (buffered)
           with_tile(mr, nr, [&]<int MR, int NR>() {
             q6_k_tile<MR, NR>([&](int j, std::int64_t b) { return wn[j][b]; }, nb, a, m0, out);
           });
