@@ -366,11 +366,12 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
   thread_local std::vector<float> dvals;
   thread_local std::vector<std::int16_t> mins;
   float out[kMR][kNR];
-  // Weight rows per tile: kNR when the rows are buffered; when decoding in registers (few
-  // activation rows) q8_0 and q6_k read better one row at a time (measured with the weights
-  // in memory: two interleaved row streams ran at 40-60% of the speed of one; q4_0 and q4_k
-  // gain from two). Results do not depend on it.
-  const std::int64_t n_step = buffered || t == DType::q4_0 || t == DType::q4_k ? kNR : 1;
+  // Weight rows per tile: kNR when the rows are buffered. Decoding in registers (few activation
+  // rows), two rows at once read from memory well only while they are short: measured with
+  // the weights in memory, two interleaved streams of rows >= 630 bytes (q8_0 / q6_k at
+  // K = 768, q4_0 at K = 2048) ran 40-60% slower than one, while for 432-byte rows (q4_0 / q4_k
+  // at K = 768) two hide the latency of one row's accumulator chain. Results do not depend on it.
+  const std::int64_t n_step = buffered || row_bytes <= 512 ? kNR : 1;
   for (std::int64_t n = n0; n < n1; n += n_step) {
     const int nr = static_cast<int>(std::min<std::int64_t>(n_step, n1 - n));
     auto store = [&](std::int64_t m0, int mr) {
