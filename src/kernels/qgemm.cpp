@@ -5,11 +5,13 @@
 // Few rows (decode, M <= kRowInvariantMaxRows): activations are quantized once to int8 blocks
 // (qgemm_act.h), then every weight row is streamed once per call and dotted with each row of
 // activations by the ISA's integer kernel: y[m] depends on x[m] and W only.
-// Many rows (prefill): weight tiles are dequantized to f32 and multiplied by the f32 GEMM,
-// whose compute rate beats the integer kernels once each weight is reused by enough rows
+// Many rows (prefill): block types on AVX-512 VNNI stay on the integer tiles (faster at every
+// M measured); elsewhere weight tiles are dequantized to f32 and multiplied by the f32 GEMM,
+// whose compute rate beats those integer kernels once each weight is reused by enough rows
 // (docs/benchmarks.md, "qgemm"); batch invariance is not promised there.
 #include <algorithm>
 #include <atomic>
+#include <cstdint>
 #include <vector>
 
 #include "kernels/dispatch.h"
@@ -24,7 +26,8 @@
 namespace tfm::kernels {
 namespace {
 
-std::atomic<std::int64_t> g_dequant_min_rows{32};
+// -1: automatic (see qgemm.h); otherwise the row count set by a benchmark or test.
+std::atomic<std::int64_t> g_dequant_min_rows{-1};
 
 qgemm_detail::RowsFn pick_rows_fn() {
   switch (active_isa()) {
@@ -44,7 +47,10 @@ void run_rows(qgemm_detail::RowsFn fn, DType wtype, std::int64_t M, std::int64_t
   // A plain reference for the workers (naming the thread_local inside the lambda would give
   // each worker its own, empty, buffer).
   const qgemm_detail::QuantizedActs& acts = buffer;
-  qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
+  if (fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0)
+    qgemm_detail::prepare_acts_avx512_vnni(wtype, M, K, x, ldx, buffer);
+  else
+    qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
   // Tasks of >= 32 KiB of weights: enough to amortise the fork, small enough to split a
   // 768-column matrix over two threads.
@@ -74,7 +80,7 @@ void dequant_gemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, c
 
 std::int64_t qgemm_dequant_min_rows() { return g_dequant_min_rows.load(); }
 void set_qgemm_dequant_min_rows(std::int64_t rows) {
-  g_dequant_min_rows.store(std::max<std::int64_t>(rows, kRowInvariantMaxRows + 1));
+  g_dequant_min_rows.store(rows < 0 ? -1 : std::max<std::int64_t>(rows, kRowInvariantMaxRows + 1));
 }
 
 void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
@@ -88,8 +94,15 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
   }
   if (wtype != DType::bf16 && wtype != DType::f16 && qgemm_detail::act_block(wtype) == 0)
     fail("qgemm", "weights of type ", dtype_name(wtype), " are not supported");
-  if (M >= qgemm_dequant_min_rows()) return dequant_gemm(wtype, M, N, K, x, ldx, w, y, ldy);
-  run_rows(pick_rows_fn(), wtype, M, N, K, x, ldx, w, y, ldy);
+  const qgemm_detail::RowsFn fn = pick_rows_fn();
+  // Automatic: the AVX-512 VNNI tiles of block types beat dequantized tiles + f32 GEMM at every
+  // M measured (32 to 512; docs/benchmarks.md) and keep rows independent, so they run for all
+  // M; the other kernels hand prefill (M >= 32) to the f32 GEMM.
+  std::int64_t min_rows = qgemm_dequant_min_rows();
+  if (min_rows < 0)
+    min_rows = fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0 ? INT64_MAX : 32;
+  if (M >= min_rows) return dequant_gemm(wtype, M, N, K, x, ldx, w, y, ldy);
+  run_rows(fn, wtype, M, N, K, x, ldx, w, y, ldy);
 }
 
 void qgemm_twin(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,

@@ -36,10 +36,11 @@ void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, co
 void qgemm_twin(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                 const void* w, float* y, std::int64_t ldy);
 
-// Rows above which qgemm dequantizes weight tiles into the f32 GEMM (prefill) instead of
+// Rows from which qgemm dequantizes weight tiles into the f32 GEMM (prefill) instead of
 // running the integer kernels; up to kRowInvariantMaxRows rows it never does (row invariance).
+// -1 (the default) is automatic: never for block types on the AVX-512 VNNI tiles, 32 otherwise.
 std::int64_t qgemm_dequant_min_rows();
-void set_qgemm_dequant_min_rows(std::int64_t rows);  // benchmarks and tests
+void set_qgemm_dequant_min_rows(std::int64_t rows);  // benchmarks and tests; < 0: automatic
 
 // Whole rows: `rows` rows of K elements between f32 and `type` (any float or block type).
 // Quantizers follow llama.cpp's quantize_row_*_ref so GGUF files we write decode the same in

@@ -29,6 +29,13 @@ struct QuantizedActs {
   std::vector<float> d;             // rows * K / block
   std::vector<std::int16_t> sum32;  // rows * K / 32
   std::vector<std::int16_t> bsum16; // rows * K / 16 (block 256 only)
+  // Layouts derived for one ISA's kernels (PrepareActsFn), left empty by quantize_acts:
+  std::vector<std::uint8_t> xu;  // q + 128 as u8 (vpdpbusd's unsigned operand), xu_stride per row
+  std::vector<std::int32_t> xoff;  // q4_0: -8 x the sum of each 4 consecutive q (a lane's nibble offset)
+  std::vector<float> dxv;        // q8_0 / q4_0: per pair of blocks 8 x d[2p], 8 x d[2p + 1]
+  std::vector<std::int16_t> s32pad;  // q4_k: sum32 with blocks padded to a multiple of 4
+  std::vector<float> dx4;            // q4_k: 4 x d[b] per block, padded as s32pad
+  std::int64_t xu_stride = 0, xoff_stride = 0, dxv_stride = 0, s32pad_stride = 0, dx4_stride = 0;
   const std::int8_t* qrow(std::int64_t m) const { return q.data() + m * K; }
   const float* drow(std::int64_t m) const { return d.data() + m * (K / block); }
   const std::int16_t* s32row(std::int64_t m) const { return sum32.data() + m * (K / 32); }
@@ -51,6 +58,15 @@ using RowsFn = void (*)(DType wtype, std::int64_t M, std::int64_t n0, std::int64
 void rows_twin(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K, const float* x,
                std::int64_t ldx, const QuantizedActs& acts, const void* w, std::size_t row_bytes, float* y,
                std::int64_t ldy);
+// Block-quantized weights only, on activations from the ISA's PrepareActsFn.
+using BlockRowsFn = void (*)(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::int64_t K,
+                             const QuantizedActs& acts, const void* w, std::size_t row_bytes, float* y, std::int64_t ldy);
+// quantize_acts (bit-identical results, vectorized) plus the ISA's derived layouts.
+using PrepareActsFn = void (*)(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx,
+                               QuantizedActs& acts);
+// AVX-512 VNNI tiles over several activation and weight rows (qgemm_blocks_avx512.cpp).
+extern const BlockRowsFn block_rows_avx512_vnni;
+extern const PrepareActsFn prepare_acts_avx512_vnni;
 // AVX2 (vpmaddubsw) and AVX-512 VNNI (vpdpbusd) builds; null where not compiled.
 extern const RowsFn rows_avx2, rows_avx512_vnni;
 

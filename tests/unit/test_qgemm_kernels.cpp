@@ -12,6 +12,7 @@
 
 #include "kernels/gemm_rows.h"
 #include "kernels/qgemm.h"
+#include "kernels/qgemm_act.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 
@@ -87,6 +88,8 @@ std::vector<Isa> available_isas() {
   return out;
 }
 
+kernels::qgemm_detail::PrepareActsFn qgemm_detail_prepare() { return kernels::qgemm_detail::prepare_acts_avx512_vnni; }
+
 struct IsaScope {
   Isa saved = active_isa();
   explicit IsaScope(Isa isa) { set_active_isa(isa); }
@@ -110,14 +113,21 @@ Case make_case(DType t, std::int64_t M, std::int64_t N, std::int64_t K, unsigned
 // few ulps of the sum of |terms|, estimated from the f32 product of |x| and |dequantized w|.
 TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
   const std::vector<Isa> isas = available_isas();
+  struct IntegerKernelsOnly {  // M = 33 on the integer kernels of every ISA, not the f32 GEMM
+    std::int64_t saved = kernels::qgemm_dequant_min_rows();
+    IntegerKernelsOnly() { kernels::set_qgemm_dequant_min_rows(std::int64_t{1} << 40); }
+    ~IntegerKernelsOnly() { kernels::set_qgemm_dequant_min_rows(saved); }
+  } integer_only;
   for (DType t : kKernelTypes) {
     const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
     // odd block counts (1, 3, 5) and, for bf16 / f16, K with a partial vector
     std::vector<std::int64_t> ks{block, 3 * block, 5 * block};
     if (!dtype_is_block(t)) ks = {1, 7, 33, 257};
     for (std::int64_t K : ks)
-      for (std::int64_t M : {1, 2, 7, 16})
-        for (std::int64_t N : {1, 7, 31, 33, 257}) {
+      // M = 5, 7, 16, 33: more rows than one register tile (the AVX-512 tiles' buffered path),
+      // with a partial last tile; 33 also takes the prefill path (M >= 32).
+      for (std::int64_t M : {1, 2, 5, 7, 16, 33})
+        for (std::int64_t N : {1, 7, 31, 32, 33, 257}) {
           if (M * N * K > 250000) continue;  // keep the ASan run short
           const Case c = make_case(t, M, N, K, static_cast<unsigned>(M * 131 + N * 7 + K));
           std::vector<float> fast(static_cast<std::size_t>(M * N)), twin(fast.size()), mag(fast.size());
@@ -138,21 +148,54 @@ TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
   }
 }
 
-// A row's output is bit-identical whether it is computed alone or among 16 rows, on every ISA.
+// A row's output is bit-identical whether it is computed alone or among up to 40 rows (tile
+// groups, the AVX-512 tiles' buffered path from 5 rows, their prefill use from 32), on every
+// ISA, for odd block counts (a q8_0 / q4_0 pair half empty, k-quant minimums padded) and an odd
+// N (a weight tile of one row).
 TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
-  const std::int64_t M = 16, N = 33, K = 512;
+  const std::int64_t N = 33;
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
     for (DType t : kKernelTypes) {
-      const Case c = make_case(t, M, N, K, 77);
-      std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
-      kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
-      for (std::int64_t m = 0; m < M; ++m) {
-        kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
-        for (std::int64_t n = 0; n < N; ++n)
-          ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
-              << dtype_name(t) << " " << isa_name(isa) << " row " << m << " col " << n;
-      }
+      const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
+      for (std::int64_t K : {3 * block, 5 * block})
+        for (std::int64_t M : {5, 16, 40}) {
+          const Case c = make_case(t, M, N, K, 77);
+          std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+          kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
+          // prefill elsewhere dequantizes tiles into the f32 GEMM: no invariance promised there
+          if (M == 40 && !(isa == Isa::avx512 && cpu_info().avx512_vnni && dtype_is_block(t))) continue;
+          for (std::int64_t m = 0; m < M; ++m) {
+            kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
+            for (std::int64_t n = 0; n < N; ++n)
+              ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+                  << dtype_name(t) << " " << isa_name(isa) << " K=" << K << " M=" << M << " row " << m << " col " << n;
+          }
+        }
+    }
+  }
+}
+
+// The AVX-512 activation quantizer (qgemm_blocks_avx512.cpp) gives the scalar quantize_acts'
+// blocks bit for bit: int8 values, scales and group sums, with exact rounding ties (x = k + 0.5
+// steps), an all-zero block, a row stride larger than K and K with an odd count of 16-groups.
+TEST(QgemmKernels, VectorActivationQuantizationEqualsTheScalarOne) {
+  if (!cpu_info().avx512_vnni || qgemm_detail_prepare() == nullptr) GTEST_SKIP() << "no AVX-512 VNNI";
+  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+    const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : 256;
+    for (std::int64_t K : {block, 3 * block, 5 * block}) {
+      const std::int64_t M = 3, ldx = K + 5;
+      std::vector<float> x = normal(static_cast<std::size_t>(M * ldx), 21);
+      for (std::int64_t j = 0; j < block; ++j) x[static_cast<std::size_t>(ldx + j)] = 0.0f;  // row 1, block 0: zeros
+      for (std::int64_t j = 0; j < block; ++j)  // row 2, block 0: max 127 steps, ties at k + 0.5
+        x[static_cast<std::size_t>(2 * ldx + j)] = j == 0 ? 127.0f : static_cast<float>(j % 17) - 8.5f;
+      kernels::qgemm_detail::QuantizedActs want, got;
+      kernels::qgemm_detail::quantize_acts(t, M, K, x.data(), ldx, want);
+      qgemm_detail_prepare()(t, M, K, x.data(), ldx, got);
+      EXPECT_EQ(got.q, want.q) << dtype_name(t) << " K=" << K;
+      EXPECT_EQ(got.d, want.d) << dtype_name(t) << " K=" << K;
+      EXPECT_EQ(got.sum32, want.sum32) << dtype_name(t) << " K=" << K;
+      EXPECT_EQ(got.bsum16, want.bsum16) << dtype_name(t) << " K=" << K;
     }
   }
 }
@@ -184,15 +227,36 @@ TEST(QgemmKernels, WithinActivationQuantizationErrorOfTheNaiveReference) {
   }
 }
 
+// Prefill (M >= 32): the automatic path (integer tiles on AVX-512 VNNI, dequantized tiles + f32
+// GEMM elsewhere) and the forced dequantized path both within the activation-quantization error
+// of the naive reference.
 TEST(QgemmKernels, PrefillPathMatchesTheNaiveReference) {
   const std::int64_t M = 40, N = 37, K = 256;
-  for (DType t : kKernelTypes) {
-    const Case c = make_case(t, M, N, K, 9);
-    std::vector<float> got(static_cast<std::size_t>(M * N)), want(got.size());
-    kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), got.data(), N);  // M >= 32: dequantized tiles
-    kernels::qgemm_naive(t, M, N, K, c.x.data(), K, c.w.data(), want.data(), N);
-    for (std::size_t i = 0; i < got.size(); ++i) ASSERT_NEAR(got[i], want[i], 1e-4f) << dtype_name(t) << " at " << i;
+  const std::int64_t saved = kernels::qgemm_dequant_min_rows();
+  for (std::int64_t min_rows : {std::int64_t{-1}, std::int64_t{17}}) {
+    kernels::set_qgemm_dequant_min_rows(min_rows);
+    for (DType t : kKernelTypes) {
+      const Case c = make_case(t, M, N, K, 9);
+      std::vector<float> got(static_cast<std::size_t>(M * N)), want(got.size());
+      kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), got.data(), N);
+      kernels::qgemm_naive(t, M, N, K, c.x.data(), K, c.w.data(), want.data(), N);
+      std::vector<float> deq(static_cast<std::size_t>(N * K));
+      kernels::dequantize_rows(t, c.w.data(), deq.data(), N, K);
+      const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : 256;
+      for (std::int64_t m = 0; m < M; ++m)
+        for (std::int64_t n = 0; n < N; ++n) {
+          // int8 activations: half a step of max|x| / 127 per element (as the test above)
+          double bound = 1e-4;
+          for (std::int64_t b = 0; dtype_is_block(t) && b < K / block; ++b) {
+            float amax = 0;
+            for (std::int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(c.x[m * K + b * block + j]));
+            for (std::int64_t j = 0; j < block; ++j) bound += std::fabs(deq[n * K + b * block + j]) * amax / 254.0 * 1.001;
+          }
+          ASSERT_NEAR(got[m * N + n], want[m * N + n], bound) << dtype_name(t) << " min_rows " << min_rows << " m=" << m << " n=" << n;
+        }
+    }
   }
+  kernels::set_qgemm_dequant_min_rows(saved);
 }
 
 }  // namespace
