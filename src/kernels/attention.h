@@ -54,6 +54,9 @@ struct AttentionParams {
   std::int64_t bias_sb = 0, bias_sh = 0, bias_si = 0, bias_sj = 0;
   const float* alibi_slopes = nullptr;  // (Hq): adds -slope[h] * |i' - j|, computed on the fly
   float dropout_p = 0.0f;               // in [0, 1)
+  // bf16 mixed precision, fused kernels only: every product's operands rounded to bf16, fp32
+  // sums (attention_flash_products.h); softmax, scaling and the outputs stay fp32.
+  bool bf16 = false;
   std::uint64_t dropout_seed = 0;
   // ---- sparse pattern (see above) ----
   const std::int64_t* global_pos = nullptr;  // (n_global) sorted, distinct, in [0, Tk)

@@ -12,12 +12,14 @@
 namespace tfm::kernels::flash {
 
 void forward_avx512(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out, float* lse) {
-  forward<simd::Avx512>(p, q, k, v, out, lse);
+  if (p.bf16) return forward<simd::Avx512, EmulatedBf16Products<simd::Avx512>>(p, q, k, v, out, lse);
+  forward<simd::Avx512, Fp32Products<simd::Avx512>>(p, q, k, v, out, lse);
 }
 
 void backward_avx512(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, const float* out,
                      const float* lse, const float* dout, float* dq, float* dk, float* dv, float* dbias) {
-  backward<simd::Avx512>(p, q, k, v, out, lse, dout, dq, dk, dv, dbias);
+  if (p.bf16) return backward<simd::Avx512, EmulatedBf16Products<simd::Avx512>>(p, q, k, v, out, lse, dout, dq, dk, dv, dbias);
+  backward<simd::Avx512, Fp32Products<simd::Avx512>>(p, q, k, v, out, lse, dout, dq, dk, dv, dbias);
 }
 
 }  // namespace tfm::kernels::flash

@@ -60,6 +60,7 @@ std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t 
 TFM_ATTENTION_FLASH_DECLARE(generic)
 TFM_ATTENTION_FLASH_DECLARE(avx2)
 TFM_ATTENTION_FLASH_DECLARE(avx512)
+TFM_ATTENTION_FLASH_DECLARE(avx512bf16)  // bf16 products with VDPBF16PS (attention_flash_bf16_avx512.cpp)
 #undef TFM_ATTENTION_FLASH_DECLARE
 
 // Scratch floats from the engine's counted allocator, so memory_stats() sees the kernel's
@@ -81,6 +82,12 @@ class Scratch {
   std::size_t n_;
   float* p_;
 };
+
+}  // namespace tfm::kernels::flash
+
+#include "kernels/attention_flash_products.h"
+
+namespace tfm::kernels::flash {
 
 // ---- register-blocked micro-GEMM -------------------------------------------------------
 // C (RB x CB*W) (+)= A (RB x K, element (r,k) at A[r*ars + k*aks]) · X (K x CB*W, row stride ldx).
@@ -127,6 +134,16 @@ void block_gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, 
   for (; n + CB * W <= N; n += CB * W) tile_rows<Isa, CB>(R, K, A, ars, aks, X + n, ldx, C + n, ldc, accumulate);
   for (; n < N; n += W) tile_rows<Isa, 1>(R, K, A, ars, aks, X + n, ldx, C + n, ldc, accumulate);
 }
+
+// The fp32 products (the policy of attention_flash_products.h).
+template <class Isa>
+struct Fp32Products {
+  explicit Fp32Products(std::int64_t /*max_dim*/) {}
+  void gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, std::int64_t ars, std::int64_t aks,
+            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate) {
+    block_gemm<Isa>(R, N, K, A, ars, aks, X, ldx, C, ldc, accumulate);
+  }
+};
 
 // ---- block loads ---------------------------------------------------------------------------
 // rows (n x ldd): row r = alpha * row_of(x, b, h, t0 + r)[0, D), columns D..ldd left as they are
@@ -263,7 +280,8 @@ void scale_row(float* x, std::int64_t n, float alpha) {  // n a multiple of the 
 
 
 // ---- forward -------------------------------------------------------------------------------
-template <class Isa>
+// Products: Fp32Products<Isa> or a bf16 policy (attention_flash_products.h).
+template <class Isa, class Products>
 void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out, float* lse) {
   using V = simd::Vec<Isa>;
   const std::int64_t D = p.D, Dp = round_up(D, V::width), nqb = (p.Tq + kBr - 1) / kBr;
@@ -280,6 +298,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
     float* o = o_buf.get();    // (kBr, Dp) unnormalised output
     float* keep = keep_buf.get();
     float m[kBr], l[kBr];
+    Products mm(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);  // each row's allowed spans and the key blocks to visit
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / (p.Hq / p.Hkv);
@@ -294,7 +313,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
         const float* kt = kt_all.get() + ((b * p.Hkv + hk) * nkb + kb) * D * kBc;  // (D, kBc)
         std::int64_t ldv = 0;
         const float* vr = rows_for_gemm<Isa>(v, b, hk, j0, nc, D, Dp, vb, &ldv);  // (nc, ldv)
-        block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
         for (std::int64_t r = 0; r < nr; ++r) {
           float* sr = s + r * kBc;
           finish_scores<Isa>(p, b, h, i0 + r, rr.count(r), rr.lo(r), rr.hi(r), j0, nc, sr);
@@ -309,7 +328,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
           }
           scale_row<Isa>(o + r * Dp, Dp, alpha);
         }
-        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
+        mm.gemm(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
       }
       for (std::int64_t r = 0; r < nr; ++r) {
         const std::int64_t row = (b * p.Hq + h) * p.Tq + i0 + r;
@@ -362,7 +381,7 @@ void scores_to_grads(const AttentionParams& p, std::int64_t b, std::int64_t h, s
   }
 }
 
-template <class Isa>
+template <class Isa, class Products>
 void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, const float* out, const float* lse,
               const float* dout, float* dq, float* dk, float* dv, float* dbias) {
   using V = simd::Vec<Isa>;
@@ -390,6 +409,7 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
     float *qs = qs_buf.get(), *dob = do_buf.get();   // (kBr, Dp) scale*q, dout rows
     float *s = s_buf.get(), *dp = dp_buf.get();      // (kBr, kBc) scores -> dS, dP -> z
     float *dka = dk_buf.get(), *dva = dv_buf.get();  // (kBc, Dp) accumulators
+    Products mm(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, kb = w % nkb, j0 = kb * kBc;
@@ -407,11 +427,11 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const std::int64_t row0 = (b * p.Hq + h) * p.Tq + i0;
         load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
         load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
-        block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, dp, keep_buf.get());
-        block_gemm<Isa>(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
-        block_gemm<Isa>(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
+        mm.gemm(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
+        mm.gemm(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
       }
       for (std::int64_t c = 0; c < nc; ++c) {
         const std::int64_t row = (b * p.Hkv + hk) * p.Tk + j0 + c;
@@ -428,6 +448,7 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         dq_buf(kBr * Dp), keep_buf(kBc);
     float* kbk = kb_buf.get();
     float *qs = qs_buf.get(), *dob = do_buf.get(), *s = s_buf.get(), *dp = dp_buf.get(), *dqa = dq_buf.get();
+    Products mm(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / G;
@@ -442,12 +463,12 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const float *kt = kt_all.get() + blk, *vt = vt_all.get() + blk;  // (D, kBc) each
         std::int64_t ldk = 0;
         const float* kr = rows_for_gemm<Isa>(k, b, hk, j0, nc, D, Dp, kbk, &ldk);  // (nc, ldk)
-        block_gemm<Isa>(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        block_gemm<Isa>(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, nullptr, keep_buf.get());
         if (dbias != nullptr)
           for (std::int64_t r = 0; r < nr; ++r) copy_n(s + r * kBc, nc, dbias + (row0 + r) * p.Tk + j0);
-        block_gemm<Isa>(nr, Dp, nc, s, kBc, 1, kr, ldk, dqa, Dp, true);  // dq += dS k
+        mm.gemm(nr, Dp, nc, s, kBc, 1, kr, ldk, dqa, Dp, true);  // dq += dS k
       }
       for (std::int64_t r = 0; r < nr; ++r)
         for (std::int64_t d = 0; d < D; ++d) dq[(row0 + r) * D + d] = p.scale * dqa[r * Dp + d];

@@ -31,6 +31,8 @@ constexpr std::int64_t kBlockAPanels = 8, kBlockBPanels = 4;
 // 256 pairs: 32 KiB native) stays in L1/L2 while the block's A-panels pass over it; the
 // partial sums wait in C between blocks (exact, see Kernel::micro).
 constexpr std::int64_t kBlockPairs = 256;
+// Stored rows per step when packing column strips (even, so every step starts a new pair).
+constexpr std::int64_t kStripK = 32;
 
 std::atomic<int> g_path{-1};
 
@@ -81,13 +83,22 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
   const std::int64_t a_panel = P * k.mr * k.pair_bytes, b_panel = P * k.nr * k.pair_bytes;  // bytes
   auto* abuf = static_cast<std::uint8_t*>(sized(t_buffers.a, na * a_panel));
   auto* bbuf = static_cast<std::uint8_t*>(sized(t_buffers.b, nb * b_panel));
+  // A panel of op(A) = Aᵀ (or of op(B) = B) is a strip of columns of the stored matrix: packed
+  // one panel at a time it would walk all K stored rows per panel, a new page per row when the
+  // rows are long (the dW products: K = batch x tokens). So those are packed kStripK rows of
+  // every panel at a time: the rows stay in cache and are read along their length.
+  const std::int64_t ka = ta ? kStripK : K, kb = tb ? K : kStripK;
   parallel_for(na, 4, [&](std::int64_t i0, std::int64_t i1) {
-    for (std::int64_t i = i0; i < i1; ++i)
-      k.pack_a(ta, A, lda, i * k.mr, std::min<std::int64_t>(k.mr, M - i * k.mr), K, abuf + i * a_panel);
+    for (std::int64_t k0 = 0; k0 < K; k0 += ka)
+      for (std::int64_t i = i0; i < i1; ++i)
+        k.pack_a(ta, A + k0 * lda, lda, i * k.mr, std::min<std::int64_t>(k.mr, M - i * k.mr), std::min(ka, K - k0),
+                 abuf + i * a_panel + k0 / 2 * k.mr * k.pair_bytes);
   });
   parallel_for(nb, 1, [&](std::int64_t j0, std::int64_t j1) {
-    for (std::int64_t j = j0; j < j1; ++j)
-      k.pack_b(tb, B, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), K, bbuf + j * b_panel);
+    for (std::int64_t k0 = 0; k0 < K; k0 += kb)
+      for (std::int64_t j = j0; j < j1; ++j)
+        k.pack_b(tb, B + k0 * ldb, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), std::min(kb, K - k0),
+                 bbuf + j * b_panel + k0 / 2 * k.nr * k.pair_bytes);
   });
   const std::int64_t bm = (na + kBlockAPanels - 1) / kBlockAPanels, bn = (nb + kBlockBPanels - 1) / kBlockBPanels;
   const std::int64_t kp = beta == 0.0f ? kBlockPairs : P;  // beta != 0 needs C intact until the end

@@ -21,39 +21,63 @@ namespace {
 
 constexpr int kMR = 8, kNR = 32;
 
-// bf16 bits of 16 floats (low half of each 32-bit lane), the rule of bf16_bits() in
-// gemm_bf16_impl.h: round to nearest even, NaN quieted, zero/denormal -> signed zero.
-inline __m512i bf16_lanes(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i high = _mm512_srli_epi32(u, 16);
-  const __m512i bias = _mm512_add_epi32(_mm512_and_si512(high, _mm512_set1_epi32(1)), _mm512_set1_epi32(0x7FFF));
-  __m512i r = _mm512_srli_epi32(_mm512_add_epi32(u, bias), 16);
-  const __mmask16 nan =
-      _mm512_cmpgt_epu32_mask(_mm512_and_si512(u, _mm512_set1_epi32(0x7FFFFFFF)), _mm512_set1_epi32(0x7F800000));
-  r = _mm512_mask_mov_epi32(r, nan, _mm512_or_si512(high, _mm512_set1_epi32(0x40)));
-  const __mmask16 tiny = _mm512_testn_epi32_mask(u, _mm512_set1_epi32(0x7F800000));
-  return _mm512_mask_mov_epi32(r, tiny, _mm512_and_si512(high, _mm512_set1_epi32(0x8000)));
-}
-// 16 pair words from 16 even-k and 16 odd-k values.
-inline __m512i pair_words(__m512 even, __m512 odd) {
-  return _mm512_or_si512(bf16_lanes(even), _mm512_slli_epi32(bf16_lanes(odd), 16));
-}
+// Rounding: VCVTNE2PS2BF16 rounds to nearest even, quiets NaNs and treats denormal inputs as
+// zero — the rule of bf16_bits() in gemm_bf16_impl.h, bit for bit (checked over all 2^32
+// inputs when this was written; tests/unit/test_gemm_bf16.cpp checks ties, denormals and
+// NaNs through every packing path against the scalar rule).
 inline __mmask16 first_n(std::int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << n) - 1u);
+  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1u);
 }
-// Row x[0, K) of consecutive k as P pair words, word p written to dst[p * stride].
-void row_pairs(const float* x, std::int64_t K, std::uint32_t* dst, std::int64_t stride) {
+// 32 consecutive values x[0, n) (zero past n) as 16 pair words: word i = bf16(x[2i]) | bf16(x[2i+1]) << 16.
+inline __m512i pairs_of_run(const float* x, std::int64_t n) {
+  const __m512 lo = _mm512_maskz_loadu_ps(first_n(n), x);
+  const __m512 hi = _mm512_maskz_loadu_ps(first_n(n - 16), x + 16);
+  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
+}
+// 16 pair words from 16 even-k and 16 odd-k values: word i = bf16(even[i]) | bf16(odd[i]) << 16.
+inline __m512i pairs_of(__m512 even, __m512 odd) {
+  // cvtne2ps gives the 16 even halves, then the 16 odd ones; interleave them.
+  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
+                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
+  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
+}
+
+// Eight rows x_r = X + r * ldx (r < rows; the others read as zero) of K consecutive values
+// each, transposed into pair words: word p of row r goes to dst[p * stride + r]. 16 pairs of
+// the 8 rows are converted at a time and transposed in registers (8 x 16 words -> 16 x 8).
+void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride) {
   const std::int64_t P = (K + 1) / 2;
-  alignas(64) std::uint32_t w[16];
   for (std::int64_t p0 = 0; p0 < P; p0 += 16) {
     const std::int64_t k0 = 2 * p0;
-    const __m512 lo = _mm512_maskz_loadu_ps(first_n(K - k0), x + k0);
-    const __m512 hi = K - k0 > 16 ? _mm512_maskz_loadu_ps(first_n(K - k0 - 16), x + k0 + 16) : _mm512_setzero_ps();
-    // 32 bf16 in k order: word i = bf16(x[2i]) | bf16(x[2i+1]) << 16
-    const __m256i l16 = _mm512_cvtepi32_epi16(bf16_lanes(lo)), h16 = _mm512_cvtepi32_epi16(bf16_lanes(hi));
-    _mm512_store_si512(w, _mm512_inserti64x4(_mm512_castsi256_si512(l16), h16, 1));
-    const std::int64_t n = P - p0 < 16 ? P - p0 : 16;
-    for (std::int64_t i = 0; i < n; ++i) dst[(p0 + i) * stride] = w[i];
+    __m512i R[8];
+    for (int r = 0; r < 8; ++r) R[r] = r < rows ? pairs_of_run(X + r * ldx + k0, K - k0) : _mm512_setzero_si512();
+    // Per 128-bit lane l (pairs 4l .. 4l+3): t = rows interleaved two by two, u = four by four.
+    __m512i t[8], u[8];
+    for (int r = 0; r < 8; r += 2) {
+      t[r] = _mm512_unpacklo_epi32(R[r], R[r + 1]);      // p = 4l, 4l+1 of rows r, r+1
+      t[r + 1] = _mm512_unpackhi_epi32(R[r], R[r + 1]);  // p = 4l+2, 4l+3
+    }
+    for (int g = 0; g < 2; ++g) {  // rows 4g .. 4g+3
+      const __m512i* tg = t + 4 * g;
+      u[4 * g + 0] = _mm512_unpacklo_epi64(tg[0], tg[2]);  // p = 4l
+      u[4 * g + 1] = _mm512_unpackhi_epi64(tg[0], tg[2]);  // p = 4l+1
+      u[4 * g + 2] = _mm512_unpacklo_epi64(tg[1], tg[3]);  // p = 4l+2
+      u[4 * g + 3] = _mm512_unpackhi_epi64(tg[1], tg[3]);  // p = 4l+3
+    }
+    // Pair p = 4l + q is lane l of u[q] (rows 0-3) and of u[4 + q] (rows 4-7).
+    const __m512i first = _mm512_set_epi64(11, 10, 3, 2, 9, 8, 1, 0), second = _mm512_set_epi64(15, 14, 7, 6, 13, 12, 5, 4);
+    for (int q = 0; q < 4; ++q) {
+      const __m512i a = _mm512_permutex2var_epi64(u[q], first, u[4 + q]);   // pairs q, 4+q (8 rows each)
+      const __m512i b = _mm512_permutex2var_epi64(u[q], second, u[4 + q]);  // pairs 8+q, 12+q
+      const __m512i pairs[2] = {a, b};  // a: pairs q (low 256 bits), 4+q (high); b: 8+q, 12+q
+      for (int h = 0; h < 2; ++h)
+        for (int half = 0; half < 2; ++half) {
+          const std::int64_t p = p0 + 8 * h + 4 * half + q;
+          if (p >= P) continue;
+          const __m256i words = half == 0 ? _mm512_castsi512_si256(pairs[h]) : _mm512_extracti64x4_epi64(pairs[h], 1);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + p * stride), words);
+        }
+    }
   }
 }
 
@@ -61,23 +85,26 @@ void native_pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t m0, s
                    void* panel) {
   std::uint32_t* out = static_cast<std::uint32_t*>(panel);
   const std::int64_t P = (K + 1) / 2;
-  if (ta) {  // A stored (K, M): rows k and k+1 hold the panel's values contiguously
+  if (ta) {  // A stored (K, M): rows k and k+1 hold the panel's values contiguously; two pairs at a time
     const __mmask16 m = first_n(rows);
-    for (std::int64_t p = 0; p < P; ++p) {
+    const float* col = A + m0;
+    auto row = [&](std::int64_t k) {
+      return k < K ? _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), col + k * lda) : _mm256_setzero_ps();
+    };
+    std::int64_t p = 0;
+    for (; p + 2 <= P; p += 2) {
       const std::int64_t k = 2 * p;
-      const __m512 even = _mm512_maskz_loadu_ps(m, A + k * lda + m0);
-      const __m512 odd = k + 1 < K ? _mm512_maskz_loadu_ps(m, A + (k + 1) * lda + m0) : _mm512_setzero_ps();
-      _mm512_mask_storeu_epi32(out + p * kMR, static_cast<__mmask16>(0xFF), pair_words(even, odd));
+      const __m512 even = _mm512_insertf32x8(_mm512_castps256_ps512(row(k)), row(k + 2), 1);
+      const __m512 odd = _mm512_insertf32x8(_mm512_castps256_ps512(row(k + 1)), row(k + 3), 1);
+      _mm512_storeu_si512(out + p * kMR, pairs_of(even, odd));
+    }
+    if (p < P) {
+      const __m512 even = _mm512_zextps256_ps512(row(2 * p)), odd = _mm512_zextps256_ps512(row(2 * p + 1));
+      _mm512_mask_storeu_epi32(out + p * kMR, static_cast<__mmask16>(0xFF), pairs_of(even, odd));
     }
     return;
   }
-  for (int r = 0; r < kMR; ++r) {
-    if (r < rows) {
-      row_pairs(A + (m0 + r) * lda, K, out + r, kMR);
-    } else {
-      for (std::int64_t p = 0; p < P; ++p) out[p * kMR + r] = 0;
-    }
-  }
+  rows8_pairs(A + m0 * lda, lda, static_cast<int>(rows), K, out, kMR);
 }
 
 void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
@@ -85,7 +112,7 @@ void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, s
   std::uint32_t* out = static_cast<std::uint32_t*>(panel);
   const std::int64_t P = (K + 1) / 2;
   if (!tb) {  // B stored (K, N): rows k and k+1 are contiguous runs over the columns
-    const __mmask16 m0 = first_n(cols), m1 = first_n(cols > 16 ? cols - 16 : 0);
+    const __mmask16 m0 = first_n(cols), m1 = first_n(cols - 16);
     for (std::int64_t p = 0; p < P; ++p) {
       const std::int64_t k = 2 * p;
       const float* even = B + k * ldb + n0;
@@ -94,19 +121,15 @@ void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, s
         const __mmask16 m = h == 0 ? m0 : m1;
         const __m512 e = _mm512_maskz_loadu_ps(m, even + 16 * h);
         const __m512 o = has_odd ? _mm512_maskz_loadu_ps(m, even + ldb + 16 * h) : _mm512_setzero_ps();
-        _mm512_storeu_si512(out + p * kNR + 16 * h, pair_words(e, o));
+        _mm512_storeu_si512(out + p * kNR + 16 * h, pairs_of(e, o));
       }
     }
     return;
   }
-  // B stored (N, K): column j of op(B) is row n0 + j of B, its pairs contiguous.
-  for (int j = 0; j < kNR; ++j) {
-    if (j < cols) {
-      row_pairs(B + (n0 + j) * ldb, K, out + j, kNR);
-    } else {
-      for (std::int64_t p = 0; p < P; ++p) out[p * kNR + j] = 0;
-    }
-  }
+  // B stored (N, K): column j of op(B) is row n0 + j of B, its pairs contiguous; 8 at a time.
+  for (int g = 0; g < kNR / 8; ++g)
+    rows8_pairs(B + (n0 + 8 * g) * ldb, ldb, static_cast<int>(std::max<std::int64_t>(0, std::min<std::int64_t>(8, cols - 8 * g))),
+                K, out + 8 * g, kNR);
 }
 
 void native_micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,

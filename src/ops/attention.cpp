@@ -30,9 +30,10 @@ struct Prepared {
 
 Tensor unit_stride_d(const Tensor& x) { return x.strides()[3] == 1 || x.shape()[3] == 1 ? x : x.clone(); }
 
-// bf16 precision (tfm/runtime.h): a contiguous copy of x rounded to bf16, so the kernels'
-// products q·k and p·v (and in backward dout·v, dS·k, dSᵀ·q, zᵀ·dout) take bf16 operands
-// from the inputs; the probabilities and dS themselves stay fp32 inside the fused kernel.
+// bf16 precision (tfm/runtime.h), plain kernels: a contiguous copy of x rounded to bf16, so
+// the products q·k and p·v (and in backward dout·v, dS·k, dSᵀ·q, zᵀ·dout) take bf16
+// operands from the inputs. The fused kernels round every product operand themselves
+// (AttentionParams::bf16: the probabilities and dS too), so they need no copies.
 Tensor bf16_rounded(const Tensor& x) {
   Tensor c = x.clone();
   kernels::round_bf16_inplace(c.data<float>(), c.numel());
@@ -44,7 +45,7 @@ kernels::HeadsView heads(const Tensor& x) {
   return {x.data<float>(), st[0], st[1], st[2]};
 }
 
-Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o) {
+Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o, bool flash) {
   for (const auto* t : {&q, &k, &v}) {
     TFM_CHECK(t->defined(), kOp, "q, k and v must be defined");
     TFM_CHECK(t->dim() == 4, kOp, "q, k, v must be (B, H, T, D); got ", shape_str(t->shape()));
@@ -65,7 +66,10 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   p.scale = o.scale.value_or(1.0f / std::sqrt(static_cast<float>(D)));
   TFM_CHECK(std::isfinite(p.scale), kOp, "scale must be finite, got ", p.scale);
   pr.q = unit_stride_d(q), pr.k = unit_stride_d(k), pr.v = unit_stride_d(v);
-  if (matmul_precision() == Precision::bf16) pr.q = bf16_rounded(pr.q), pr.k = bf16_rounded(pr.k), pr.v = bf16_rounded(pr.v);
+  if (matmul_precision() == Precision::bf16) {
+    if (flash) p.bf16 = true;
+    else pr.q = bf16_rounded(pr.q), pr.k = bf16_rounded(pr.k), pr.v = bf16_rounded(pr.v);
+  }
 
   p.causal = o.causal;
   TFM_CHECK(o.window >= 0, kOp, "window must be >= 0 (0 = none), got ", o.window);
@@ -149,7 +153,7 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
 // The plain path for a sparse pattern: weights packed row by row (only the allowed keys).
 AttentionWithWeights sparse_plain_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                             const AttentionOptions& o, bool want_weights) {
-  Prepared pr = prepare(q, k, v, o);
+  Prepared pr = prepare(q, k, v, o, /*flash=*/false);
   const kernels::AttentionParams& p = pr.p;
   Tensor row_ptr = Tensor::empty({p.B * p.Hq * p.Tq + 1}, DType::i64);  // (B*Hq*Tq + 1)
   const std::int64_t nnz = kernels::attention_sparse_row_ptr(p, row_ptr.data<std::int64_t>());
@@ -186,7 +190,7 @@ AttentionWithWeights sparse_plain_attention(const Tensor& q, const Tensor& k, co
 AttentionWithWeights attention(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionOptions& o,
                                bool flash, bool want_weights) {
   if (!flash && o.sparse.active()) return sparse_plain_attention(q, k, v, o, want_weights);
-  Prepared pr = prepare(q, k, v, o);
+  Prepared pr = prepare(q, k, v, o, flash);
   const kernels::AttentionParams& p = pr.p;
   Tensor out = Tensor::empty({p.B, p.Hq, p.Tq, p.D});
   Tensor saved;  // flash: lse (B, Hq, Tq); plain: weights (B, Hq, Tq, Tk)
@@ -201,7 +205,7 @@ AttentionWithWeights attention(const Tensor& q, const Tensor& k, const Tensor& v
   if (autograd::needs_grad({&q, &k, &v, &bias})) {
     autograd::record(kOp, out, [q, k, v, bias, pr, out, saved, flash](const Tensor& g_in) {
       const kernels::AttentionParams& bp = pr.p;
-      const Tensor g = matmul_precision() == Precision::bf16 ? bf16_rounded(g_in) : g_in;
+      const Tensor g = !flash && matmul_precision() == Precision::bf16 ? bf16_rounded(g_in) : g_in;
       Tensor dq = Tensor::empty(q.shape()), dk = Tensor::empty(k.shape()), dv = Tensor::empty(k.shape());
       const bool want_dbias = bias.defined() && bias.requires_grad();
       // d loss / d scores over the full (B, Hq, Tq, Tk): only when the bias needs it (the
