@@ -101,9 +101,11 @@ void native_pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t m0, s
     }
     return;
   }
-  // Rows 0-7, then rows 8-11 (the second group stores 4 words per pair).
+  // Rows 0-7, then rows 8-11 (the second group stores 4 words per pair; with no rows left it
+  // writes the zero words and reads nothing, so it gets a pointer inside A).
+  const float* second = rows > 8 ? A + (m0 + 8) * lda : A + m0 * lda;
   rows8_pairs(A + m0 * lda, lda, static_cast<int>(std::min<std::int64_t>(8, rows)), K, out, kMR);
-  rows8_pairs(A + (m0 + 8) * lda, lda, static_cast<int>(std::max<std::int64_t>(0, rows - 8)), K, out + 8, kMR, kMR - 8);
+  rows8_pairs(second, lda, static_cast<int>(std::max<std::int64_t>(0, rows - 8)), K, out + 8, kMR, kMR - 8);
 }
 
 void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
