@@ -19,7 +19,9 @@
 namespace tfm::kernels::gemm_bf16_isa {
 namespace {
 
-constexpr int kMR = 8, kNR = 32;
+// 12 x 32 tile: 24 accumulators + 2 B vectors + the broadcasts fit the 32 zmm registers, and
+// each B vector pair loaded per k-pair feeds 24 VDPBF16PS instead of 16 (8 x 32 before).
+constexpr int kMR = 12, kNR = 32;
 
 // Rounding: VCVTNE2PS2BF16 rounds to nearest even, quiets NaNs and treats denormal inputs as
 // zero — the rule of bf16_bits() in gemm_bf16_impl.h, bit for bit (checked over all 2^32
@@ -43,9 +45,12 @@ inline __m512i pairs_of(__m512 even, __m512 odd) {
 }
 
 // Eight rows x_r = X + r * ldx (r < rows; the others read as zero) of K consecutive values
-// each, transposed into pair words: word p of row r goes to dst[p * stride + r]. 16 pairs of
-// the 8 rows are converted at a time and transposed in registers (8 x 16 words -> 16 x 8).
-void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride) {
+// each, transposed into pair words: word p of row r goes to dst[p * stride + r] for r < width
+// (8, or 4 for the last group of a 12-row panel: the words past it are not written). 16 pairs
+// of the 8 rows are converted at a time and transposed in registers (8 x 16 words -> 16 x 8).
+void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride,
+                 int width = 8) {
+  const __mmask8 keep = static_cast<__mmask8>((1u << width) - 1u);
   const std::int64_t P = (K + 1) / 2;
   for (std::int64_t p0 = 0; p0 < P; p0 += 16) {
     const std::int64_t k0 = 2 * p0;
@@ -75,7 +80,7 @@ void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std
           const std::int64_t p = p0 + 8 * h + 4 * half + q;
           if (p >= P) continue;
           const __m256i words = half == 0 ? _mm512_castsi512_si256(pairs[h]) : _mm512_extracti64x4_epi64(pairs[h], 1);
-          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + p * stride), words);
+          _mm256_mask_storeu_epi32(dst + p * stride, keep, words);
         }
     }
   }
@@ -85,26 +90,22 @@ void native_pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t m0, s
                    void* panel) {
   std::uint32_t* out = static_cast<std::uint32_t*>(panel);
   const std::int64_t P = (K + 1) / 2;
-  if (ta) {  // A stored (K, M): rows k and k+1 hold the panel's values contiguously; two pairs at a time
-    const __mmask16 m = first_n(rows);
+  if (ta) {  // A stored (K, M): rows k and k+1 hold the panel's values contiguously
+    const __mmask16 m = first_n(rows), store = first_n(kMR);
     const float* col = A + m0;
-    auto row = [&](std::int64_t k) {
-      return k < K ? _mm256_maskz_loadu_ps(static_cast<__mmask8>(m), col + k * lda) : _mm256_setzero_ps();
-    };
-    std::int64_t p = 0;
-    for (; p + 2 <= P; p += 2) {
+    for (std::int64_t p = 0; p < P; ++p) {
       const std::int64_t k = 2 * p;
-      const __m512 even = _mm512_insertf32x8(_mm512_castps256_ps512(row(k)), row(k + 2), 1);
-      const __m512 odd = _mm512_insertf32x8(_mm512_castps256_ps512(row(k + 1)), row(k + 3), 1);
-      _mm512_storeu_si512(out + p * kMR, pairs_of(even, odd));
-    }
-    if (p < P) {
-      const __m512 even = _mm512_zextps256_ps512(row(2 * p)), odd = _mm512_zextps256_ps512(row(2 * p + 1));
-      _mm512_mask_storeu_epi32(out + p * kMR, static_cast<__mmask16>(0xFF), pairs_of(even, odd));
+      const __m512 even = _mm512_maskz_loadu_ps(m, col + k * lda);
+      const __m512 odd = k + 1 < K ? _mm512_maskz_loadu_ps(m, col + (k + 1) * lda) : _mm512_setzero_ps();
+      _mm512_mask_storeu_epi32(out + p * kMR, store, pairs_of(even, odd));
     }
     return;
   }
-  rows8_pairs(A + m0 * lda, lda, static_cast<int>(rows), K, out, kMR);
+  // Rows 0-7, then rows 8-11 (the second group stores 4 words per pair; with no rows left it
+  // writes the zero words and reads nothing, so it gets a pointer inside A).
+  const float* second = rows > 8 ? A + (m0 + 8) * lda : A + m0 * lda;
+  rows8_pairs(A + m0 * lda, lda, static_cast<int>(std::min<std::int64_t>(8, rows)), K, out, kMR);
+  rows8_pairs(second, lda, static_cast<int>(std::max<std::int64_t>(0, rows - 8)), K, out + 8, kMR, kMR - 8);
 }
 
 void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
