@@ -157,21 +157,38 @@ struct QuadW {
 template <int MR, int NR, class Src>
 void quads_tile(Src&& src, std::int64_t ng, const std::int8_t* const* xq, const std::int32_t* const* xoff,
                 const float* const* dxv, float (&out)[kMR][kNR]) {
+  // Two quads per step: t = c0·s0 (multiply), t = c1·s1 + t (FMA), acc += t (add). The chain
+  // through acc is one add per 256 weights (one FMA per 128 was latency-bound at one weight row)
+  // and a tile still needs one accumulator per output.
   __m512 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
-  for (std::int64_t g = 0; g < ng; ++g) {
-    QuadW wq[NR];
-    for (int n = 0; n < NR; ++n) wq[n] = src(n, g);
-    for (int m = 0; m < MR; ++m) {
-      const __m512i xl = load512(xq[m] + 128 * g), xh = load512(xq[m] + 128 * g + 64);
-      const __m512i off = load512(xoff[m] + 16 * g);
-      const __m512 dx = _mm512_loadu_ps(dxv[m] + 16 * g);
-      for (int n = 0; n < NR; ++n) {
-        const __m512i s = _mm512_dpbusd_epi32(_mm512_dpbusd_epi32(off, wq[n].lo, xl), wq[n].hi, xh);
-        acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wq[n].dw, dx), acc[m][n]);
-      }
+  // Σ x·(q - 8) per lane of quad g against activation row m, as float, and its scales d_w·d_x
+  auto dot = [&](const QuadW& w, int m, std::int64_t g) [[gnu::always_inline]] {
+    const __m512i xl = load512(xq[m] + 128 * g), xh = load512(xq[m] + 128 * g + 64);
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(load512(xoff[m] + 16 * g), w.lo, xl), w.hi, xh));
+  };
+  auto scales = [&](const QuadW& w, int m, std::int64_t g)
+                    [[gnu::always_inline]] { return _mm512_mul_ps(w.dw, _mm512_loadu_ps(dxv[m] + 16 * g)); };
+  std::int64_t g = 0;
+  for (; g + 1 < ng; g += 2) {
+    QuadW w0[NR], w1[NR];
+    for (int n = 0; n < NR; ++n) {
+      w0[n] = src(n, g);
+      w1[n] = src(n, g + 1);
     }
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) {
+        const __m512 t = _mm512_mul_ps(dot(w0[n], m, g), scales(w0[n], m, g));
+        acc[m][n] = _mm512_add_ps(acc[m][n], _mm512_fmadd_ps(dot(w1[n], m, g + 1), scales(w1[n], m, g + 1), t));
+      }
+  }
+  if (g < ng) {
+    QuadW w0[NR];
+    for (int n = 0; n < NR; ++n) w0[n] = src(n, g);
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n)
+        acc[m][n] = _mm512_add_ps(acc[m][n], _mm512_mul_ps(dot(w0[n], m, g), scales(w0[n], m, g)));
   }
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]);
