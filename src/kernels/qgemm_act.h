@@ -30,9 +30,10 @@ struct QuantizedActs {
   std::vector<std::int16_t> sum32;  // rows * K / 32
   std::vector<std::int16_t> bsum16; // rows * K / 16 (block 256 only)
   // Layouts derived for one ISA's kernels (PrepareActsFn), left empty by quantize_acts:
-  std::vector<std::uint8_t> xu;  // q + 128 as u8 (vpdpbusd's unsigned operand), xu_stride per row
-  std::vector<std::int32_t> xoff;  // q4_0: -8 x the sum of each 4 consecutive q (a lane's nibble offset)
-  std::vector<float> dxv;        // q8_0 / q4_0: per pair of blocks 8 x d[2p], 8 x d[2p + 1]
+  std::vector<std::uint8_t> xu;  // q + 128 as u8 (vpdpbusd's unsigned operand), xu_stride per row;
+                                 // q4_0: q (signed) in quads of blocks, low then high halves
+  std::vector<std::int32_t> xoff;  // q4_0: -8 x the sum of each lane's 8 q (the nibbles' offset)
+  std::vector<float> dxv;        // q8_0: per pair of blocks 8 x d[2p], 8 x d[2p + 1]; q4_0: 4 x d[b]
   std::vector<std::int16_t> s32pad;  // q4_k: sum32 with blocks padded to a multiple of 4
   std::vector<float> dx4;            // q4_k: 4 x d[b] per block, padded as s32pad
   std::int64_t xu_stride = 0, xoff_stride = 0, dxv_stride = 0, s32pad_stride = 0, dx4_stride = 0;

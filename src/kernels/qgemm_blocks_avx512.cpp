@@ -15,13 +15,14 @@
 //
 // Arithmetic, per format (the scalar twin, qgemm_twin.cpp, computes the same integer sums per
 // block; the float terms here are that sum split over vector lanes, i.e. reordered):
-// - q8_0, q4_0: two 32-element blocks per 64-byte vector. vpdpbusd multiplies unsigned by
-//   signed bytes. q8_0: activations enter as x + 128 (u8) against the signed weights and each
-//   lane starts from -128 Σ w over its four weights, computed once per weight vector. q4_0 in
-//   the buffered tiles: the same with weights nibble - 8; in the register tiles (few rows, where
-//   decoding dominates): the raw nibbles (u8) against x, each lane starting from -8 Σ x over its
-//   four activations, computed once per call. Every lane holds the same exact partial Σ x·w. One cvt, one multiply
-//   by (d_w · d_x) per lane and one FMA per 64 weights and activation row.
+// - q8_0: two 32-element blocks per 64-byte vector. vpdpbusd multiplies unsigned by signed
+//   bytes: activations enter as x + 128 (u8) against the signed weights and each lane starts
+//   from -128 Σ w over its four weights, computed once per weight vector. Every lane holds an
+//   exact partial Σ x·w. One cvt, one multiply by (d_w · d_x) per lane and one FMA per 64
+//   weights and activation row.
+// - q4_0: four blocks per step, one per 128-bit lane (quads_tile): the raw nibbles (u8)
+//   against x in a matching layout, each lane starting from -8 Σ x over its eight
+//   activations; two vpdpbusd, one cvt, one multiply and one FMA per 128 weights.
 // - q4_k: nibbles (unsigned) x activations (signed) by vpmaddubsw into 16-bit pairs, then
 //   vpdpwssd with the 6-bit sub-block scales: an exact integer Σ sc·q·x per lane; the
 //   sub-block minimums (dmin · m · Σx) go to a second accumulator, four blocks per vector.
@@ -71,45 +72,26 @@ struct PairW {
   __m512 dw;     // lanes 0-7: scale of block 2p, lanes 8-15: of block 2p + 1
 };
 
-// Pair p (blocks 2p, 2p + 1) of a weight row of nb blocks; an odd last block pairs with zeros.
-// kSigned: q4_0 as nibble - 8 with its -128 Σ w lanes (the buffered tiles); otherwise the raw
-// nibbles (the register tiles, which start each lane from the activations' offset instead).
-template <DType T, bool kSigned = true>
+// Pair p (blocks 2p, 2p + 1) of a q8_0 weight row of nb blocks; an odd last block pairs with
+// zeros.
 [[gnu::always_inline]] inline PairW decode_pair(const unsigned char* row, std::int64_t p, std::int64_t nb) {
-  constexpr std::size_t bytes = T == DType::q8_0 ? sizeof(BlockQ8_0) : sizeof(BlockQ4_0);
+  constexpr std::size_t bytes = sizeof(BlockQ8_0);
   const unsigned char* b0 = row + 2 * p * static_cast<std::int64_t>(bytes);
   const bool two = 2 * p + 1 < nb;
-  __m512i w;
-  if constexpr (T == DType::q8_0) {
-    w = join(load256(b0 + 2), two ? load256(b0 + bytes + 2) : _mm256_setzero_si256());
-  } else {
-    // 16 bytes per block: element j in the low nibble of byte j, element j + 16 in the high
-    const __m128i m4 = _mm_set1_epi8(0x0F);
-    const __m256i q = _mm256_set_m128i(two ? load128(b0 + bytes + 2) : _mm_set1_epi8(-0x78), load128(b0 + 2));
-    const __m512i lohi = join(_mm256_and_si256(q, _mm256_set_m128i(m4, m4)),
-                              _mm256_and_si256(_mm256_srli_epi16(q, 4), _mm256_set_m128i(m4, m4)));
-    // [b0 low, b1 low, b0 high, b1 high] -> [b0 low, b0 high, b1 low, b1 high] (a missing
-    // block meets zero activations)
-    w = _mm512_shuffle_i64x2(lohi, lohi, _MM_SHUFFLE(3, 1, 2, 0));
-    if constexpr (kSigned) w = _mm512_sub_epi8(w, _mm512_set1_epi8(8));
-  }
+  const __m512i w = join(load256(b0 + 2), two ? load256(b0 + bytes + 2) : _mm256_setzero_si256());
   std::uint16_t h0, h1 = 0;
   std::memcpy(&h0, b0, 2);
   if (two) std::memcpy(&h1, b0 + bytes, 2);
   const __m128 d01 = _mm_cvtph_ps(_mm_cvtsi32_si128(static_cast<int>(h0 | (std::uint32_t{h1} << 16))));
   const __m512i lanes = _mm512_set_epi32(1, 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0);
-  const __m512 dw = _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d01));
-  if constexpr (kSigned) return {w, minus_128_sum(w), dw};
-  else return {w, _mm512_setzero_si512(), dw};
+  return {w, minus_128_sum(w), _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d01))};
 }
 
-// src(n, p): pair p of the tile's weight row n (from the decoded buffer, or decoded on the spot).
-// xu: the activations as x + 128. kActOffset (q4_0 in registers): src gives the raw nibbles and
-// each lane starts from xoff = -8 Σ x over its four activations; otherwise from src's init.
-// The lanes' integers are the same either way.
-template <bool kActOffset, int MR, int NR, class Src>
-void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const std::int32_t* const* xoff,
-                const float* const* dxv, float (&out)[kMR][kNR]) {
+// src(n, p): pair p of the tile's weight row n (from the decoded buffer, or decoded on the
+// spot). xu: the activations as x + 128; each lane starts from src's init.
+template <int MR, int NR, class Src>
+void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const float* const* dxv,
+                float (&out)[kMR][kNR]) {
   __m512 acc[MR][NR];
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
@@ -118,15 +100,95 @@ void pairs_tile(Src&& src, std::int64_t np, const std::uint8_t* const* xu, const
     for (int n = 0; n < NR; ++n) wp[n] = src(n, p);
     for (int m = 0; m < MR; ++m) {
       const __m512i x = load512(xu[m] + 64 * p);
-      const __m512i xs = kActOffset ? _mm512_xor_si512(x, _mm512_set1_epi8(static_cast<char>(0x80))) : x;
-      const __m512i off = kActOffset ? load512(xoff[m] + 16 * p) : _mm512_setzero_si512();
       const __m512 dx = _mm512_loadu_ps(dxv[m] + 16 * p);
       for (int n = 0; n < NR; ++n) {
         // each lane: an exact partial Σ x·w
-        const __m512i s = kActOffset ? _mm512_dpbusd_epi32(off, wp[n].w, xs) : _mm512_dpbusd_epi32(wp[n].init, x, wp[n].w);
+        const __m512i s = _mm512_dpbusd_epi32(wp[n].init, x, wp[n].w);
         acc[m][n] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(s), _mm512_mul_ps(wp[n].dw, dx), acc[m][n]);
       }
     }
+  }
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]);
+}
+
+// ---------------------------------------------------------------- q4_0: quads of blocks
+// Four blocks (128 weights, 72 bytes) per step, each block in one 128-bit lane: one vector of
+// the low nibbles (elements 0-15 of each block) and one of the high nibbles (16-31), so one
+// and/shift/and pair unpacks 128 weights and nothing is shuffled. The activations are laid
+// out to match once per call (prepare): per quad, 64 bytes of each block's elements 0-15, then
+// 64 of 16-31, as signed int8 against the unsigned nibbles; each lane starts from -8 Σ x over
+// its eight activations (the nibbles' offset), so two vpdpbusd give an exact Σ x·(q - 8) per
+// lane, all of one block. Then one cvt, one multiply by d_w·d_x and one FMA per 128 weights.
+struct QuadW {
+  __m512i lo, hi;  // nibbles: lane i/4 holds block 4g + i/4
+  __m512 dw;       // lanes 4i..4i+3: scale of block 4g + i
+};
+
+// Quad g of a q4_0 row from 72 bytes at b (four whole blocks).
+[[gnu::always_inline]] inline QuadW decode_quad_at(const unsigned char* b) {
+  constexpr std::int64_t bytes = sizeof(BlockQ4_0);
+  const __m256i q01 = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b + 2)), load128(b + bytes + 2), 1);
+  const __m256i q23 = _mm256_inserti128_si256(_mm256_castsi128_si256(load128(b + 2 * bytes + 2)), load128(b + 3 * bytes + 2), 1);
+  const __m512i q = join(q01, q23), m4 = _mm512_set1_epi8(0x0F);
+  std::uint16_t h[4];
+  for (int i = 0; i < 4; ++i) std::memcpy(&h[i], b + i * bytes, 2);
+  const std::uint64_t d4 = h[0] | std::uint64_t{h[1]} << 16 | std::uint64_t{h[2]} << 32 | std::uint64_t{h[3]} << 48;
+  const __m128 d = _mm_cvtph_ps(_mm_cvtsi64_si128(static_cast<long long>(d4)));
+  const __m512i lanes = _mm512_set_epi32(3, 3, 3, 3, 2, 2, 2, 2, 1, 1, 1, 1, 0, 0, 0, 0);
+  return {_mm512_and_si512(q, m4), _mm512_and_si512(_mm512_srli_epi16(q, 4), m4),
+          _mm512_permutexvar_ps(lanes, _mm512_castps128_ps512(d))};
+}
+
+// Quad g of a row of nb blocks; a last quad of fewer blocks is padded with zero blocks (d = 0,
+// nibbles 0, against zero activations), without reading past the row.
+[[gnu::always_inline]] inline QuadW decode_quad(const unsigned char* row, std::int64_t g, std::int64_t nb) {
+  constexpr std::int64_t bytes = sizeof(BlockQ4_0);
+  const unsigned char* b = row + 4 * g * bytes;
+  if (4 * g + 4 <= nb) [[likely]]
+    return decode_quad_at(b);
+  unsigned char tail[4 * bytes] = {};
+  std::memcpy(tail, b, static_cast<std::size_t>((nb - 4 * g) * bytes));
+  return decode_quad_at(tail);
+}
+
+// src(n, g): quad g of the tile's weight row n. xq: the activations in quad layout, xoff: -8 Σ x
+// per lane, dxv: d_x per lane (prepare).
+template <int MR, int NR, class Src>
+void quads_tile(Src&& src, std::int64_t ng, const std::int8_t* const* xq, const std::int32_t* const* xoff,
+                const float* const* dxv, float (&out)[kMR][kNR]) {
+  // Two quads per step: t = c0·s0 (multiply), t = c1·s1 + t (FMA), acc += t (add). The chain
+  // through acc is one add per 256 weights (one FMA per 128 was latency-bound at one weight row)
+  // and a tile still needs one accumulator per output.
+  __m512 acc[MR][NR];
+  for (int m = 0; m < MR; ++m)
+    for (int n = 0; n < NR; ++n) acc[m][n] = _mm512_setzero_ps();
+  // Σ x·(q - 8) per lane of quad g against activation row m, as float, and its scales d_w·d_x
+  auto dot = [&](const QuadW& w, int m, std::int64_t g) [[gnu::always_inline]] {
+    const __m512i xl = load512(xq[m] + 128 * g), xh = load512(xq[m] + 128 * g + 64);
+    return _mm512_cvtepi32_ps(_mm512_dpbusd_epi32(_mm512_dpbusd_epi32(load512(xoff[m] + 16 * g), w.lo, xl), w.hi, xh));
+  };
+  auto scales = [&](const QuadW& w, int m, std::int64_t g)
+                    [[gnu::always_inline]] { return _mm512_mul_ps(w.dw, _mm512_loadu_ps(dxv[m] + 16 * g)); };
+  std::int64_t g = 0;
+  for (; g + 1 < ng; g += 2) {
+    QuadW w0[NR], w1[NR];
+    for (int n = 0; n < NR; ++n) {
+      w0[n] = src(n, g);
+      w1[n] = src(n, g + 1);
+    }
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n) {
+        const __m512 t = _mm512_mul_ps(dot(w0[n], m, g), scales(w0[n], m, g));
+        acc[m][n] = _mm512_add_ps(acc[m][n], _mm512_fmadd_ps(dot(w1[n], m, g + 1), scales(w1[n], m, g + 1), t));
+      }
+  }
+  if (g < ng) {
+    QuadW w0[NR];
+    for (int n = 0; n < NR; ++n) w0[n] = src(n, g);
+    for (int m = 0; m < MR; ++m)
+      for (int n = 0; n < NR; ++n)
+        acc[m][n] = _mm512_add_ps(acc[m][n], _mm512_mul_ps(dot(w0[n], m, g), scales(w0[n], m, g)));
   }
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(acc[m][n]);
@@ -361,6 +423,7 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
   // cheap enough that two groups still run faster decoding twice in registers (measured, M = 8).
   const bool buffered = M > (t == DType::q4_k ? 2 * kMR : kMR);
   thread_local std::vector<PairW> pairs;
+  thread_local std::vector<QuadW> quads;
   thread_local std::vector<Q4KW> q4k;
   thread_local std::vector<Q6KW> q6k;
   thread_local std::vector<float> dvals;
@@ -380,42 +443,65 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
     };
     const unsigned char* wr = wbase + static_cast<std::size_t>(n) * row_bytes;
     const unsigned char* wrow[kNR] = {wr, wr + row_bytes};
-    if (t == DType::q8_0 || t == DType::q4_0) {
+    if (t == DType::q8_0) {
       const std::int64_t np = (nb + 1) / 2;
-      auto run = [&]<DType T>() {
-        const PairW* wn[kNR] = {};
-        if (buffered) {  // decode once into the buffer
-          PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
-          for (int j = 0; j < nr; ++j) {
-            for (std::int64_t p = 0; p < np; ++p) buf[j * np + p] = decode_pair<T>(wrow[j], p, nb);
-            wn[j] = buf + j * np;
-          }
+      const PairW* wn[kNR] = {};
+      if (buffered) {  // decode once into the buffer
+        PairW* buf = scratch(pairs, static_cast<std::size_t>(kNR * np));
+        for (int j = 0; j < nr; ++j) {
+          for (std::int64_t p = 0; p < np; ++p) buf[j * np + p] = decode_pair(wrow[j], p, nb);
+          wn[j] = buf + j * np;
         }
-        for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
-          const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
-          const std::uint8_t* xu[kMR];
-          const std::int32_t* xoff[kMR] = {};
-          const float* dxv[kMR];
-          for (int m = 0; m < mr; ++m) {
-            xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
-            if (T == DType::q4_0) xoff[m] = a.xoff.data() + (m0 + m) * a.xoff_stride;
-            dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
-          }
-          if (buffered)
-            with_tile(mr, nr, [&]<int MR, int NR>() {
-              pairs_tile<false, MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, xoff, dxv, out);
-            });
-          else
-            with_tile(mr, nr, [&]<int MR, int NR>() {
-              pairs_tile<T == DType::q4_0, MR, NR>(
-                  [&](int j, std::int64_t p) { return decode_pair<T, T != DType::q4_0>(wrow[j], p, nb); }, np, xu,
-                  xoff, dxv, out);
-            });
-          store(m0, mr);
+      }
+      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+        const std::uint8_t* xu[kMR];
+        const float* dxv[kMR];
+        for (int m = 0; m < mr; ++m) {
+          xu[m] = a.xu.data() + (m0 + m) * a.xu_stride;
+          dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
         }
-      };
-      if (t == DType::q8_0) run.template operator()<DType::q8_0>();
-      else run.template operator()<DType::q4_0>();
+        if (buffered)
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            pairs_tile<MR, NR>([&](int j, std::int64_t p) { return wn[j][p]; }, np, xu, dxv, out);
+          });
+        else
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            pairs_tile<MR, NR>([&](int j, std::int64_t p) { return decode_pair(wrow[j], p, nb); }, np, xu, dxv, out);
+          });
+        store(m0, mr);
+      }
+    } else if (t == DType::q4_0) {
+      const std::int64_t ng = (nb + 3) / 4;
+      const QuadW* wn[kNR] = {};
+      if (buffered) {
+        QuadW* buf = scratch(quads, static_cast<std::size_t>(kNR * ng));
+        for (int j = 0; j < nr; ++j) {
+          for (std::int64_t g = 0; g < ng; ++g) buf[j * ng + g] = decode_quad(wrow[j], g, nb);
+          wn[j] = buf + j * ng;
+        }
+      }
+      for (std::int64_t m0 = 0; m0 < M; m0 += kMR) {
+        const int mr = static_cast<int>(std::min<std::int64_t>(kMR, M - m0));
+        const std::int8_t* xq[kMR];
+        const std::int32_t* xoff[kMR];
+        const float* dxv[kMR];
+        for (int m = 0; m < mr; ++m) {
+          xq[m] = reinterpret_cast<const std::int8_t*>(a.xu.data() + (m0 + m) * a.xu_stride);
+          xoff[m] = a.xoff.data() + (m0 + m) * a.xoff_stride;
+          dxv[m] = a.dxv.data() + (m0 + m) * a.dxv_stride;
+        }
+        if (buffered)
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            quads_tile<MR, NR>([&](int j, std::int64_t g) { return wn[j][g]; }, ng, xq, xoff, dxv, out);
+          });
+        else
+          with_tile(mr, nr, [&]<int MR, int NR>() {
+            quads_tile<MR, NR>([&](int j, std::int64_t g) { return decode_quad(wrow[j], g, nb); }, ng, xq, xoff, dxv,
+                               out);
+          });
+        store(m0, mr);
+      }
     } else if (t == DType::q4_k) {
       const std::int64_t nb4 = round_up(nb, 4);
       std::int16_t* mv = scratch(mins, static_cast<std::size_t>(kNR * 8 * nb4));
@@ -520,24 +606,45 @@ void quantize(DType t, std::int64_t M, std::int64_t K, const float* x, std::int6
 // The activation layouts the tiles read, derived once per call from the int8 blocks.
 void prepare(DType t, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& a) {
   quantize(t, M, K, x, ldx, a);
-  if (t == DType::q8_0 || t == DType::q4_0) {
+  if (t == DType::q8_0) {
     const std::int64_t nb = K / 32, np = (nb + 1) / 2;
     a.xu_stride = 64 * np;
     a.dxv_stride = 16 * np;
-    const bool q4 = t == DType::q4_0;
     a.xu.assign(static_cast<std::size_t>(M * a.xu_stride), 0x80);
     a.dxv.assign(static_cast<std::size_t>(M * a.dxv_stride), 0.0f);
-    a.xoff_stride = q4 ? 16 * np : 0;
-    a.xoff.assign(static_cast<std::size_t>(M * a.xoff_stride), 0);
     for (std::int64_t m = 0; m < M; ++m) {
       const std::int8_t* q = a.qrow(m);
       std::uint8_t* xu = a.xu.data() + m * a.xu_stride;
       for (std::int64_t k = 0; k < K; ++k) xu[k] = static_cast<std::uint8_t>(q[k] ^ 0x80);
-      if (q4)
-        for (std::int64_t l = 0; l < K / 4; ++l)
-          a.xoff[static_cast<std::size_t>(m * a.xoff_stride + l)] = -8 * (q[4 * l] + q[4 * l + 1] + q[4 * l + 2] + q[4 * l + 3]);
       float* dxv = a.dxv.data() + m * a.dxv_stride;
       for (std::int64_t b = 0; b < nb; ++b) std::fill_n(dxv + 8 * b, 8, a.drow(m)[b]);
+    }
+  } else if (t == DType::q4_0) {
+    // quads_tile's layout: per quad of blocks, elements 0-15 of its four blocks, then 16-31;
+    // per lane -8 Σ x and d_x. Missing blocks of a last quad are zeros.
+    const std::int64_t nb = K / 32, ng = (nb + 3) / 4;
+    a.xu_stride = 128 * ng;
+    a.xoff_stride = 16 * ng;
+    a.dxv_stride = 16 * ng;
+    a.xu.assign(static_cast<std::size_t>(M * a.xu_stride), 0);
+    a.xoff.assign(static_cast<std::size_t>(M * a.xoff_stride), 0);
+    a.dxv.assign(static_cast<std::size_t>(M * a.dxv_stride), 0.0f);
+    for (std::int64_t m = 0; m < M; ++m) {
+      const std::int8_t* q = a.qrow(m);
+      auto* xq = reinterpret_cast<std::int8_t*>(a.xu.data() + m * a.xu_stride);
+      std::int32_t* off = a.xoff.data() + m * a.xoff_stride;
+      float* dxv = a.dxv.data() + m * a.dxv_stride;
+      for (std::int64_t b = 0; b < nb; ++b) {
+        const std::int64_t g = b / 4, i = b % 4;
+        std::memcpy(xq + 128 * g + 16 * i, q + 32 * b, 16);
+        std::memcpy(xq + 128 * g + 64 + 16 * i, q + 32 * b + 16, 16);
+        for (int l = 0; l < 4; ++l) {
+          int s = 0;
+          for (int j = 0; j < 4; ++j) s += q[32 * b + 4 * l + j] + q[32 * b + 16 + 4 * l + j];
+          off[16 * g + 4 * i + l] = -8 * s;
+          dxv[16 * g + 4 * i + l] = a.drow(m)[b];
+        }
+      }
     }
   } else if (t == DType::q4_k) {
     const std::int64_t nb = K / 256, nb4 = round_up(nb, 4);

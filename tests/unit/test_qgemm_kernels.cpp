@@ -120,8 +120,9 @@ TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
   } integer_only;
   for (DType t : kKernelTypes) {
     const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
-    // odd block counts (1, 3, 5) and, for bf16 / f16, K with a partial vector
-    std::vector<std::int64_t> ks{block, 3 * block, 5 * block};
+    // odd block counts (1, 3, 5; 9: q4_0's quads in an odd number, the last one partial) and,
+    // for bf16 / f16, K with a partial vector
+    std::vector<std::int64_t> ks{block, 3 * block, 5 * block, 9 * block};
     if (!dtype_is_block(t)) ks = {1, 7, 33, 257};
     for (std::int64_t K : ks)
       // M = 5, 7, 16, 33: more rows than one register tile (the AVX-512 tiles' buffered path),
@@ -158,7 +159,7 @@ TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
     IsaScope scope(isa);
     for (DType t : kKernelTypes) {
       const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
-      for (std::int64_t K : {3 * block, 5 * block})
+      for (std::int64_t K : {3 * block, 5 * block, 9 * block})
         for (std::int64_t M : {5, 16, 40}) {
           const Case c = make_case(t, M, N, K, 77);
           std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
