@@ -10,26 +10,14 @@
 #include <immintrin.h>
 
 #include "kernels/attention_flash_impl.h"
+#include "kernels/bf16_pairs_avx512.h"
 
 namespace tfm::kernels::flash {
 namespace {
 
-inline __mmask16 first_n(std::int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1u);
-}
-// VCVTNE2PS2BF16 rounds exactly as gemm_bf16_isa::bf16_bits (see gemm_bf16_native_avx512.cpp).
-// 32 consecutive values x[0, n) (zero past n) as 16 pair words: word i = bf16(x[2i]) | bf16(x[2i+1]) << 16.
-inline __m512i pairs_of_run(const float* x, std::int64_t n) {
-  const __m512 lo = _mm512_maskz_loadu_ps(first_n(n), x);
-  const __m512 hi = _mm512_maskz_loadu_ps(first_n(n - 16), x + 16);
-  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-// Word i = bf16(even[i]) | bf16(odd[i]) << 16.
-inline __m512i pairs_of(__m512 even, __m512 odd) {
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
-}
+using bf16_pairs::first_n;
+using bf16_pairs::pairs_of;
+using bf16_pairs::pairs_of_run;
 
 // C (RB x CB*16) (+)= the pairs of a (word (r, p) at a[r*wrs + p*wps]) times x (P x CB*16 words, row stride ldx).
 template <int RB, int CB>

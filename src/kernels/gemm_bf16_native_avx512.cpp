@@ -14,6 +14,7 @@
 #endif
 #include <immintrin.h>
 
+#include "kernels/bf16_pairs_avx512.h"
 #include "kernels/gemm_bf16_impl.h"
 
 namespace tfm::kernels::gemm_bf16_isa {
@@ -23,26 +24,9 @@ namespace {
 // each B vector pair loaded per k-pair feeds 24 VDPBF16PS instead of 16 (8 x 32 before).
 constexpr int kMR = 12, kNR = 32;
 
-// Rounding: VCVTNE2PS2BF16 rounds to nearest even, quiets NaNs and treats denormal inputs as
-// zero — the rule of bf16_bits() in gemm_bf16_impl.h, bit for bit (checked over all 2^32
-// inputs when this was written; tests/unit/test_gemm_bf16.cpp checks ties, denormals and
-// NaNs through every packing path against the scalar rule).
-inline __mmask16 first_n(std::int64_t n) {
-  return n >= 16 ? static_cast<__mmask16>(0xFFFF) : n <= 0 ? static_cast<__mmask16>(0) : static_cast<__mmask16>((1u << n) - 1u);
-}
-// 32 consecutive values x[0, n) (zero past n) as 16 pair words: word i = bf16(x[2i]) | bf16(x[2i+1]) << 16.
-inline __m512i pairs_of_run(const float* x, std::int64_t n) {
-  const __m512 lo = _mm512_maskz_loadu_ps(first_n(n), x);
-  const __m512 hi = _mm512_maskz_loadu_ps(first_n(n - 16), x + 16);
-  return (__m512i)_mm512_cvtne2ps_pbh(hi, lo);
-}
-// 16 pair words from 16 even-k and 16 odd-k values: word i = bf16(even[i]) | bf16(odd[i]) << 16.
-inline __m512i pairs_of(__m512 even, __m512 odd) {
-  // cvtne2ps gives the 16 even halves, then the 16 odd ones; interleave them.
-  const __m512i idx = _mm512_set_epi16(31, 15, 30, 14, 29, 13, 28, 12, 27, 11, 26, 10, 25, 9, 24, 8, 23, 7, 22, 6,
-                                       21, 5, 20, 4, 19, 3, 18, 2, 17, 1, 16, 0);
-  return _mm512_permutexvar_epi16(idx, (__m512i)_mm512_cvtne2ps_pbh(odd, even));
-}
+using bf16_pairs::first_n;
+using bf16_pairs::pairs_of;
+using bf16_pairs::pairs_of_run;
 
 // Eight rows x_r = X + r * ldx (r < rows; the others read as zero) of K consecutive values
 // each, transposed into pair words: word p of row r goes to dst[p * stride + r] for r < width
