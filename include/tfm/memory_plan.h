@@ -27,22 +27,9 @@ struct MemoryPlan {
 // batch slots of ctx_size positions, and for encoder-decoder batch sources of max_positions.
 MemoryPlan plan_memory(const ModelConfig& cfg, std::int64_t ctx_size, std::int64_t batch);
 
-// What a training step will take: the weights, their gradients and the optimiser's f32 state
-// (AdamW two buffers, SGD with momentum one), and the activations autograd keeps for the
-// backward of one micro-batch of `batch` examples of `seq_len` tokens (estimate).
-struct TrainingMemoryPlan {
-  std::int64_t batch = 0, seq_len = 0;
-  std::int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
-  std::int64_t activation_bytes = 0;
-  std::int64_t total_bytes = 0;  // the sum
-};
-TrainingMemoryPlan plan_training_memory(const ModelConfig& cfg, std::int64_t batch, std::int64_t seq_len,
-                                        int optimizer_buffers);
-
 // The plans in one line: "weights 474.7 MiB + KV cache 72.0 MiB + activations 3.1 MiB = 549.8
 // MiB (context 1024 x 1 sequence)" — what --max-memory prints when it refuses to start.
 std::string summary(const MemoryPlan& p);
-std::string summary(const TrainingMemoryPlan& p);
 // Throws "[--max-memory] <what> needs <breakdown>: more than the limit of <max> bytes;
 // <advice>" when total > max_bytes (max_bytes 0: no limit).
 void check_memory_limit(std::int64_t total_bytes, std::int64_t max_bytes, const std::string& what,
@@ -50,16 +37,12 @@ void check_memory_limit(std::int64_t total_bytes, std::int64_t max_bytes, const 
 // "2G", "512MiB", "1.5g", "100000": bytes (K/M/G/T are powers of 1024); throws on anything else.
 std::int64_t parse_byte_size(const std::string& text, const std::string& where);
 
-}  // namespace tfm
-
-namespace tfm {
 
 // The activations of one training step on batch sequences of seq_len tokens (encoder-decoder:
 // sources and targets both seq_len), from the config alone, as the autograd tape keeps them
 // between the forward and the backward pass; with activation checkpointing each layer keeps
 // only its input, and the backward pass recomputes one layer at a time on top of that. The
 // per-token counts were read off the allocator (src/infer/memory_plan_train.cpp).
-// plan_training_memory above bounds a whole step's peak for --max-memory instead.
 struct ActivationMemoryPlan {
   std::int64_t seq_len = 0, batch = 0;
   std::int64_t activation_bytes = 0;     // kept by the tape without checkpointing
@@ -68,5 +51,21 @@ struct ActivationMemoryPlan {
   std::int64_t checkpointed_bytes() const { return checkpoint_kept_bytes + checkpoint_recompute_bytes; }
 };
 ActivationMemoryPlan plan_activation_memory(const ModelConfig& cfg, std::int64_t seq_len, std::int64_t batch);
+
+// What a whole training step will take at its peak, the bound --max-memory checks: the weights,
+// their gradients and the optimiser's f32 state (AdamW two buffers, SGD with momentum one),
+// what the tape keeps for one micro-batch (plan_activation_memory, with or without
+// checkpointing) and the backward pass's working set on top of it (one layer's activation
+// gradients and the logits' gradient). Checked against the allocator's measured peak of real
+// steps in tests/unit/test_memory_limit.cpp.
+struct TrainingMemoryPlan {
+  std::int64_t batch = 0, seq_len = 0;
+  std::int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;
+  std::int64_t activation_bytes = 0;  // tape + backward working set
+  std::int64_t total_bytes = 0;       // the sum
+};
+TrainingMemoryPlan plan_training_memory(const ModelConfig& cfg, std::int64_t batch, std::int64_t seq_len,
+                                        int optimizer_buffers, bool checkpoint_activations = false);
+std::string summary(const TrainingMemoryPlan& p);
 
 }  // namespace tfm

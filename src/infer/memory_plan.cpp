@@ -80,32 +80,6 @@ MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t
   return p;
 }
 
-TrainingMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t batch, std::int64_t seq_len,
-                                        int optimizer_buffers) {
-  TFM_CHECK(batch >= 1 && seq_len >= 1, "memory plan", "batch and sequence length must be >= 1");
-  TrainingMemoryPlan p;
-  p.batch = batch;
-  p.seq_len = seq_len;
-  for (const auto& s : parameter_specs(c)) p.weight_bytes += 4 * shape_numel(s.shape);
-  p.gradient_bytes = p.weight_bytes;
-  p.optimizer_bytes = optimizer_buffers * p.weight_bytes;
-  // Autograd keeps every layer's tensors until the backward reaches it, and for most ops both
-  // what goes in and what comes out (norm input and output, linear inputs, the activation's
-  // input and output, dropout masks): twice one layer's live set as plan_memory counts it,
-  // for batch x seq_len rows, times the layer count; plus the logits, their softmax and its
-  // gradient. An encoder-decoder runs its encoder over the source and its decoder (self and
-  // cross attention, counted as two layers) over the target, both seq_len long. Checked
-  // against the allocator's measured peak of real steps (tests/unit/test_memory_limit.cpp).
-  const std::int64_t rows = batch * seq_len;
-  const std::int64_t one_layer = activations(c, rows, 0);
-  std::int64_t layers = c.n_layers;
-  if (c.architecture == Architecture::encoder_decoder) layers = c.n_layers + 2 * c.decoder_layers();
-  const bool lm = c.head == HeadKind::lm;
-  p.activation_bytes = 2 * layers * one_layer + (lm ? 3 * 4 * rows * c.vocab_size : 0);
-  p.total_bytes = p.weight_bytes + p.gradient_bytes + p.optimizer_bytes + p.activation_bytes;
-  return p;
-}
-
 std::string summary(const MemoryPlan& p) {
   return "weights " + mib(p.weight_bytes) + " + KV cache " + mib(p.kv_bytes) + " + activations " +
          mib(std::max(p.prefill_bytes, p.decode_bytes)) + " = " + mib(p.total_bytes) + " (context " +

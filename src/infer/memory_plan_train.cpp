@@ -68,4 +68,24 @@ ActivationMemoryPlan plan_activation_memory(const ModelConfig& c, std::int64_t s
   return p;
 }
 
+TrainingMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t batch, std::int64_t seq_len,
+                                        int optimizer_buffers, bool checkpoint_activations) {
+  TFM_CHECK(batch >= 1 && seq_len >= 1, "memory plan", "batch and sequence length must be >= 1");
+  TrainingMemoryPlan p;
+  p.batch = batch;
+  p.seq_len = seq_len;
+  for (const auto& s : parameter_specs(c)) p.weight_bytes += 4 * shape_numel(s.shape);
+  p.gradient_bytes = p.weight_bytes;
+  p.optimizer_bytes = optimizer_buffers * p.weight_bytes;
+  const ActivationMemoryPlan a = plan_activation_memory(c, seq_len, batch);
+  const std::int64_t tape = checkpoint_activations ? a.checkpointed_bytes() : a.activation_bytes;
+  // The backward pass holds, beside the tape, the gradients of the layer it is in (as large as
+  // that layer's activations) and the gradient of the logits.
+  const bool lm = c.head == HeadKind::lm || c.head == HeadKind::masked_lm;
+  const std::int64_t working = a.checkpoint_recompute_bytes + (lm ? 4 * batch * seq_len * c.vocab_size : 0);
+  p.activation_bytes = tape + working;
+  p.total_bytes = p.weight_bytes + p.gradient_bytes + p.optimizer_bytes + p.activation_bytes;
+  return p;
+}
+
 }  // namespace tfm

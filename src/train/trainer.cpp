@@ -111,7 +111,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length;
-    const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers);
+    const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
     if (teacher) {  // its weights and its no-grad forward (bounded by its training estimate); the projections

@@ -29,7 +29,10 @@ std::int64_t measured_training_peak(TrainConfig cfg, const std::string& dir) {
 
 TrainConfig seq2seq_config(const std::string& dir) {
   std::string tsv;
-  for (int i = 0; i < 200; ++i) tsv += "we go to the station number " + std::to_string(i) + "\tnous allons a la gare " + std::to_string(i) + "\n";
+  // Longer than max_length on both sides, so every batch is 16 x 48 tokens as the plan assumes.
+  for (int i = 0; i < 200; ++i)
+    tsv += "we go to the station number " + std::to_string(i) + " early in the morning\tnous allons a la gare " +
+           std::to_string(i) + " tot le matin avec nos amis\n";
   write_file_atomic(dir + "/pairs.tsv", tsv);
   return parse_train_config(R"({"task": "seq2seq", "seed": 3,
     "model": {"model_type": "transformer", "architecture": "encoder_decoder", "position": "sinusoidal",
@@ -43,15 +46,19 @@ TrainConfig seq2seq_config(const std::string& dir) {
 TEST(MemoryLimit, TrainingPlanBoundsTheMeasuredPeak) {
   const std::string dir = tmp_dir("memplan");
   for (const char* task : {"lm", "seq2seq"}) {
-    const TrainConfig cfg = std::string(task) == "lm" ? tiny_lm(dir) : seq2seq_config(dir);
-    const std::int64_t peak = measured_training_peak(cfg, dir);
-    const LoadedModel lm = load_model_dir(dir + "/run");
-    const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length;
-    const TrainingMemoryPlan p = plan_training_memory(lm.config, cfg.batch_size, seq, 2);
-    std::printf("%s: measured peak %lld bytes, plan %lld (%s)\n", task, static_cast<long long>(peak),
-                static_cast<long long>(p.total_bytes), summary(p).c_str());
-    EXPECT_GE(p.total_bytes, peak) << task;
-    EXPECT_LE(p.total_bytes, 3 * peak) << task;
+    for (const bool checkpoint : {false, true}) {
+      TrainConfig cfg = std::string(task) == "lm" ? tiny_lm(dir) : seq2seq_config(dir);
+      cfg.checkpoint_activations = checkpoint;
+      const std::int64_t peak = measured_training_peak(cfg, dir);
+      const LoadedModel lm = load_model_dir(dir + "/run");
+      const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length;
+      const TrainingMemoryPlan p = plan_training_memory(lm.config, cfg.batch_size, seq, 2, checkpoint);
+      std::printf("%s%s: measured peak %lld bytes, plan %lld (%s)\n", task, checkpoint ? " checkpointed" : "",
+                  static_cast<long long>(peak), static_cast<long long>(p.total_bytes), summary(p).c_str());
+      EXPECT_GE(p.total_bytes, peak) << task << " checkpoint " << checkpoint;
+      EXPECT_LE(p.total_bytes, 2 * peak) << task << " checkpoint " << checkpoint;
+      std::filesystem::remove_all(dir + "/run");
+    }
   }
   std::filesystem::remove_all(dir);
 }
