@@ -97,7 +97,7 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
     fail("qgemm", "weights of type ", dtype_name(wtype), " are not supported");
   const qgemm_detail::RowsFn fn = pick_rows_fn();
   // Automatic: the AVX-512 VNNI tiles of block types and the VDPBF16PS tiles of bf16 beat
-  // dequantized tiles + f32 GEMM at every M measured (32 to 512; docs/benchmarks.md) and keep
+  // dequantized tiles + f32 GEMM at every M measured (32 to 512; bf16 32 and 128; docs/benchmarks.md) and keep
   // rows independent, so they run for all M; the other kernels hand prefill (M >= 32) to the
   // f32 GEMM.
   std::int64_t min_rows = qgemm_dequant_min_rows();
