@@ -20,6 +20,7 @@
 #include "kernels/parallel.h"
 #include "kernels/qgemm.h"
 #include "kernels/qgemm_act.h"
+#include "kernels/qgemm_bf16.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 
@@ -95,13 +96,19 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
   if (wtype != DType::bf16 && wtype != DType::f16 && qgemm_detail::act_block(wtype) == 0)
     fail("qgemm", "weights of type ", dtype_name(wtype), " are not supported");
   const qgemm_detail::RowsFn fn = pick_rows_fn();
-  // Automatic: the AVX-512 VNNI tiles of block types beat dequantized tiles + f32 GEMM at every
-  // M measured (32 to 512; docs/benchmarks.md) and keep rows independent, so they run for all
-  // M; the other kernels hand prefill (M >= 32) to the f32 GEMM.
+  // Automatic: the AVX-512 VNNI tiles of block types and the VDPBF16PS tiles of bf16 beat
+  // dequantized tiles + f32 GEMM at every M measured (32 to 512; bf16 32 and 128; docs/benchmarks.md) and keep
+  // rows independent, so they run for all M; the other kernels hand prefill (M >= 32) to the
+  // f32 GEMM.
   std::int64_t min_rows = qgemm_dequant_min_rows();
   if (min_rows < 0)
-    min_rows = fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0 ? INT64_MAX : 32;
+    min_rows = (fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0) ||
+                       (wtype == DType::bf16 && qgemm_detail::bf16_native_active())
+                   ? INT64_MAX
+                   : 32;
   if (M >= min_rows) return dequant_gemm(wtype, M, N, K, x, ldx, w, y, ldy);
+  // bf16: activations rounded to bf16, VDPBF16PS where the CPU has it (qgemm_bf16.h)
+  if (wtype == DType::bf16) return qgemm_detail::qgemm_bf16(fn, M, N, K, x, ldx, w, y, ldy);
   run_rows(fn, wtype, M, N, K, x, ldx, w, y, ldy);
 }
 

@@ -44,7 +44,7 @@ struct QuantizedActs {
 };
 
 // Activation block for a weight type: 32 for q8_0/q4_0, 256 for q4_k/q6_k, 0 for float types
-// (bf16, f16 multiply f32 activations directly).
+// (f16 multiplies the f32 activations, bf16 the activations rounded to bf16: qgemm_bf16.h).
 std::int64_t act_block(DType wtype);
 void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& out);
 

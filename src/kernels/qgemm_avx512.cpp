@@ -22,7 +22,8 @@ struct RowPtrs {
 };
 
 // bf16 / f16 weights widened to f32 in registers (a shift / vcvtph2ps), f32 FMAs with the
-// unquantized activations; two accumulators per row alternate over 16-wide chunks.
+// activations (for bf16 already rounded to bf16 by qgemm_bf16.cpp: this is its emulation on
+// CPUs without AVX512_BF16); two accumulators per row alternate over 16-wide chunks.
 template <int R, bool kBf16>
 void half_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* out) {
   __m512 acc[R][2];

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "kernels/gemm_bf16.h"
 #include "kernels/qgemm_act.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
@@ -100,12 +101,13 @@ float dot_q6_k(const unsigned char* w, std::int64_t K, const std::int8_t* xq, co
   return acc;
 }
 
+// bf16 weights multiply the activations rounded to bf16 (qgemm_bf16.h); f16 the f32 ones.
 float dot_half(DType t, const unsigned char* w, std::int64_t K, const float* x) {
   float acc = 0.0f;
   for (std::int64_t k = 0; k < K; ++k) {
     std::uint16_t v;
     std::memcpy(&v, w + 2 * k, 2);
-    acc += x[k] * (t == DType::bf16 ? bf16_to_f32(v) : f16_to_f32(v));
+    acc += t == DType::bf16 ? round_bf16(x[k]) * bf16_to_f32(v) : x[k] * f16_to_f32(v);
   }
   return acc;
 }

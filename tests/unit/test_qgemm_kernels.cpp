@@ -12,7 +12,9 @@
 
 #include "kernels/gemm_rows.h"
 #include "kernels/qgemm.h"
+#include "kernels/gemm_bf16.h"
 #include "kernels/qgemm_act.h"
+#include "kernels/qgemm_bf16.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 
@@ -96,6 +98,17 @@ struct IsaScope {
   ~IsaScope() { set_active_isa(saved); }
 };
 
+// bf16 weights on AVX-512 run VDPBF16PS where the CPU has AVX512_BF16 and the f32 emulation
+// otherwise; a CPU that has it also runs the emulation (native = false) so both are tested.
+struct Bf16NativeScope {
+  explicit Bf16NativeScope(bool native) { kernels::qgemm_detail::set_bf16_native_enabled(native); }
+  ~Bf16NativeScope() { kernels::qgemm_detail::set_bf16_native_enabled(true); }
+};
+std::vector<bool> bf16_variants(DType t) {
+  if (t == DType::bf16 && active_isa() == Isa::avx512 && cpu_info().avx512_bf16) return {true, false};
+  return {true};
+}
+
 struct Case {
   std::int64_t K, N;
   std::vector<unsigned char> w;
@@ -121,9 +134,11 @@ TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
   for (DType t : kKernelTypes) {
     const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
     // odd block counts (1, 3, 5; 9: q4_0's quads in an odd number, the last one partial) and,
-    // for bf16 / f16, K with a partial vector
+    // for bf16 / f16, K with a partial vector (bf16: chunks of 32 for VDPBF16PS, then 64 for
+    // its two accumulators)
     std::vector<std::int64_t> ks{block, 3 * block, 5 * block, 9 * block};
     if (!dtype_is_block(t)) ks = {1, 7, 33, 257};
+    if (t == DType::bf16) ks = {1, 7, 31, 32, 33, 63, 95, 257};
     for (std::int64_t K : ks)
       // M = 5, 7, 16, 33: more rows than one register tile (the AVX-512 tiles' buffered path),
       // with a partial last tile; 33 also takes the prefill path (M >= 32).
@@ -140,10 +155,13 @@ TEST(QgemmKernels, EveryIsaMatchesTheScalarTwinAtOddSizes) {
           kernels::gemm_rows(true, M, N, K, 1.0f, ax.data(), K, deq.data(), K, 0.0f, mag.data(), N);
           for (Isa isa : isas) {
             IsaScope scope(isa);
-            kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), fast.data(), N);
-            for (std::size_t i = 0; i < fast.size(); ++i)
-              ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f)
-                  << dtype_name(t) << " " << isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " at " << i;
+            for (bool native : bf16_variants(t)) {
+              Bf16NativeScope bf16_native(native);
+              kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), fast.data(), N);
+              for (std::size_t i = 0; i < fast.size(); ++i)
+                ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f) << dtype_name(t) << " " << isa_name(isa)
+                    << (native ? "" : " emulated") << " M=" << M << " N=" << N << " K=" << K << " at " << i;
+            }
           }
         }
   }
@@ -157,23 +175,30 @@ TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
   const std::int64_t N = 33;
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
-    for (DType t : kKernelTypes) {
-      const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
-      for (std::int64_t K : {3 * block, 5 * block, 9 * block})
-        for (std::int64_t M : {5, 16, 40}) {
-          const Case c = make_case(t, M, N, K, 77);
-          std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
-          kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
-          // prefill elsewhere dequantizes tiles into the f32 GEMM: no invariance promised there
-          if (M == 40 && !(isa == Isa::avx512 && cpu_info().avx512_vnni && dtype_is_block(t))) continue;
-          for (std::int64_t m = 0; m < M; ++m) {
-            kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
-            for (std::int64_t n = 0; n < N; ++n)
-              ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
-                  << dtype_name(t) << " " << isa_name(isa) << " K=" << K << " M=" << M << " row " << m << " col " << n;
+    for (DType t : kKernelTypes)
+      for (bool native : bf16_variants(t)) {
+        Bf16NativeScope bf16_native(native);
+        const std::int64_t block = dtype_is_block(t) ? dtype_block_elems(t) : 16;
+        std::vector<std::int64_t> ks{3 * block, 5 * block, 9 * block};
+        if (t == DType::bf16) ks.push_back(37);  // a partial VDPBF16PS chunk after one whole pair of them
+        for (std::int64_t K : ks)
+          for (std::int64_t M : {5, 16, 40}) {
+            const Case c = make_case(t, M, N, K, 77);
+            std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+            kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
+            // prefill elsewhere dequantizes tiles into the f32 GEMM: no invariance promised there
+            const bool tiles_at_prefill = isa == Isa::avx512 && ((cpu_info().avx512_vnni && dtype_is_block(t)) ||
+                                                                 (t == DType::bf16 && kernels::qgemm_detail::bf16_native_active()));
+            if (M == 40 && !tiles_at_prefill) continue;
+            for (std::int64_t m = 0; m < M; ++m) {
+              kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
+              for (std::int64_t n = 0; n < N; ++n)
+                ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+                    << dtype_name(t) << " " << isa_name(isa) << (native ? "" : " emulated") << " K=" << K << " M=" << M
+                    << " row " << m << " col " << n;
+            }
           }
-        }
-    }
+      }
   }
 }
 
@@ -203,7 +228,8 @@ TEST(QgemmKernels, VectorActivationQuantizationEqualsTheScalarOne) {
 
 // Against the f32-dequantized reference: the only approximation left is the activations'
 // int8 rounding (half a step of max|x| / 127 per element), bounded by
-// Σ_k |w_k| * max|x_block| / 254 per output; bf16 / f16 use f32 activations (ulps only).
+// Σ_k |w_k| * max|x_block| / 254 per output; bf16 weights round the activations to bf16
+// (relative error <= 2^-9 per element: Σ_k |w_k x_k| / 512); f16 uses f32 activations (ulps only).
 TEST(QgemmKernels, WithinActivationQuantizationErrorOfTheNaiveReference) {
   const std::int64_t M = 3, N = 17, K = 768;
   for (DType t : kKernelTypes) {
@@ -221,7 +247,8 @@ TEST(QgemmKernels, WithinActivationQuantizationErrorOfTheNaiveReference) {
           float amax = 0;
           for (std::int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(c.x[m * k + b * block + j]));
           for (std::int64_t j = 0; j < block; ++j)
-            bound += std::fabs(deq[n * k + b * block + j]) * (block > 1 ? amax / 254.0 * 1.001 : 1e-6 * std::fabs(c.x[m * k + b * block + j]));
+            bound += std::fabs(deq[n * k + b * block + j]) *
+                     (block > 1 ? amax / 254.0 * 1.001 : (t == DType::bf16 ? 1.0 / 512 : 1e-6) * std::fabs(c.x[m * k + b * block + j]));
         }
         ASSERT_NEAR(fast[m * N + n], naive[m * N + n], bound + 1e-5) << dtype_name(t) << " m=" << m << " n=" << n;
       }
@@ -248,6 +275,8 @@ TEST(QgemmKernels, PrefillPathMatchesTheNaiveReference) {
         for (std::int64_t n = 0; n < N; ++n) {
           // int8 activations: half a step of max|x| / 127 per element (as the test above)
           double bound = 1e-4;
+          for (std::int64_t j = 0; t == DType::bf16 && j < K; ++j)  // bf16-rounded activations
+            bound += std::fabs(deq[n * K + j] * c.x[m * K + j]) / 512;
           for (std::int64_t b = 0; dtype_is_block(t) && b < K / block; ++b) {
             float amax = 0;
             for (std::int64_t j = 0; j < block; ++j) amax = std::max(amax, std::fabs(c.x[m * K + b * block + j]));
@@ -258,6 +287,38 @@ TEST(QgemmKernels, PrefillPathMatchesTheNaiveReference) {
     }
   }
   kernels::set_qgemm_dequant_min_rows(saved);
+}
+
+// bf16 weights multiply bf16(x) (round to nearest even, as the training GEMM rounds): every
+// path (VDPBF16PS, the emulation, each ISA's) equals the f32 product of the dequantized weights
+// with the rounded activations up to f32 summation order, and is not the product with the
+// unrounded ones (x chosen so most elements are not bf16 values).
+TEST(QgemmKernels, Bf16WeightsMultiplyTheActivationsRoundedToBf16) {
+  const std::int64_t M = 3, N = 9, K = 77;
+  const Case c = make_case(DType::bf16, M, N, K, 31);
+  std::vector<float> xr = c.x;
+  kernels::round_bf16_inplace(xr.data(), static_cast<std::int64_t>(xr.size()));
+  std::vector<float> rounded(static_cast<std::size_t>(M * N)), plain(rounded.size()), got(rounded.size()), mag(rounded.size());
+  kernels::qgemm_naive(DType::bf16, M, N, K, xr.data(), K, c.w.data(), rounded.data(), N);
+  kernels::qgemm_naive(DType::bf16, M, N, K, c.x.data(), K, c.w.data(), plain.data(), N);
+  std::vector<float> deq(static_cast<std::size_t>(N * K)), ax(c.x.size());
+  kernels::dequantize_rows(DType::bf16, c.w.data(), deq.data(), N, K);
+  for (float& v : deq) v = std::fabs(v);
+  for (std::size_t i = 0; i < ax.size(); ++i) ax[i] = std::fabs(c.x[i]);
+  kernels::gemm_rows(true, M, N, K, 1.0f, ax.data(), K, deq.data(), K, 0.0f, mag.data(), N);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    for (bool native : bf16_variants(DType::bf16)) {
+      Bf16NativeScope bf16_native(native);
+      kernels::qgemm(DType::bf16, M, N, K, c.x.data(), K, c.w.data(), got.data(), N);
+      int away_from_plain = 0;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        ASSERT_NEAR(got[i], rounded[i], 1e-6f * mag[i]) << isa_name(isa) << (native ? "" : " emulated") << " at " << i;
+        away_from_plain += std::fabs(got[i] - plain[i]) > 4e-6f * mag[i];
+      }
+      EXPECT_GT(away_from_plain, static_cast<int>(got.size()) / 2) << isa_name(isa) << ": activations not rounded?";
+    }
+  }
 }
 
 }  // namespace
