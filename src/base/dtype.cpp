@@ -14,19 +14,19 @@ std::size_t dtype_size(DType t) {
     case DType::bf16: case DType::f16: return 2;
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
-    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k:
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: case DType::q4_0x16:
       fail("dtype", dtype_name(t), " is a block-quantized type: it has no per-element size (use dtype_row_bytes)");
   }
   return 0;
 }
 
 bool dtype_is_block(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k || t == DType::q4_0x16;
 }
 
 std::int64_t dtype_block_elems(DType t) {
   switch (t) {
-    case DType::q8_0: case DType::q4_0: return 32;
+    case DType::q8_0: case DType::q4_0: case DType::q4_0x16: return 32;
     case DType::q4_k: case DType::q6_k: return 256;
     default: return 1;
   }
@@ -37,7 +37,7 @@ std::size_t dtype_block_bytes(DType t) {
   // their structs in src/kernels/quant_blocks.h).
   switch (t) {
     case DType::q8_0: return 34;
-    case DType::q4_0: return 18;
+    case DType::q4_0: case DType::q4_0x16: return 18;  // q4_0x16: per row, on average
     case DType::q4_k: return 144;
     case DType::q6_k: return 210;
     default: return dtype_size(t);
@@ -64,6 +64,7 @@ const char* dtype_name(DType t) {
     case DType::q4_0: return "q4_0";
     case DType::q4_k: return "q4_k";
     case DType::q6_k: return "q6_k";
+    case DType::q4_0x16: return "q4_0x16";
   }
   return "?";
 }

@@ -219,7 +219,7 @@ struct Q4KW {
 };
 
 // The 6-bit scales (sc) and minimums (m) of a block, as 8 bytes each in the low half of a u64.
-void k4_scales(const unsigned char* w, std::uint64_t& sc, std::uint64_t& m) {
+[[gnu::always_inline]] inline void k4_scales(const unsigned char* w, std::uint64_t& sc, std::uint64_t& m) {
   std::uint32_t s3[3];
   std::memcpy(s3, w + 4, 12);
   sc = (s3[0] & 0x3F3F3F3Fu) | std::uint64_t{(s3[2] & 0x0F0F0F0Fu) | ((s3[0] >> 2) & 0x30303030u)} << 32;

@@ -5,11 +5,17 @@
 
 #include "kernels/qgemm.h"
 #include "kernels/quant_blocks.h"
+#include "kernels/quant_repack.h"
 #include "tfm/error.h"
 
 namespace tfm::kernels {
 
 void dequantize_rows(DType type, const void* in, float* out, std::int64_t rows, std::int64_t K) {
+  if (type == DType::q4_0x16) {  // whole groups of 16 rows, back to q4_0 first (quant_repack.h)
+    std::vector<unsigned char> q4(static_cast<std::size_t>(rows) * dtype_row_bytes(DType::q4_0, K));
+    unpack_q4_0x16(in, q4.data(), rows, K);
+    return dequantize_rows(DType::q4_0, q4.data(), out, rows, K);
+  }
   const std::size_t row_bytes = dtype_row_bytes(type, K);
   for (std::int64_t r = 0; r < rows; ++r) {
     const void* src = static_cast<const unsigned char*>(in) + static_cast<std::size_t>(r) * row_bytes;
@@ -28,6 +34,10 @@ void dequantize_rows(DType type, const void* in, float* out, std::int64_t rows, 
 }
 
 void quantize_rows(DType type, const float* x, void* out, std::int64_t rows, std::int64_t K) {
+  if (type == DType::q4_0x16) {
+    quantize_rows(DType::q4_0, x, out, rows, K);
+    return repack_q4_0x16(out, rows, K);
+  }
   const std::size_t row_bytes = dtype_row_bytes(type, K);
   for (std::int64_t r = 0; r < rows; ++r) {
     void* dst = static_cast<unsigned char*>(out) + static_cast<std::size_t>(r) * row_bytes;
@@ -51,6 +61,11 @@ void quantize_rows(DType type, const float* x, void* out, std::int64_t rows, std
 
 void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                  const void* w, float* y, std::int64_t ldy) {
+  if (wtype == DType::q4_0x16) {  // rows interleaved in groups: back to q4_0 rows
+    std::vector<unsigned char> q4(static_cast<std::size_t>(N) * dtype_row_bytes(DType::q4_0, K));
+    unpack_q4_0x16(w, q4.data(), N, K);
+    return qgemm_naive(DType::q4_0, M, N, K, x, ldx, q4.data(), y, ldy);
+  }
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
   std::vector<float> row(static_cast<std::size_t>(K));
   for (std::int64_t n = 0; n < N; ++n) {

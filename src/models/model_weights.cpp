@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "models/layout.h"
+#include "kernels/quant_repack.h"
 #include "models/model_impl.h"
 #include "tfm/error.h"
 
@@ -92,6 +93,14 @@ void Model::convert_weights(const std::map<std::string, DType>& types) {
               "weights cannot be stored as ", dtype_name(type));
     Tensor& t = impl_->params.at(name);
     if (t.dtype() == type) continue;
+    if (t.dtype() == DType::q4_0 && type == DType::q4_0x16) {  // in place: no second copy of the weights
+      TFM_CHECK(slot->role != WeightMatrix::Role::embedding, "quantize", "'", name, "' is gathered by rows: it cannot be ",
+                dtype_name(type));
+      kernels::repack_q4_0x16(t.raw_data(), slot->rows, slot->cols);
+      t = Tensor::from_storage(t.storage(), t.shape(), type, t.offset());
+      t.requires_grad_(false);
+      continue;
+    }
     TFM_CHECK(!dtype_is_block(type) || slot->cols % dtype_block_elems(type) == 0, "quantize", "tensor '", name,
               "' (", slot->rows, ", ", slot->cols, ") cannot be ", dtype_name(type), ": its rows of ", slot->cols,
               " are not a multiple of the block size ", dtype_block_elems(type));

@@ -107,6 +107,29 @@ TEST(QuantOps, LinearAndEmbeddingMatchTheDequantizedF32Weights) {
   }
 }
 
+namespace {
+// Cached (prefill 3, then one token a step) == full recomputation, and rows decoded together
+// bit-identical to a row alone.
+void expect_cached_and_batch_invariant(Model& m, const ModelConfig& cfg, const std::string& what) {
+  const auto src = tokens(6, 1), seq = tokens(9, 2);
+  KVCache cache(cfg, 3, 20, 3, 8);
+  if (enc_dec(cfg)) m.encode_to_cache(Tensor::from_ints(src, {1, 6}), cache, 0);
+  std::vector<Tensor> parts{squeeze(m.decode_cached(Tensor::from_ints({seq[0], seq[1], seq[2]}, {1, 3}), {0}, cache, true), 0)};
+  for (std::size_t i = 3; i < seq.size(); ++i) parts.push_back(m.decode_cached(Tensor::from_ints({seq[i]}, {1, 1}), {0}, cache));
+  test::expect_close(concat(parts, 0), full_logits(m, seq, src), 1e-4, 1e-4, what + " cached");
+  // Rows 1 and 2 decoded together equal row 0's result alone (same tokens, same source).
+  for (std::int64_t r : {1, 2}) {
+    if (enc_dec(cfg)) cache.bind_source(r, 0);
+    m.decode_cached(Tensor::from_ints({seq[0], seq[1], seq[2]}, {1, 3}), {r}, cache);
+  }
+  for (std::size_t i = 3; i < seq.size(); ++i) {
+    const Tensor two = m.decode_cached(Tensor::from_ints({seq[i], seq[i]}, {2, 1}), {1, 2}, cache);
+    test::expect_bitwise_equal(slice(two, 0, 0, 1), parts[i - 2], what + " batch row 1");
+    test::expect_bitwise_equal(slice(two, 0, 1, 2), parts[i - 2], what + " batch row 2");
+  }
+}
+}  // namespace
+
 TEST(QuantModel, CachedEqualsRecomputedAndBatchIsBitIdenticalForEveryFamilyAndType) {
   // Every type on some family (the suite's time budget), the k-quants on two.
   const std::map<std::string, std::vector<DType>> types{{"gpt2_conv1d", {DType::q4_k, DType::bf16}},
@@ -117,25 +140,27 @@ TEST(QuantModel, CachedEqualsRecomputedAndBatchIsBitIdenticalForEveryFamilyAndTy
       const std::string what = f.name + " " + dtype_name(t);
       SCOPED_TRACE(what);
       Model m = quantized(f.cfg, t, 21);
-      const auto src = tokens(6, 1), seq = tokens(9, 2);
-      // Cached, prefill 3 then one token a step, against full recomputation.
-      KVCache cache(f.cfg, 3, 20, 3, 8);
-      if (enc_dec(f.cfg)) m.encode_to_cache(Tensor::from_ints(src, {1, 6}), cache, 0);
-      std::vector<Tensor> parts{squeeze(m.decode_cached(Tensor::from_ints({seq[0], seq[1], seq[2]}, {1, 3}), {0}, cache, true), 0)};
-      for (std::size_t i = 3; i < seq.size(); ++i) parts.push_back(m.decode_cached(Tensor::from_ints({seq[i]}, {1, 1}), {0}, cache));
-      test::expect_close(concat(parts, 0), full_logits(m, seq, src), 1e-4, 1e-4, what + " cached");
-      // Rows 1 and 2 decoded together equal row 0's result alone (same tokens, same source).
-      for (std::int64_t r : {1, 2}) {
-        if (enc_dec(f.cfg)) cache.bind_source(r, 0);
-        m.decode_cached(Tensor::from_ints({seq[0], seq[1], seq[2]}, {1, 3}), {r}, cache);
-      }
-      for (std::size_t i = 3; i < seq.size(); ++i) {
-        const Tensor two = m.decode_cached(Tensor::from_ints({seq[i], seq[i]}, {2, 1}), {1, 2}, cache);
-        test::expect_bitwise_equal(slice(two, 0, 0, 1), parts[i - 2], what + " batch row 1");
-        test::expect_bitwise_equal(slice(two, 0, 1, 2), parts[i - 2], what + " batch row 2");
-      }
+      expect_cached_and_batch_invariant(m, f.cfg, what);
     }
   }
+}
+
+// q4_0 repacked for decoding (q4_0x16): the same logits as q4_0 up to float reordering, the
+// embedding and the 29-row head (not a multiple of 16) left in q4_0, and still cached ==
+// recomputed and batch-invariant.
+TEST(QuantModel, RepackedQ4_0DecodesLikeQ4_0) {
+  const Family f = families()[1];  // llama_gqa
+  Model m = quantized(f.cfg, DType::q4_0, 21);
+  const auto seq = tokens(9, 2);
+  const Tensor before = full_logits(m, seq, {});
+  const std::size_t n = repack_for_decode(m);
+  if (n == 0) GTEST_SKIP() << "no AVX-512 VNNI: nothing to repack";
+  EXPECT_EQ(n, 7u);  // q, k, v, o, gate, up, down
+  for (const auto& w : m.weight_matrices())
+    EXPECT_EQ(m.parameters().at(w.name).dtype(), w.rows % 16 == 0 && w.role != WeightMatrix::Role::embedding ? DType::q4_0x16 : DType::q4_0)
+        << w.name;
+  test::expect_close(full_logits(m, seq, {}), before, 1e-4, 1e-4, "repacked vs q4_0");
+  expect_cached_and_batch_invariant(m, f.cfg, "llama_gqa q4_0x16");
 }
 
 TEST(QuantModel, QuantizedLogitsStayCloseToF32AndRecipesPickTypes) {

@@ -42,6 +42,7 @@ LoadedModel load_model(const std::string& dir, const std::string& adapter, const
   LoadedModel lm = load_model_dir(dir);
   if (!adapter.empty()) load_adapter(adapter, lm.model);
   apply_weight_options(lm.model, weights);
+  repack_for_decode(lm.model);
   return lm;
 }
 

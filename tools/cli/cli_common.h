@@ -27,7 +27,7 @@ void apply_weight_options(Model& model, const WeightOptions& w);
 // quantize_model's fallback notes on stderr: the first three and a count of the rest.
 void print_fallbacks(const std::vector<std::string>& notes);
 // The model directory, with the adapter attached when `adapter` is not empty, and its
-// weights converted per `weights`.
+// weights converted per `weights`, then q4_0 weights repacked for decoding (repack_for_decode).
 LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights = {});
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A

@@ -41,6 +41,7 @@
 #include "tfm/kv_cache.h"
 #include "tfm/model.h"
 #include "tfm/model_dir.h"
+#include "tfm/quantize.h"
 #include "tfm/runtime.h"
 #include "tfm/tensor.h"
 
@@ -248,11 +249,13 @@ void run_bench_decode(const BenchOptions& o, int threads) {
   } else {
     LoadedModel lm = load_model_dir(o.model_dir);
     apply_weight_options(lm.model, {o.dtype, o.recipe});
+    repack_for_decode(lm.model);
     bench_model(lm.model, {"trained model " + o.model_dir, o.model_dir}, o, threads, bw);
   }
   if (!o.model_only) {
     Model gpt2 = Model::create(model_preset("gpt2"), 1234);
     apply_weight_options(gpt2, {o.dtype, o.recipe});
+    repack_for_decode(gpt2);
     bench_model(gpt2, {"GPT-2 small size (random weights)", ""}, o, threads, bw);
   }
   std::printf("(ours/torch > 1: ours is faster; roofline = batch x bandwidth / weight bytes per step)\n");

@@ -1,0 +1,135 @@
+// q4_0 repacked in 16-row groups (DType::q4_0x16, kernels/quant_repack.h): the repack is
+// lossless (bytes and dequantized values), its kernel matches q4_0's scalar twin within
+// float reordering on every ISA, rows stay bit-identical at any M, and shapes that do not fit
+// the groups are one-line errors.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <vector>
+
+#include "kernels/gemm_rows.h"
+#include "kernels/qgemm.h"
+#include "kernels/quant_repack.h"
+#include "tfm/error.h"
+#include "tfm/runtime.h"
+
+namespace tfm {
+namespace {
+
+std::vector<float> normal(std::size_t n, unsigned seed, float scale = 1.0f) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> dist(0.0f, scale);
+  std::vector<float> v(n);
+  for (float& x : v) x = dist(rng);
+  return v;
+}
+
+std::vector<unsigned char> q4_0_rows(std::int64_t N, std::int64_t K, unsigned seed) {
+  const std::vector<float> w = normal(static_cast<std::size_t>(N * K), seed, 0.1f);
+  std::vector<unsigned char> q(dtype_row_bytes(DType::q4_0, K) * static_cast<std::size_t>(N));
+  kernels::quantize_rows(DType::q4_0, w.data(), q.data(), N, K);
+  return q;
+}
+
+std::vector<unsigned char> repacked(std::vector<unsigned char> q, std::int64_t N, std::int64_t K) {
+  kernels::repack_q4_0x16(q.data(), N, K);
+  return q;
+}
+
+std::vector<Isa> available_isas() {
+  std::vector<Isa> out{Isa::generic};
+  if (cpu_best_isa() == Isa::avx2 || cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx2);
+  if (cpu_best_isa() == Isa::avx512) out.push_back(Isa::avx512);
+  return out;
+}
+
+struct IsaScope {
+  Isa saved = active_isa();
+  explicit IsaScope(Isa isa) { set_active_isa(isa); }
+  ~IsaScope() { set_active_isa(saved); }
+};
+
+TEST(QgemmRepacked, RepackIsLosslessAndDequantizesLikeQ4_0) {
+  const std::int64_t N = 48, K = 96;
+  const auto q = q4_0_rows(N, K, 3);
+  const auto r = repacked(q, N, K);
+  EXPECT_NE(r, q);  // the layout did change
+  std::vector<unsigned char> back(q.size());
+  kernels::unpack_q4_0x16(r.data(), back.data(), N, K);
+  EXPECT_EQ(back, q);
+  std::vector<float> want(static_cast<std::size_t>(N * K)), got(want.size());
+  kernels::dequantize_rows(DType::q4_0, q.data(), want.data(), N, K);
+  kernels::dequantize_rows(DType::q4_0x16, r.data(), got.data(), N, K);
+  EXPECT_EQ(got, want);
+  // the naive twin reads the repacked rows as the q4_0 ones
+  const std::vector<float> x = normal(static_cast<std::size_t>(3 * K), 4);
+  std::vector<float> y0(static_cast<std::size_t>(3 * N)), y1(y0.size());
+  kernels::qgemm_naive(DType::q4_0, 3, N, K, x.data(), K, q.data(), y0.data(), N);
+  kernels::qgemm_naive(DType::q4_0x16, 3, N, K, x.data(), K, r.data(), y1.data(), N);
+  EXPECT_EQ(y1, y0);
+}
+
+// The kernel against q4_0's scalar twin on the same weights: the same integer block sums, the
+// float terms summed in another order, so within a few ulps of Σ |terms|.
+TEST(QgemmRepacked, EveryIsaMatchesTheQ4_0TwinAtOddSizes) {
+  for (std::int64_t K : {32, 96, 288})
+    for (std::int64_t N : {16, 48})
+      for (std::int64_t M : {1, 2, 5, 7, 33}) {
+        const auto q = q4_0_rows(N, K, static_cast<unsigned>(M * 13 + N + K));
+        const auto r = repacked(q, N, K);
+        std::vector<float> x = normal(static_cast<std::size_t>(M * K), static_cast<unsigned>(K + M));
+        x[0] = 3.0f;  // an outlier in the first activation block
+        std::vector<float> twin(static_cast<std::size_t>(M * N)), fast(twin.size()), mag(twin.size());
+        kernels::qgemm_twin(DType::q4_0, M, N, K, x.data(), K, q.data(), twin.data(), N);
+        std::vector<float> deq(static_cast<std::size_t>(N * K)), ax(x.size());
+        kernels::dequantize_rows(DType::q4_0, q.data(), deq.data(), N, K);
+        for (float& v : deq) v = std::fabs(v);
+        for (std::size_t i = 0; i < x.size(); ++i) ax[i] = std::fabs(x[i]);
+        kernels::gemm_rows(true, M, N, K, 1.0f, ax.data(), K, deq.data(), K, 0.0f, mag.data(), N);
+        kernels::qgemm_twin(DType::q4_0x16, M, N, K, x.data(), K, r.data(), fast.data(), N);
+        EXPECT_EQ(fast, twin) << "the q4_0x16 twin is q4_0's twin on the unpacked rows";
+        for (Isa isa : available_isas()) {
+          IsaScope scope(isa);
+          kernels::qgemm(DType::q4_0x16, M, N, K, x.data(), K, r.data(), fast.data(), N);
+          for (std::size_t i = 0; i < fast.size(); ++i)
+            ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f)
+                << isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " at " << i;
+        }
+      }
+}
+
+TEST(QgemmRepacked, RowsAreIndependentOfTheBatch) {
+  const std::int64_t N = 32, K = 160;
+  const auto r = repacked(q4_0_rows(N, K, 9), N, K);
+  for (Isa isa : available_isas()) {
+    IsaScope scope(isa);
+    for (std::int64_t M : {3, 5, 16, 40}) {
+      const std::vector<float> x = normal(static_cast<std::size_t>(M * K), 10);
+      std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+      kernels::qgemm(DType::q4_0x16, M, N, K, x.data(), K, r.data(), all.data(), N);
+      for (std::int64_t m = 0; m < M; ++m) {
+        kernels::qgemm(DType::q4_0x16, 1, N, K, x.data() + m * K, K, r.data(), one.data(), N);
+        for (std::int64_t n = 0; n < N; ++n)
+          ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+              << isa_name(isa) << " M=" << M << " row " << m << " col " << n;
+      }
+    }
+  }
+}
+
+TEST(QgemmRepacked, ShapesOutsideTheGroupsAreOneLineErrors) {
+  std::vector<unsigned char> q = q4_0_rows(17, 64, 1);
+  try {
+    kernels::repack_q4_0x16(q.data(), 17, 64);
+    FAIL() << "17 rows repacked";
+  } catch (const Error& e) {
+    const std::string msg = e.what();
+    EXPECT_NE(msg.find("groups of 16 rows"), std::string::npos) << msg;
+    EXPECT_NE(msg.find("(17, 64)"), std::string::npos) << msg;
+    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  }
+}
+
+}  // namespace
+}  // namespace tfm
