@@ -140,7 +140,8 @@ template <class Isa>
 struct Fp32Products {
   explicit Fp32Products(std::int64_t /*max_dim*/) {}
   void gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, std::int64_t ars, std::int64_t aks,
-            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate) {
+            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate, bool /*same_a*/ = false,
+            bool /*same_x*/ = false) {
     block_gemm<Isa>(R, N, K, A, ars, aks, X, ldx, C, ldc, accumulate);
   }
 };
@@ -351,7 +352,9 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
     float* o = o_buf.get();    // (kBr, Dp) unnormalised output
     float* keep = keep_buf.get();
     float m[kBr], l[kBr];
-    Products mm(std::max({kBr, kBc, Dp}));
+    // One products object per role, so the q block of S = q k^T is converted once per query
+    // block, not once per key block (same_a below).
+    Products mm_s(std::max({kBr, kBc, Dp})), mm_o(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);  // each row's allowed spans and the key blocks to visit
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / (p.Hq / p.Hkv);
@@ -366,7 +369,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
         const float* kt = kt_all.get() + ((b * p.Hkv + hk) * nkb + kb) * D * kBc;  // (D, kBc)
         std::int64_t ldv = 0;
         const float* vr = rows_for_gemm<Isa>(v, b, hk, j0, nc, D, Dp, vb, &ldv);  // (nc, ldv)
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, t > 0);
         for (std::int64_t r = 0; r < nr; ++r) {
           float* sr = s + r * kBc;
           finish_scores<Isa>(p, b, h, i0 + r, rr.count(r), rr.lo(r), rr.hi(r), j0, nc, sr);
@@ -381,7 +384,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
           }
           scale_row<Isa>(o + r * Dp, Dp, alpha);
         }
-        mm.gemm(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
+        mm_o.gemm(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
       }
       for (std::int64_t r = 0; r < nr; ++r) {
         const std::int64_t row = (b * p.Hq + h) * p.Tq + i0 + r;
@@ -462,7 +465,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
     float *qs = qs_buf.get(), *dob = do_buf.get();   // (kBr, Dp) scale*q, dout rows
     float *s = s_buf.get(), *dp = dp_buf.get();      // (kBr, kBc) scores -> dS, dP -> z
     float *dka = dk_buf.get(), *dva = dv_buf.get();  // (kBc, Dp) accumulators
-    Products mm(std::max({kBr, kBc, Dp}));
+    // Per role (see forward): the k and v blocks of S and dP are converted once per key block.
+    Products mm(std::max({kBr, kBc, Dp})), mm_s(std::max({kBr, kBc, Dp})), mm_dp(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, kb = w % nkb, j0 = kb * kBc;
@@ -480,8 +484,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const std::int64_t row0 = (b * p.Hq + h) * p.Tq + i0;
         load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
         load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, false, t > 0);
+        mm_dp.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false, false, t > 0);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, dp, keep_buf.get());
         mm.gemm(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
         mm.gemm(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
@@ -501,7 +505,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         dq_buf(kBr * Dp), keep_buf(kBc);
     float* kbk = kb_buf.get();
     float *qs = qs_buf.get(), *dob = do_buf.get(), *s = s_buf.get(), *dp = dp_buf.get(), *dqa = dq_buf.get();
-    Products mm(std::max({kBr, kBc, Dp}));
+    // Per role (see forward): the q and dout blocks of S and dP are converted once per query block.
+    Products mm(std::max({kBr, kBc, Dp})), mm_s(std::max({kBr, kBc, Dp})), mm_dp(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / G;
@@ -516,8 +521,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const float *kt = kt_all.get() + blk, *vt = vt_all.get() + blk;  // (D, kBc) each
         std::int64_t ldk = 0;
         const float* kr = rows_for_gemm<Isa>(k, b, hk, j0, nc, D, Dp, kbk, &ldk);  // (nc, ldk)
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, t > 0);
+        mm_dp.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false, t > 0);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, nullptr, keep_buf.get());
         if (dbias != nullptr)
           for (std::int64_t r = 0; r < nr; ++r) copy_n(s + r * kBc, nc, dbias + (row0 + r) * p.Tk + j0);
