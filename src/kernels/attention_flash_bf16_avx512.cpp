@@ -50,19 +50,21 @@ void word_tile_rows(std::int64_t R, std::int64_t P, const std::uint32_t* a, std:
 class NativeBf16Products {
  public:
   explicit NativeBf16Products(std::int64_t max_dim) : a_((max_dim + 1) * max_dim), x_((max_dim + 1) * max_dim) {}
+  // same_a / same_x: A (or X) is this object's previous call's operand, unchanged and with
+  // the same shape, so its converted words are reused (attention_flash_products.h).
   void gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, std::int64_t ars, std::int64_t aks,
-            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate) {
+            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate, bool same_a = false,
+            bool same_x = false) {
     const std::int64_t P = (K + 1) / 2;
     auto* a = reinterpret_cast<std::uint32_t*>(a_.get());
     auto* x = reinterpret_cast<std::uint32_t*>(x_.get());
-    std::int64_t wrs = 0, wps = 0;
-    if (aks == 1) {  // A's rows contiguous along K: words (r, p) at a[r*P + p]
-      wrs = P, wps = 1;
+    if (!same_a && aks == 1) {  // A's rows contiguous along K: words (r, p) at a[r*P + p]
+      wrs_ = P, wps_ = 1;
       for (std::int64_t r = 0; r < R; ++r)
         for (std::int64_t p0 = 0; p0 < P; p0 += 16)
           _mm512_mask_storeu_epi32(a + r * P + p0, first_n(P - p0), pairs_of_run(A + r * ars + 2 * p0, K - 2 * p0));
-    } else {  // ars == 1 (a transposed operand): K rows of R values, words (r, p) at a[p*R + r]
-      wrs = 1, wps = R;
+    } else if (!same_a) {  // ars == 1 (a transposed operand): K rows of R values, words (r, p) at a[p*R + r]
+      wrs_ = 1, wps_ = R;
       for (std::int64_t p = 0; p < P; ++p)
         for (std::int64_t r0 = 0; r0 < R; r0 += 16) {
           const __mmask16 m = first_n(R - r0);
@@ -71,19 +73,21 @@ class NativeBf16Products {
           _mm512_mask_storeu_epi32(a + p * R + r0, m, pairs_of(even, odd));
         }
     }
-    for (std::int64_t p = 0; p < P; ++p)  // X: words (p, n) at x[p*N + n]; N is a multiple of 16
-      for (std::int64_t n = 0; n < N; n += 16) {
-        const __m512 even = _mm512_loadu_ps(X + 2 * p * ldx + n);
-        const __m512 odd = 2 * p + 1 < K ? _mm512_loadu_ps(X + (2 * p + 1) * ldx + n) : _mm512_setzero_ps();
-        _mm512_storeu_si512(x + p * N + n, pairs_of(even, odd));
-      }
+    if (!same_x)
+      for (std::int64_t p = 0; p < P; ++p)  // X: words (p, n) at x[p*N + n]; N is a multiple of 16
+        for (std::int64_t n = 0; n < N; n += 16) {
+          const __m512 even = _mm512_loadu_ps(X + 2 * p * ldx + n);
+          const __m512 odd = 2 * p + 1 < K ? _mm512_loadu_ps(X + (2 * p + 1) * ldx + n) : _mm512_setzero_ps();
+          _mm512_storeu_si512(x + p * N + n, pairs_of(even, odd));
+        }
     std::int64_t n = 0;
-    for (; n + 64 <= N; n += 64) word_tile_rows<4>(R, P, a, wrs, wps, x + n, N, C + n, ldc, accumulate);
-    for (; n < N; n += 16) word_tile_rows<1>(R, P, a, wrs, wps, x + n, N, C + n, ldc, accumulate);
+    for (; n + 64 <= N; n += 64) word_tile_rows<4>(R, P, a, wrs_, wps_, x + n, N, C + n, ldc, accumulate);
+    for (; n < N; n += 16) word_tile_rows<1>(R, P, a, wrs_, wps_, x + n, N, C + n, ldc, accumulate);
   }
 
  private:
   Scratch<simd::Avx512> a_, x_;  // words, in float-sized slots
+  std::int64_t wrs_ = 0, wps_ = 0;  // where A's word (r, p) is: a_[r*wrs_ + p*wps_]
 };
 
 }  // namespace

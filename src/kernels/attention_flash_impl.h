@@ -140,7 +140,8 @@ template <class Isa>
 struct Fp32Products {
   explicit Fp32Products(std::int64_t /*max_dim*/) {}
   void gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, std::int64_t ars, std::int64_t aks,
-            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate) {
+            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate, bool /*same_a*/ = false,
+            bool /*same_x*/ = false) {
     block_gemm<Isa>(R, N, K, A, ars, aks, X, ldx, C, ldc, accumulate);
   }
 };
@@ -156,10 +157,63 @@ void load_rows(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std
     for (std::int64_t d = 0; d < D; ++d) rows[r * ldd + d] = alpha * src[d];
   }
 }
+namespace {
+// 16 x 16 tiles of a key block transposed in registers (AVX-512): a tile is 16 loads, 64
+// shuffles and 16 stores where the scalar loop below does 256 loads and 256 strided stores
+// (the k and v blocks are read through the fused qkv projection's strided view, so every
+// key's row is its own cache line). Pure data movement: the result is the scalar loop's.
+template <class Isa>
+struct TileTranspose {
+  static constexpr bool available = false;
+  static void run(const float* const* /*rows*/, std::int64_t /*d0*/, float* /*dst*/, std::int64_t /*ldd*/) {}
+};
+#if defined(__AVX512F__)
+template <>
+struct TileTranspose<simd::Avx512> {
+  static constexpr bool available = true;
+  // dst[d * ldd + c] = rows[c][d0 + d] for c, d < 16.
+  static void run(const float* const* rows, std::int64_t d0, float* dst, std::int64_t ldd) {
+    __m512 r[16], t[16];
+    for (int c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + d0);
+    for (int c = 0; c < 16; c += 2) {  // per 128-bit lane: rows c, c+1 interleaved
+      t[c] = _mm512_unpacklo_ps(r[c], r[c + 1]);
+      t[c + 1] = _mm512_unpackhi_ps(r[c], r[c + 1]);
+    }
+    for (int c = 0; c < 16; c += 4) {  // per lane: one dim of rows c .. c+3
+      r[c] = _mm512_shuffle_ps(t[c], t[c + 2], _MM_SHUFFLE(1, 0, 1, 0));
+      r[c + 1] = _mm512_shuffle_ps(t[c], t[c + 2], _MM_SHUFFLE(3, 2, 3, 2));
+      r[c + 2] = _mm512_shuffle_ps(t[c + 1], t[c + 3], _MM_SHUFFLE(1, 0, 1, 0));
+      r[c + 3] = _mm512_shuffle_ps(t[c + 1], t[c + 3], _MM_SHUFFLE(3, 2, 3, 2));
+    }
+    for (int g = 0; g < 16; g += 8)  // lanes of rows g..g+3 and g+4..g+7 gathered
+      for (int q = 0; q < 4; ++q) {
+        t[g + q] = _mm512_shuffle_f32x4(r[g + q], r[g + 4 + q], 0x88);
+        t[g + 4 + q] = _mm512_shuffle_f32x4(r[g + q], r[g + 4 + q], 0xDD);
+      }
+    for (int q = 0; q < 8; ++q) {  // then rows 0-7 with rows 8-15
+      r[q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0x88);
+      r[8 + q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0xDD);
+    }
+    for (int d = 0; d < 16; ++d) _mm512_storeu_ps(dst + d * ldd, r[d]);
+  }
+};
+#endif
+}  // namespace
+
 // cols (D x kBc): cols[d*kBc + c] = row_of(x, b, h, t0 + c)[d]; columns n..kBc zeroed.
 template <class Isa>
 void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std::int64_t n, std::int64_t D,
                      float* cols) {
+  if constexpr (TileTranspose<Isa>::available) {
+    if (n == kBc && D % 16 == 0) {
+      for (std::int64_t c0 = 0; c0 < kBc; c0 += 16) {
+        const float* rows[16];
+        for (int c = 0; c < 16; ++c) rows[c] = row_of(x, b, h, t0 + c0 + c);
+        for (std::int64_t d0 = 0; d0 < D; d0 += 16) TileTranspose<Isa>::run(rows, d0, cols + d0 * kBc + c0, kBc);
+      }
+      return;
+    }
+  }
   for (std::int64_t c = 0; c < n; ++c) {
     const float* src = row_of(x, b, h, t0 + c);
     for (std::int64_t d = 0; d < D; ++d) cols[d * kBc + c] = src[d];
@@ -298,7 +352,9 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
     float* o = o_buf.get();    // (kBr, Dp) unnormalised output
     float* keep = keep_buf.get();
     float m[kBr], l[kBr];
-    Products mm(std::max({kBr, kBc, Dp}));
+    // One products object per role, so the q block of S = q k^T is converted once per query
+    // block, not once per key block (same_a below).
+    Products mm_s(std::max({kBr, kBc, Dp})), mm_o(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);  // each row's allowed spans and the key blocks to visit
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / (p.Hq / p.Hkv);
@@ -313,7 +369,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
         const float* kt = kt_all.get() + ((b * p.Hkv + hk) * nkb + kb) * D * kBc;  // (D, kBc)
         std::int64_t ldv = 0;
         const float* vr = rows_for_gemm<Isa>(v, b, hk, j0, nc, D, Dp, vb, &ldv);  // (nc, ldv)
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, t > 0);
         for (std::int64_t r = 0; r < nr; ++r) {
           float* sr = s + r * kBc;
           finish_scores<Isa>(p, b, h, i0 + r, rr.count(r), rr.lo(r), rr.hi(r), j0, nc, sr);
@@ -328,7 +384,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
           }
           scale_row<Isa>(o + r * Dp, Dp, alpha);
         }
-        mm.gemm(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
+        mm_o.gemm(nr, Dp, nc, s, kBc, 1, vr, ldv, o, Dp, true);
       }
       for (std::int64_t r = 0; r < nr; ++r) {
         const std::int64_t row = (b * p.Hq + h) * p.Tq + i0 + r;
@@ -409,7 +465,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
     float *qs = qs_buf.get(), *dob = do_buf.get();   // (kBr, Dp) scale*q, dout rows
     float *s = s_buf.get(), *dp = dp_buf.get();      // (kBr, kBc) scores -> dS, dP -> z
     float *dka = dk_buf.get(), *dva = dv_buf.get();  // (kBc, Dp) accumulators
-    Products mm(std::max({kBr, kBc, Dp}));
+    // Per role (see forward): the k and v blocks of S and dP are converted once per key block.
+    Products mm(std::max({kBr, kBc, Dp})), mm_s(std::max({kBr, kBc, Dp})), mm_dp(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hkv * nkb), hk = w / nkb % p.Hkv, kb = w % nkb, j0 = kb * kBc;
@@ -427,8 +484,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const std::int64_t row0 = (b * p.Hq + h) * p.Tq + i0;
         load_rows<Isa>(q, b, h, i0, nr, D, p.scale, qs, Dp);
         load_rows<Isa>(dov, b, h, i0, nr, D, 1.0f, dob, Dp);
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, false, t > 0);
+        mm_dp.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false, false, t > 0);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, dp, keep_buf.get());
         mm.gemm(nc, Dp, nr, dp, 1, kBc, dob, Dp, dva, Dp, true);  // dv += z^T dout
         mm.gemm(nc, Dp, nr, s, 1, kBc, qs, Dp, dka, Dp, true);    // dk += dS^T (scale q)
@@ -448,7 +505,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         dq_buf(kBr * Dp), keep_buf(kBc);
     float* kbk = kb_buf.get();
     float *qs = qs_buf.get(), *dob = do_buf.get(), *s = s_buf.get(), *dp = dp_buf.get(), *dqa = dq_buf.get();
-    Products mm(std::max({kBr, kBc, Dp}));
+    // Per role (see forward): the q and dout blocks of S and dP are converted once per query block.
+    Products mm(std::max({kBr, kBc, Dp})), mm_s(std::max({kBr, kBc, Dp})), mm_dp(std::max({kBr, kBc, Dp}));
     QueryBlockSpans rr(p, kBr, kBc);
     for (std::int64_t w = w0; w < w1; ++w) {
       const std::int64_t b = w / (p.Hq * nqb), h = w / nqb % p.Hq, i0 = w % nqb * kBr, hk = h / G;
@@ -463,8 +521,8 @@ void backward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, c
         const float *kt = kt_all.get() + blk, *vt = vt_all.get() + blk;  // (D, kBc) each
         std::int64_t ldk = 0;
         const float* kr = rows_for_gemm<Isa>(k, b, hk, j0, nc, D, Dp, kbk, &ldk);  // (nc, ldk)
-        mm.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false);
-        mm.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false);
+        mm_s.gemm(nr, kBc, D, qs, Dp, 1, kt, kBc, s, kBc, false, t > 0);
+        mm_dp.gemm(nr, kBc, D, dob, Dp, 1, vt, kBc, dp, kBc, false, t > 0);
         scores_to_grads<Isa>(p, b, h, i0, nr, rr, j0, nc, lse + row0, di + row0, s, dp, nullptr, keep_buf.get());
         if (dbias != nullptr)
           for (std::int64_t r = 0; r < nr; ++r) copy_n(s + r * kBc, nc, dbias + (row0 + r) * p.Tk + j0);

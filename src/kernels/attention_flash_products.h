@@ -5,7 +5,11 @@
 //                          operands rounded to bf16, fp32 FMAs in the VDPBF16PS pair order;
 //   NativeBf16Products     the same sums with VDPBF16PS (attention_flash_bf16_avx512.cpp).
 // Every product is C (R x N) (+)= A (R x K) · X (K x N) with A's element (r, k) at
-// A[r*ars + k*aks] and X's rows ldx apart (N a multiple of the vector width).
+// A[r*ars + k*aks] and X's rows ldx apart (N a multiple of the vector width). same_a
+// (same_x) says A (X) is the operand of the same policy object's previous product,
+// unchanged, with the same shape: the bf16 policies then reuse its converted copy instead
+// of rounding it again (the kernels keep one object per product role for that: the q block
+// of S = q k^T stays while the key blocks pass, and so on). The sums are the same either way.
 //
 // bf16 sums (the rule of kernels/gemm_bf16.h, so the two bf16 policies agree bit for bit):
 // both operands rounded to bf16 (round to nearest even, NaN quieted, denormals to signed
@@ -65,17 +69,20 @@ class EmulatedBf16Products {
   // max_dim: the largest R, N or K of any product (kBr, kBc, the padded head dim).
   explicit EmulatedBf16Products(std::int64_t max_dim) : a_((max_dim + 1) * max_dim), x_((max_dim + 1) * max_dim) {}
   void gemm(std::int64_t R, std::int64_t N, std::int64_t K, const float* A, std::int64_t ars, std::int64_t aks,
-            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate) {
+            const float* X, std::int64_t ldx, float* C, std::int64_t ldc, bool accumulate, bool same_a = false,
+            bool same_x = false) {
     using V = simd::Vec<Isa>;
     constexpr int W = V::width;
     constexpr int CB = W == 16 ? 4 : 2;
     const std::int64_t Kp = K + (K & 1);  // the zero pad of an odd K
     float* a = a_.get();  // (R, Kp) rounded
     float* x = x_.get();  // (Kp, N) rounded
-    for (std::int64_t r = 0; r < R; ++r)
-      for (std::int64_t k = 0; k < Kp; ++k) a[r * Kp + k] = k < K ? gemm_bf16_isa::bf16_value(A[r * ars + k * aks]) : 0.0f;
-    for (std::int64_t k = 0; k < Kp; ++k)
-      for (std::int64_t n = 0; n < N; ++n) x[k * N + n] = k < K ? gemm_bf16_isa::bf16_value(X[k * ldx + n]) : 0.0f;
+    if (!same_a)
+      for (std::int64_t r = 0; r < R; ++r)
+        for (std::int64_t k = 0; k < Kp; ++k) a[r * Kp + k] = k < K ? gemm_bf16_isa::bf16_value(A[r * ars + k * aks]) : 0.0f;
+    if (!same_x)
+      for (std::int64_t k = 0; k < Kp; ++k)
+        for (std::int64_t n = 0; n < N; ++n) x[k * N + n] = k < K ? gemm_bf16_isa::bf16_value(X[k * ldx + n]) : 0.0f;
     const std::int64_t P = Kp / 2;
     std::int64_t n = 0;
     for (; n + CB * W <= N; n += CB * W) pair_tile_rows<Isa, CB>(R, P, a, Kp, x + n, N, C + n, ldc, accumulate);

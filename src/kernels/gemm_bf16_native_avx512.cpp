@@ -29,12 +29,9 @@ using bf16_pairs::pairs_of;
 using bf16_pairs::pairs_of_run;
 
 // Eight rows x_r = X + r * ldx (r < rows; the others read as zero) of K consecutive values
-// each, transposed into pair words: word p of row r goes to dst[p * stride + r] for r < width
-// (8, or 4 for the last group of a 12-row panel: the words past it are not written). 16 pairs
+// each, transposed into pair words: word p of row r goes to dst[p * stride + r]. 16 pairs
 // of the 8 rows are converted at a time and transposed in registers (8 x 16 words -> 16 x 8).
-void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride,
-                 int width = 8) {
-  const __mmask8 keep = static_cast<__mmask8>((1u << width) - 1u);
+void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride) {
   const std::int64_t P = (K + 1) / 2;
   for (std::int64_t p0 = 0; p0 < P; p0 += 16) {
     const std::int64_t k0 = 2 * p0;
@@ -64,8 +61,32 @@ void rows8_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std
           const std::int64_t p = p0 + 8 * h + 4 * half + q;
           if (p >= P) continue;
           const __m256i words = half == 0 ? _mm512_castsi512_si256(pairs[h]) : _mm512_extracti64x4_epi64(pairs[h], 1);
-          _mm256_mask_storeu_epi32(dst + p * stride, keep, words);
+          _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + p * stride), words);
         }
+    }
+  }
+}
+
+// rows8_pairs for four rows (the second row group of a 12-row A panel): two interleave
+// steps put each pair's four words in one 128-bit lane, stored as it is, where the 8-row
+// transpose would shuffle four zero rows along.
+void rows4_pairs(const float* X, std::int64_t ldx, int rows, std::int64_t K, std::uint32_t* dst, std::int64_t stride) {
+  const std::int64_t P = (K + 1) / 2;
+  for (std::int64_t p0 = 0; p0 < P; p0 += 16) {
+    const std::int64_t k0 = 2 * p0;
+    __m512i R[4];
+    for (int r = 0; r < 4; ++r) R[r] = r < rows ? pairs_of_run(X + r * ldx + k0, K - k0) : _mm512_setzero_si512();
+    const __m512i t0 = _mm512_unpacklo_epi32(R[0], R[1]), t1 = _mm512_unpackhi_epi32(R[0], R[1]);  // per lane l:
+    const __m512i t2 = _mm512_unpacklo_epi32(R[2], R[3]), t3 = _mm512_unpackhi_epi32(R[2], R[3]);  // p = 4l..4l+3
+    const __m512i u[4] = {_mm512_unpacklo_epi64(t0, t2), _mm512_unpackhi_epi64(t0, t2),  // pair 4l + q of rows 0-3
+                          _mm512_unpacklo_epi64(t1, t3), _mm512_unpackhi_epi64(t1, t3)};  // is lane l of u[q]
+    for (int q = 0; q < 4; ++q) {
+      const __m128i lanes[4] = {_mm512_castsi512_si128(u[q]), _mm512_extracti32x4_epi32(u[q], 1),
+                                _mm512_extracti32x4_epi32(u[q], 2), _mm512_extracti32x4_epi32(u[q], 3)};
+      for (int l = 0; l < 4; ++l) {
+        const std::int64_t p = p0 + 4 * l + q;
+        if (p < P) _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + p * stride), lanes[l]);
+      }
     }
   }
 }
@@ -89,7 +110,8 @@ void native_pack_a(bool ta, const float* A, std::int64_t lda, std::int64_t m0, s
   // writes the zero words and reads nothing, so it gets a pointer inside A).
   const float* second = rows > 8 ? A + (m0 + 8) * lda : A + m0 * lda;
   rows8_pairs(A + m0 * lda, lda, static_cast<int>(std::min<std::int64_t>(8, rows)), K, out, kMR);
-  rows8_pairs(second, lda, static_cast<int>(std::max<std::int64_t>(0, rows - 8)), K, out + 8, kMR, kMR - 8);
+  static_assert(kMR - 8 == 4, "the second row group is packed by rows4_pairs");
+  rows4_pairs(second, lda, static_cast<int>(std::max<std::int64_t>(0, rows - 8)), K, out + 8, kMR);
 }
 
 void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
