@@ -20,12 +20,13 @@
 
 #include "kernels/bf16_pairs_avx512.h"
 #include "kernels/qgemm_bf16.h"
+#include "kernels/qgemm_tile_shape.h"
 
 namespace tfm::kernels::qgemm_detail {
 namespace {
 
-constexpr int kMR = 4;  // activation rows per register tile
-constexpr int kNR = 2;  // weight rows per register tile (4 x 2 x 2 = 16 accumulators)
+constexpr int kMR = kTileRows;  // activation rows per register tile
+constexpr int kNR = kTileCols;  // weight rows per register tile (4 x 2 x 2 = 16 accumulators)
 
 __m512bh load_bh(const void* p) { return (__m512bh)_mm512_loadu_si512(p); }
 
@@ -68,22 +69,6 @@ void tile(const std::uint16_t* const* x, const unsigned char* const* w, std::int
   }
   for (int m = 0; m < MR; ++m)
     for (int n = 0; n < NR; ++n) out[m][n] = _mm512_reduce_add_ps(_mm512_add_ps(acc0[m][n], acc1[m][n]));
-}
-
-// Calls f.template operator()<MR, NR>() with the tile's compile-time shape.
-template <class F>
-void with_tile(int mr, int nr, F&& f) {
-  auto rows = [&]<int NR>() {
-    switch (mr) {
-      case 4: return f.template operator()<4, NR>();
-      case 3: return f.template operator()<3, NR>();
-      case 2: return f.template operator()<2, NR>();
-      default: return f.template operator()<1, NR>();
-    }
-  };
-  static_assert(kMR == 4 && kNR == 2, "with_tile lists the tile shapes");
-  if (nr == 2) rows.template operator()<2>();
-  else rows.template operator()<1>();
 }
 
 // Loop order (results do not depend on it): with one group of activation rows (decode) each

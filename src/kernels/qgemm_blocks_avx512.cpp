@@ -38,14 +38,15 @@
 #include <vector>
 
 #include "kernels/qgemm_act.h"
+#include "kernels/qgemm_tile_shape.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
 
 namespace tfm::kernels::qgemm_detail {
 namespace {
 
-constexpr int kMR = 4;  // activation rows per register tile
-constexpr int kNR = 2;  // weight rows per register tile
+constexpr int kMR = kTileRows;  // activation rows per register tile
+constexpr int kNR = kTileCols;  // weight rows per register tile
 
 float h2f(const unsigned char* p) {
   std::uint16_t v;
@@ -391,22 +392,6 @@ void q6_k_tile(Src&& src, std::int64_t nb, const QuantizedActs& a, std::int64_t 
 }
 
 // ---------------------------------------------------------------- driver
-
-// Calls f.template operator()<MR, NR>() with the tile's compile-time shape.
-template <class F>
-void with_tile(int mr, int nr, F&& f) {
-  auto rows = [&]<int NR>() {
-    switch (mr) {
-      case 4: return f.template operator()<4, NR>();
-      case 3: return f.template operator()<3, NR>();
-      case 2: return f.template operator()<2, NR>();
-      default: return f.template operator()<1, NR>();
-    }
-  };
-  static_assert(kMR == 4 && kNR == 2, "with_tile lists the tile shapes");
-  if (nr == 2) rows.template operator()<2>();
-  else rows.template operator()<1>();
-}
 
 // The thread's buffers of decoded weight rows (one tile's worth), reused across calls.
 template <class T>
