@@ -77,7 +77,7 @@ void* sized(std::vector<std::uint64_t>& v, std::int64_t bytes) {
 
 void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
                 float alpha, const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                std::int64_t ldc) {
+                std::int64_t ldc, const float* bias) {
   const std::int64_t P = (K + 1) / 2;
   const std::int64_t na = (M + k.mr - 1) / k.mr, nb = (N + k.nr - 1) / k.nr;
   const std::int64_t a_panel = P * k.mr * k.pair_bytes, b_panel = P * k.nr * k.pair_bytes;  // bytes
@@ -132,7 +132,8 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
           for (std::int64_t i = i_first; i < i_last; ++i) {
             const int rows = static_cast<int>(std::min<std::int64_t>(k.mr, M - i * k.mr));
             k.micro(np, abuf + i * a_panel + p0 * k.mr * k.pair_bytes, bp, alpha, beta,
-                    C + i * k.mr * ldc + j * k.nr, ldc, rows, cols, !first, last);
+                    C + i * k.mr * ldc + j * k.nr, ldc, rows, cols, !first, last,
+                    last && bias != nullptr ? bias + j * k.nr : nullptr);
           }
         }
       }
@@ -195,20 +196,47 @@ const char* bf16_path_description() {
   return s.c_str();
 }
 
-void gemm_bf16(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
-               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+namespace {
+
+void add_rows(std::int64_t M, std::int64_t N, const float* bias, float* C, std::int64_t ldc) {
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) C[i * ldc + j] += bias[j];
+}
+
+void gemm_bf16_run(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+                   std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc,
+                   const float* bias) {
   if (M <= 0 || N <= 0) return;
-  if (K <= 0) return scale_c(M, N, beta, C, ldc);
+  if (K <= 0) {
+    scale_c(M, N, beta, C, ldc);
+    if (bias != nullptr) add_rows(M, N, bias, C, ldc);
+    return;
+  }
   switch (bf16_path()) {
     case Bf16Path::native:
       // A path chosen before TFM_ISA was lowered by a test falls back rather than fault.
       if (native_supported()) return run_packed(gemm_bf16_isa::native_avx512bf16, ta, tb, M, N, K, alpha, A, lda, B,
-                                                ldb, beta, C, ldc);
+                                                ldb, beta, C, ldc, bias);
       break;
-    case Bf16Path::onednn: return gemm_bf16_onednn::run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+    case Bf16Path::onednn:
+      gemm_bf16_onednn::run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+      if (bias != nullptr) add_rows(M, N, bias, C, ldc);
+      return;
     case Bf16Path::emulated: break;
   }
-  run_packed(emulated_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  run_packed(emulated_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+}
+
+}  // namespace
+
+void gemm_bf16(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
+               std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
+  gemm_bf16_run(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
+}
+
+void gemm_bf16_bias(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, const float* bias, float* C, std::int64_t ldc) {
+  gemm_bf16_run(ta, tb, M, N, K, 1.0f, A, lda, B, ldb, 0.0f, C, ldc, bias);
 }
 
 void gemm_bf16_batched(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int64_t N, std::int64_t K,

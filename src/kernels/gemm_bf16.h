@@ -42,6 +42,11 @@ const char* bf16_path_description();
 void gemm_bf16(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                std::int64_t ldc);
+// C = bf16(op(A)) bf16(op(B)) + bias, the bias (N values) added to every row: a Linear
+// layer's forward in one pass over C. The sums are gemm_bf16's (alpha 1, beta 0) and the bias
+// is then added in fp32, so C is bit for bit what a separate add after gemm_bf16 gives.
+void gemm_bf16_bias(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, std::int64_t K, const float* A,
+                    std::int64_t lda, const float* B, std::int64_t ldb, const float* bias, float* C, std::int64_t ldc);
 // Batched: A, B, C advance by stride_a/b/c elements per batch item.
 void gemm_bf16_batched(bool trans_a, bool trans_b, std::int64_t batch, std::int64_t M, std::int64_t N,
                        std::int64_t K, float alpha, const float* A, std::int64_t lda, std::int64_t stride_a,
@@ -68,8 +73,9 @@ namespace gemm_bf16_isa {
 //   pack_b: columns [n0, n0 + cols) of op(B) (cols <= nr) into one panel;
 //   micro:  the tile's sums over P pairs of the panels (pointers already at the first pair);
 //           load_acc: continue the raw sums already in C (a later K block) instead of zero;
-//           finish: write alpha * sums + beta * C, else the raw sums (an fp32 store and load
-//           are exact, so a K-blocked chain rounds exactly like an unbroken one).
+//           finish: write alpha * sums + beta * C (+ bias[j] when bias is not null), else
+//           the raw sums (an fp32 store and load are exact, so a K-blocked chain rounds
+//           exactly like an unbroken one).
 struct Kernel {
   int mr = 0, nr = 0;
   int pair_bytes = 0;  // bytes one k-pair of one row/column takes in a panel
@@ -78,7 +84,7 @@ struct Kernel {
   void (*pack_b)(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
                  void* panel) = nullptr;
   void (*micro)(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-                std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) = nullptr;
+                std::int64_t ldc, int rows, int cols, bool load_acc, bool finish, const float* bias) = nullptr;
 };
 extern const Kernel emulated_generic, emulated_avx2, emulated_avx512, native_avx512bf16;
 }  // namespace gemm_bf16_isa

@@ -79,7 +79,7 @@ void pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int
 // The full-K chain for an MR x NR tile (NR = 2 vectors), then alpha/beta on the way out.
 template <class V, int MR>
 void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-           std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) {
+           std::int64_t ldc, int rows, int cols, bool load_acc, bool finish, const float* bias) {
   using T = typename V::type;
   constexpr int W = V::width, NR = 2 * W;
   const float* a = static_cast<const float*>(a_panel);
@@ -115,6 +115,8 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
       for (int j = 0; j < cols; ++j) c[j] = tile[j];
     } else {
       for (int j = 0; j < cols; ++j) c[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * c[j];
+      if (bias != nullptr)  // not "+ 0" without one: that would turn a -0 sum into +0
+        for (int j = 0; j < cols; ++j) c[j] += bias[j];
     }
   }
 }

@@ -140,7 +140,7 @@ void native_pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, s
 }
 
 void native_micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-                  std::int64_t ldc, int rows, int cols, bool load_acc, bool finish) {
+                  std::int64_t ldc, int rows, int cols, bool load_acc, bool finish, const float* bias) {
   const std::uint32_t* a = static_cast<const std::uint32_t*>(a_panel);
   const std::uint32_t* b = static_cast<const std::uint32_t*>(b_panel);
   const __mmask16 m0 = cols >= 16 ? static_cast<__mmask16>(0xFFFF) : static_cast<__mmask16>((1u << cols) - 1u);
@@ -184,6 +184,7 @@ void native_micro(std::int64_t P, const void* a_panel, const void* b_panel, floa
       if (finish) {
         v = _mm512_mul_ps(va, v);
         if (beta != 0.0f) v = _mm512_add_ps(v, _mm512_mul_ps(vb, _mm512_maskz_loadu_ps(m, c + 16 * h)));
+        if (bias != nullptr) v = _mm512_add_ps(v, _mm512_maskz_loadu_ps(m, bias + 16 * h));
       }
       _mm512_mask_storeu_ps(c + 16 * h, m, v);
     }

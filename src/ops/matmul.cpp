@@ -248,6 +248,25 @@ Tensor linear_compact(const Tensor& x, const Tensor& w, const Tensor& b) {
 }
 }  // namespace
 
+// bf16 precision: y = x·wᵀ + b as one GEMM that adds the bias as it writes each tile
+// (kernels::gemm_bf16_bias): the values of the product followed by the add, bit for bit,
+// without a second pass over y. Taken when x's rows are uniform and w is contiguous (every
+// Linear of a training step); false leaves y alone.
+bool bf16_linear_with_bias(const Tensor& x, const Tensor& w, const Tensor& b, Tensor& y) {
+  std::int64_t ldx = 0;
+  if (matmul_precision() != Precision::bf16 || !b.defined() || !w.is_contiguous() || !rows_uniform(x, ldx))
+    return false;
+  const std::int64_t out_f = w.shape()[0], in_f = w.shape()[1];
+  Shape shape = x.shape();
+  shape.back() = out_f;
+  y = Tensor::empty(shape);
+  if (y.numel() == 0) return true;
+  const Tensor bc = b.is_contiguous() ? b : b.clone();
+  kernels::gemm_bf16_bias(false, true, y.numel() / out_f, out_f, in_f, x.data<float>(), ldx, w.data<float>(), in_f,
+                          bc.data<float>(), y.data<float>(), out_f);
+  return true;
+}
+
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_f32(x, "linear", "x");
   TFM_CHECK(w.defined(), "linear", "w is undefined");
@@ -269,16 +288,19 @@ Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   }
   if (x.dim() == 1) return squeeze(linear(unsqueeze(x, 0), w, b), 0);
 
-  Tensor y = product(x, mT(w));  // (..., out); wᵀ is a view, read with the transpose flag
-  if (b.defined()) {
-    const Tensor bc = b.is_contiguous() ? b : b.clone();
-    const float* bias = bc.data<float>();
-    float* Y = y.data<float>();
-    const kernels::BinaryRunFn run = kernels::binary_run_kernel();  // the ISA's vector add, one row at a time
-    kernels::parallel_for(y.numel() / std::max<std::int64_t>(out_f, 1), 64, [&](std::int64_t r0, std::int64_t r1) {
-      for (std::int64_t r = r0; r < r1; ++r)
-        run(kernels::BinaryOp::add, Y + r * out_f, 1, bias, 1, Y + r * out_f, out_f);
-    });
+  Tensor y;
+  if (!bf16_linear_with_bias(x, w, b, y)) {
+    y = product(x, mT(w));  // (..., out); wᵀ is a view, read with the transpose flag
+    if (b.defined()) {
+      const Tensor bc = b.is_contiguous() ? b : b.clone();
+      const float* bias = bc.data<float>();
+      float* Y = y.data<float>();
+      const kernels::BinaryRunFn run = kernels::binary_run_kernel();  // the ISA's vector add, one row at a time
+      kernels::parallel_for(y.numel() / std::max<std::int64_t>(out_f, 1), 64, [&](std::int64_t r0, std::int64_t r1) {
+        for (std::int64_t r = r0; r < r1; ++r)
+          run(kernels::BinaryOp::add, Y + r * out_f, 1, bias, 1, Y + r * out_f, out_f);
+      });
+    }
   }
   if (autograd::needs_grad({&x, &w, &b})) {
     autograd::record("linear", y, [x, w, b, out_f](const Tensor& g) {

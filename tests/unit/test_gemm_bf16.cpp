@@ -181,6 +181,33 @@ TEST(GemmBf16, LongKIsBlockedWithoutChangingTheChain) {
   }
 }
 
+// gemm_bf16_bias (the Linear forward's fused epilogue) is the product and then the add,
+// bit for bit: on every path, with edge tiles, a K-blocked chain (K > 512) and K = 0.
+TEST(GemmBf16, FusedBiasEqualsTheProductThenTheAdd) {
+  Guard guard;
+  std::vector<Config> all = configs();
+  if (kernels::bf16_path_available(Bf16Path::onednn)) all.push_back({cpu_best_isa(), Bf16Path::onednn});
+  for (const Config cfg : all) {
+    set_active_isa(cfg.isa);
+    kernels::set_bf16_path(cfg.path);
+    for (const bool tb : {false, true})
+      for (const std::int64_t M : {1, 13, 40})
+        for (const std::int64_t N : {1, 33, 70})
+          for (const std::int64_t K : {0, 7, 64, 1031}) {
+            const std::int64_t lda = K + 1, ldb = (tb ? K : N) + 3, ldc = N + 2;
+            const auto A = floats(M * lda, 61), B = floats((tb ? N : K) * ldb, 62), bias = floats(N, 63);
+            std::vector<float> fused = floats(M * ldc, 64), separate = fused;
+            kernels::gemm_bf16_bias(false, tb, M, N, K, A.data(), lda, B.data(), ldb, bias.data(), fused.data(), ldc);
+            kernels::gemm_bf16(false, tb, M, N, K, 1.0f, A.data(), lda, B.data(), ldb, 0.0f, separate.data(), ldc);
+            for (std::int64_t i = 0; i < M; ++i)
+              for (std::int64_t j = 0; j < N; ++j) separate[static_cast<std::size_t>(i * ldc + j)] += bias[static_cast<std::size_t>(j)];
+            ASSERT_EQ(std::memcmp(fused.data(), separate.data(), fused.size() * sizeof(float)), 0)
+                << isa_name(cfg.isa) << "/" << kernels::bf16_path_name(cfg.path) << " tb=" << tb << " M=" << M
+                << " N=" << N << " K=" << K;
+          }
+  }
+}
+
 TEST(GemmBf16, PackingRoundsTiesAndDenormalsLikeTheScalarRule) {
   Guard guard;
   // Operands full of rounding ties (bf16 value + half an ulp), fp32 denormals and values near

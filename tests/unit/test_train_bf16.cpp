@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <cstring>
 #include <filesystem>
 #include <numeric>
 
@@ -113,6 +114,33 @@ TEST(Bf16Ops, LinearAndItsGradientsUseTheBf16Gemm) {
   double diff = 0;
   for (std::size_t i = 0; i < y32.size(); ++i) diff = std::max(diff, static_cast<double>(std::fabs(y32[i] - y16[i])));
   EXPECT_GT(diff, 1e-4);
+}
+
+// With a bias, the bf16 Linear adds it inside the GEMM (kernels::gemm_bf16_bias): y must be
+// the product and then the add, bit for bit, for x with uniform rows (the fused path) and for
+// a strided x (the separate add), and the bias gradient is g's column sum either way.
+TEST(Bf16Ops, LinearBiasIsFusedWithoutChangingABit) {
+  const Tensor w = test::random_tensor({19, 33}, 2), b = test::random_tensor({19}, 4);
+  const Tensor swapped = test::random_tensor({7, 5, 33}, 5);
+  // (5, 7, 33) contiguous, then a (5, 7, 33) view whose rows are not uniformly spaced.
+  for (const Tensor& x : {test::random_tensor({5, 7, 33}, 1), transpose(swapped, 0, 1)}) {
+    const PrecisionScope bf16(Precision::bf16);
+    Tensor xb = x.clone().requires_grad_(), bb = b.clone().requires_grad_();
+    const Tensor y = linear(xb, w, bb);
+    const std::vector<float> got = y.to_floats(), plain = linear(x, w, Tensor()).to_floats(), bv = b.to_floats();
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const float want = plain[i] + bv[i % bv.size()];
+      ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0) << "element " << i << (x.is_contiguous() ? "" : " (permuted x)");
+    }
+    const Tensor g = test::random_tensor({5, 7, 19}, 3);
+    backward(y, g);
+    const std::vector<float> gv = g.to_floats(), gb = bb.grad().to_floats();
+    for (std::size_t j = 0; j < gb.size(); ++j) {
+      double sum = 0;
+      for (std::size_t r = 0; r < 35; ++r) sum += gv[r * 19 + j];
+      EXPECT_NEAR(gb[j], sum, 1e-4) << "bias gradient " << j;
+    }
+  }
 }
 
 namespace {
