@@ -1,11 +1,12 @@
 // bf16 GEMM: path choice, packing buffers and threading (the per-ISA packing and
 // micro-kernels are in gemm_bf16_impl.h and gemm_bf16_native_avx512.cpp).
 //
-// Both operands are packed once per call into panels (A: mr rows, B: nr columns, K in
-// pairs), then the (M/mr) x (N/nr) grid of micro-tiles is cut into blocks of 8 A-panels by
-// 4 B-panels that the threads share out. A B-panel (K/2 x nr words) stays in L1 while the
-// block's A-panels pass over it. Each C element is one micro-kernel's full-K chain, so the
-// blocking and the thread count never change a result.
+// Both operands are packed into panels (A: mr rows, B: nr columns, K in pairs): B once per
+// call, A one block row at a time by the thread that runs it. The (M/mr) x (N/nr) grid of
+// micro-tiles is cut into blocks of 8 A-panels by 4 B-panels that the threads share out. A
+// B-panel (K/2 x nr words) stays in L1/L2 while the block's A-panels pass over it. Each C
+// element is one micro-kernel's full-K chain, so the blocking and the thread count never
+// change a result.
 #include "kernels/gemm_bf16.h"
 
 #include <atomic>
@@ -65,7 +66,7 @@ const gemm_bf16_isa::Kernel& emulated_kernel() {
 // Packing buffers, grown on demand and kept per thread (a training step calls this with the
 // same few shapes over and over).
 struct Buffers {
-  std::vector<std::uint64_t> a, b;  // 8-byte words: any pair_bytes divides them
+  std::vector<std::uint64_t> a, b;  // 8-byte words: any pair_bytes divides them; a: one block row
 };
 thread_local Buffers t_buffers;
 
@@ -81,27 +82,19 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
   const std::int64_t P = (K + 1) / 2;
   const std::int64_t na = (M + k.mr - 1) / k.mr, nb = (N + k.nr - 1) / k.nr;
   const std::int64_t a_panel = P * k.mr * k.pair_bytes, b_panel = P * k.nr * k.pair_bytes;  // bytes
-  auto* abuf = static_cast<std::uint8_t*>(sized(t_buffers.a, na * a_panel));
   auto* bbuf = static_cast<std::uint8_t*>(sized(t_buffers.b, nb * b_panel));
   // A panel of op(A) = Aᵀ (or of op(B) = B) is a strip of columns of the stored matrix: packed
   // one panel at a time it would walk all K stored rows per panel, a new page per row when the
   // rows are long (the dW products: K = batch x tokens). So those are packed kStripK rows of
   // every panel at a time: the rows stay in cache and are read along their length.
   const std::int64_t ka = ta ? kStripK : K, kb = tb ? K : kStripK;
-  // One parallel region packs both operands (each share packs its slice of A's panels, then
-  // of B's): one wake-up of the other threads fewer per call than two loops.
-  const std::int64_t pack_shares = std::min<std::int64_t>(num_threads(), std::max((na + 3) / 4, nb));
+  const std::int64_t pack_shares = std::min<std::int64_t>(num_threads(), nb);
   parallel_for(pack_shares, 1, [&](std::int64_t s0, std::int64_t s1) {
-    for (std::int64_t s = s0; s < s1; ++s) {
-      for (std::int64_t k0 = 0; k0 < K; k0 += ka)
-        for (std::int64_t i = na * s / pack_shares; i < na * (s + 1) / pack_shares; ++i)
-          k.pack_a(ta, A + k0 * lda, lda, i * k.mr, std::min<std::int64_t>(k.mr, M - i * k.mr), std::min(ka, K - k0),
-                   abuf + i * a_panel + k0 / 2 * k.mr * k.pair_bytes);
+    for (std::int64_t s = s0; s < s1; ++s)
       for (std::int64_t k0 = 0; k0 < K; k0 += kb)
         for (std::int64_t j = nb * s / pack_shares; j < nb * (s + 1) / pack_shares; ++j)
           k.pack_b(tb, B + k0 * ldb, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), std::min(kb, K - k0),
                    bbuf + j * b_panel + k0 / 2 * k.nr * k.pair_bytes);
-    }
   });
   const std::int64_t bm = (na + kBlockAPanels - 1) / kBlockAPanels, bn = (nb + kBlockBPanels - 1) / kBlockBPanels;
   const std::int64_t kp = beta == 0.0f ? kBlockPairs : P;  // beta != 0 needs C intact until the end
@@ -119,10 +112,23 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
     done += tiles_of(t);  // share s starts after the block that reaches s/shares of the tiles
     while (s < shares && done * shares >= na * nb * s) first_block[static_cast<std::size_t>(s++)] = t + 1;
   }
+  // A's panels are packed by the thread that runs them, one block row at a time when it
+  // reaches the row, into its own buffer: they are still in its cache when the micro-kernels
+  // read them, and one thread's reads of A overlap the other's products instead of both
+  // threads streaming A at once. A block row two threads share is packed by each of them.
   parallel_for(shares, 1, [&](std::int64_t s0, std::int64_t s1) {
+    auto* arow = static_cast<std::uint8_t*>(sized(t_buffers.a, kBlockAPanels * a_panel));
+    std::int64_t packed_row = -1;
     for (std::int64_t t = first_block[static_cast<std::size_t>(s0)]; t < first_block[static_cast<std::size_t>(s1)]; ++t) {
       const std::int64_t i_first = t / bn * kBlockAPanels, j_first = t % bn * kBlockBPanels;
       const std::int64_t i_last = std::min(na, i_first + kBlockAPanels), j_last = std::min(nb, j_first + kBlockBPanels);
+      if (t / bn != packed_row) {
+        packed_row = t / bn;
+        for (std::int64_t k0 = 0; k0 < K; k0 += ka)
+          for (std::int64_t i = i_first; i < i_last; ++i)
+            k.pack_a(ta, A + k0 * lda, lda, i * k.mr, std::min<std::int64_t>(k.mr, M - i * k.mr), std::min(ka, K - k0),
+                     arow + (i - i_first) * a_panel + k0 / 2 * k.mr * k.pair_bytes);
+      }
       for (std::int64_t p0 = 0; p0 < P; p0 += kp) {
         const std::int64_t np = std::min(kp, P - p0);
         const bool first = p0 == 0, last = p0 + np == P;
@@ -131,7 +137,7 @@ void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M
           const std::uint8_t* bp = bbuf + j * b_panel + p0 * k.nr * k.pair_bytes;
           for (std::int64_t i = i_first; i < i_last; ++i) {
             const int rows = static_cast<int>(std::min<std::int64_t>(k.mr, M - i * k.mr));
-            k.micro(np, abuf + i * a_panel + p0 * k.mr * k.pair_bytes, bp, alpha, beta,
+            k.micro(np, arow + (i - i_first) * a_panel + p0 * k.mr * k.pair_bytes, bp, alpha, beta,
                     C + i * k.mr * ldc + j * k.nr, ldc, rows, cols, !first, last,
                     last && bias != nullptr ? bias + j * k.nr : nullptr);
           }
