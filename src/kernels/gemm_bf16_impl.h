@@ -76,7 +76,7 @@ void pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int
   }
 }
 
-// The full-K chain for an MR x NR tile (NR = 2 vectors), then alpha/beta on the way out.
+// The full-K chain for an MR x NR tile (NR = 2 vectors), then alpha/beta (and the bias) on the way out.
 template <class V, int MR>
 void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
            std::int64_t ldc, int rows, int cols, bool load_acc, bool finish, const float* bias) {

@@ -246,8 +246,6 @@ Tensor linear_compact(const Tensor& x, const Tensor& w, const Tensor& b) {
   }
   return y;
 }
-}  // namespace
-
 // bf16 precision: y = x·wᵀ + b as one GEMM that adds the bias as it writes each tile
 // (kernels::gemm_bf16_bias): the values of the product followed by the add, bit for bit,
 // without a second pass over y. Taken when x's rows are uniform and w is contiguous (every
@@ -266,6 +264,8 @@ bool bf16_linear_with_bias(const Tensor& x, const Tensor& w, const Tensor& b, Te
                           bc.data<float>(), y.data<float>(), out_f);
   return true;
 }
+
+}  // namespace
 
 Tensor linear(const Tensor& x, const Tensor& w, const Tensor& b) {
   check_f32(x, "linear", "x");

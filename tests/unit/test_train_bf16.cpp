@@ -121,16 +121,19 @@ TEST(Bf16Ops, LinearAndItsGradientsUseTheBf16Gemm) {
 // a strided x (the separate add), and the bias gradient is g's column sum either way.
 TEST(Bf16Ops, LinearBiasIsFusedWithoutChangingABit) {
   const Tensor w = test::random_tensor({19, 33}, 2), b = test::random_tensor({19}, 4);
-  const Tensor swapped = test::random_tensor({7, 5, 33}, 5);
-  // (5, 7, 33) contiguous, then a (5, 7, 33) view whose rows are not uniformly spaced.
-  for (const Tensor& x : {test::random_tensor({5, 7, 33}, 1), transpose(swapped, 0, 1)}) {
+  // x: (5, 7, 33) contiguous, then a (5, 7, 33) view of a (7, 5, 33) leaf whose rows are not
+  // uniformly spaced (the view itself goes in, so that case takes the separate add).
+  for (const bool permuted : {false, true}) {
     const PrecisionScope bf16(Precision::bf16);
-    Tensor xb = x.clone().requires_grad_(), bb = b.clone().requires_grad_();
-    const Tensor y = linear(xb, w, bb);
+    Tensor leaf = test::random_tensor(permuted ? Shape{7, 5, 33} : Shape{5, 7, 33}, 1).requires_grad_();
+    const Tensor x = permuted ? transpose(leaf, 0, 1) : leaf;
+    ASSERT_EQ(x.is_contiguous(), !permuted);
+    Tensor bb = b.clone().requires_grad_();
+    const Tensor y = linear(x, w, bb);
     const std::vector<float> got = y.to_floats(), plain = linear(x, w, Tensor()).to_floats(), bv = b.to_floats();
     for (std::size_t i = 0; i < got.size(); ++i) {
       const float want = plain[i] + bv[i % bv.size()];
-      ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0) << "element " << i << (x.is_contiguous() ? "" : " (permuted x)");
+      ASSERT_EQ(std::memcmp(&got[i], &want, sizeof(float)), 0) << "element " << i << (permuted ? " (permuted x)" : "");
     }
     const Tensor g = test::random_tensor({5, 7, 19}, 3);
     backward(y, g);
