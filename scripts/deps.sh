@@ -18,6 +18,8 @@ packages=(
   clang-14 libclang-rt-14-dev            # libFuzzer + sanitizers for the fuzz targets (scripts/fuzz.sh)
   libcpp-httplib-dev                     # tfm serve's HTTP server (docs/server.md: why this library)
   chromium                               # headless browser for the `tfm serve` playground page test (tests/playground)
+  qemu-user                              # an emulated AVX2-only CPU for the unit tests (tests/isa/run_on_avx2_cpu.sh)
+  binutils                               # readelf/objcopy: per-ISA symbols (cmake/isa_private_symbols.sh)
 )
 # Node.js + npm run the tiktoken reference for tokenizer parity. Machines may already carry a
 # Node.js of their own (with npm bundled): take Debian's only when there is none.
@@ -34,8 +36,14 @@ if [ ${#missing[@]} -gt 0 ]; then
   SUDO=""
   [ "$(id -u)" -eq 0 ] || SUDO="sudo"
   export DEBIAN_FRONTEND=noninteractive
-  $SUDO apt-get update -qq
-  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+  # A fresh machine often runs an apt job of its own at boot: wait for its lock (up to 10
+  # minutes) instead of failing at once.
+  lock=(-o DPkg::Lock::Timeout=600)
+  if command -v fuser >/dev/null && fuser /var/lib/dpkg/lock-frontend /var/lib/apt/lists/lock >/dev/null 2>&1; then
+    echo "deps: another apt process holds the package lock; waiting for it (up to 10 minutes)"
+  fi
+  $SUDO apt-get "${lock[@]}" update -qq
+  $SUDO apt-get "${lock[@]}" install -y -qq --no-install-recommends "${missing[@]}"
 fi
 
 # tiktoken (npm, version pinned in package-lock.json): the GPT-2 tokenizer reference.

@@ -1,26 +1,56 @@
-// fp32 GEMM: the BLAS called single-threaded on pieces of C that tfm spreads over its threads.
+// fp32 GEMM: our packed tiles (gemm_tiles_impl.h) over the engine's threads, or, when asked
+// (TFM_GEMM=blas, for benchmarks), the BLAS called single-threaded on pieces of C.
 //
-// Why we partition ourselves: on this 2-core machine OpenBLAS's own threading gives ~no gain
-// at 2 threads (measured in docs/benchmarks.md), while two single-threaded calls on the two
-// halves of C run side by side at ~1.5x. Cutting C into independent pieces also makes the
-// result independent of the thread count:
+// Why our own tiles by default: the product's sums must not depend on where a row sits or how
+// many rows there are — a sequence's activations, losses and gradients are then bit-identical
+// whatever batch it is trained or run in, on every ISA and thread count. oneDNN's sgemm does not
+// promise that and breaks it on AVX2 (rows in its M-tail kernels round differently: measured,
+// tests/unit/test_gemm.cpp). Each element of C is one chain of FMAs over k in order
+// (gemm_tiles_impl.h), computed by one micro-kernel call whatever the blocking.
 //
-//   The pieces are chosen from the SHAPE ONLY (plan() below never looks at num_threads()),
-//   every piece is one single-threaded BLAS call, and the threads merely decide who makes
-//   which call. Each element of C is therefore produced by the same call, with the same
-//   operands and the same summation order over K, whatever the thread count: bit-identical.
-//   (The K sum is never split — split-K would need per-thread partial sums.)
+// The BLAS path partitions C itself: on this 2-core machine OpenBLAS's own threading gives
+// ~no gain at 2 threads (measured in docs/benchmarks.md), while two single-threaded calls on
+// the two halves of C run side by side at ~1.5x. The pieces are chosen from the SHAPE ONLY, so
+// that path's results do not depend on the thread count either (but do depend on M).
 #include "kernels/gemm.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/gemm_blas.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/gemm_rows.h"
+#include "kernels/gemm_tiles_impl.h"
 #include "kernels/parallel.h"
+#include "tfm/error.h"
+#include "tfm/runtime.h"
 
 namespace tfm::kernels {
+namespace gemm_tiles {
+const packed::Kernel generic = make_kernel<simd::Vec<simd::Generic>, 4, 128>();
+}  // namespace gemm_tiles
+
 namespace {
+
+const packed::Kernel& tiles() {
+  switch (active_isa()) {
+    case Isa::avx512: return gemm_tiles::avx512;
+    case Isa::avx2: return gemm_tiles::avx2;
+    default: return gemm_tiles::generic;
+  }
+}
+
+// TFM_GEMM=blas: the BLAS on pieces of C (benchmarks); default "tiles".
+bool use_blas() {
+  static const bool blas = [] {
+    const char* env = std::getenv("TFM_GEMM");
+    if (env == nullptr || *env == '\0' || std::string(env) == "tiles") return false;
+    TFM_CHECK(std::string(env) == "blas", "TFM_GEMM", "unknown fp32 GEMM '", env, "' (allowed: tiles, blas)");
+    return true;
+  }();
+  return blas;
+}
 
 // Below this many multiply-adds a GEMM is one call: threading would cost more than it saves.
 constexpr std::int64_t kMinPieceWork = std::int64_t{1} << 21;  // ~ 128^3
@@ -59,9 +89,11 @@ void gemm(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, floa
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   if (M <= 0 || N <= 0) return;
   if (K <= 0) return scale_c(M, N, beta, C, ldc);
-  // Few rows (decoding): our row-independent kernel, so a row's result does not depend on
-  // the rows beside it (gemm_rows.h).
+  // Few rows (decoding): the row kernel streams B without packing it (gemm_rows.h). Its B (K, N)
+  // path sums in the tiles' order, so those rows equal the tiles' bit for bit; its Bᵀ path sums
+  // in lanes (a row's result is still independent of the rows beside it and of M <= 16).
   if (!ta && M <= kRowInvariantMaxRows) return gemm_rows(tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
+  if (!use_blas()) return packed::run(tiles(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, nullptr);
   const Plan p = plan(M, N, K);
   if (p.pieces == 1) return blas::sgemm_1t(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   const std::int64_t extent = p.split_cols ? N : M;
@@ -84,17 +116,22 @@ void gemm_batched(bool ta, bool tb, std::int64_t batch, std::int64_t M, std::int
                   const float* A, std::int64_t lda, std::int64_t stride_a, const float* B, std::int64_t ldb,
                   std::int64_t stride_b, float beta, float* C, std::int64_t ldc, std::int64_t stride_c) {
   if (batch <= 0 || M <= 0 || N <= 0) return;
-  // Many items: one single-threaded call per item, items spread over the threads. Few items
-  // (fewer than kMaxPieces): each item is split like a lone gemm. Both choices depend on
-  // the shape only, so the result does not depend on the thread count.
-  if (batch >= kMaxPieces || plan(M, N, K).pieces == 1) {
+  // Many items: items spread over the threads, each product on one thread. Few items (fewer
+  // than kMaxPieces): each item uses all threads. Every element is computed the same way
+  // either way, so the choice changes no result.
+  const bool per_item = batch >= kMaxPieces || (use_blas() && plan(M, N, K).pieces == 1);
+  if (per_item) {
     parallel_for(batch, 1, [&](std::int64_t b0, std::int64_t b1) {
       for (std::int64_t b = b0; b < b1; ++b) {
         float* c = C + b * stride_c;
+        const float* a = A + b * stride_a;
+        const float* bb = B + b * stride_b;
         if (K <= 0) {
           scale_c(M, N, beta, c, ldc);
+        } else if (use_blas()) {
+          blas::sgemm_1t(ta, tb, M, N, K, alpha, a, lda, bb, ldb, beta, c, ldc);
         } else {
-          blas::sgemm_1t(ta, tb, M, N, K, alpha, A + b * stride_a, lda, B + b * stride_b, ldb, beta, c, ldc);
+          gemm(ta, tb, M, N, K, alpha, a, lda, bb, ldb, beta, c, ldc);  // serial inside the region
         }
       }
     });
@@ -129,7 +166,10 @@ void gemm_blas_direct(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int
 }
 
 const char* gemm_backend_name() {
-  static const std::string name = std::string(blas::name()) + " (single-threaded calls on pieces of C, split by tfm)";
+  static const std::string name =
+      use_blas() ? std::string(blas::name()) + " (single-threaded calls on pieces of C, split by tfm; TFM_GEMM=blas)"
+                 : std::string("tfm tiles (one FMA chain per element: rows independent of the batch; TFM_GEMM=blas: ") +
+                       blas::name() + ")";
   return name.c_str();
 }
 

@@ -1,12 +1,5 @@
-// bf16 GEMM: path choice, packing buffers and threading (the per-ISA packing and
-// micro-kernels are in gemm_bf16_impl.h and gemm_bf16_native_avx512.cpp).
-//
-// Both operands are packed into panels (A: mr rows, B: nr columns, K in pairs): B once per
-// call, A one block row at a time by the thread that runs it. The (M/mr) x (N/nr) grid of
-// micro-tiles is cut into blocks of 8 A-panels by 4 B-panels that the threads share out. A
-// B-panel (K/2 x nr words) stays in L1/L2 while the block's A-panels pass over it. Each C
-// element is one micro-kernel's full-K chain, so the blocking and the thread count never
-// change a result.
+// bf16 GEMM: the path choice (the per-ISA packing and micro-kernels are in gemm_bf16_impl.h
+// and gemm_bf16_native_avx512.cpp; gemm_packed.h runs them over blocks of C on the threads).
 #include "kernels/gemm_bf16.h"
 
 #include <atomic>
@@ -16,6 +9,7 @@
 #include <vector>
 
 #include "kernels/gemm_bf16_impl.h"
+#include "kernels/gemm_packed.h"
 #include "kernels/parallel.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
@@ -26,14 +20,6 @@ const Kernel emulated_generic = make_emulated<simd::Vec<simd::Generic>>();
 }  // namespace gemm_bf16_isa
 
 namespace {
-
-constexpr std::int64_t kBlockAPanels = 8, kBlockBPanels = 4;
-// K is walked in blocks of this many pairs (512 k) when beta == 0, so a B sub-panel (nr x
-// 256 pairs: 32 KiB native) stays in L1/L2 while the block's A-panels pass over it; the
-// partial sums wait in C between blocks (exact, see Kernel::micro).
-constexpr std::int64_t kBlockPairs = 256;
-// Stored rows per step when packing column strips (even, so every step starts a new pair).
-constexpr std::int64_t kStripK = 32;
 
 std::atomic<int> g_path{-1};
 
@@ -61,90 +47,6 @@ const gemm_bf16_isa::Kernel& emulated_kernel() {
     case Isa::avx2: return gemm_bf16_isa::emulated_avx2;
     default: return gemm_bf16_isa::emulated_generic;
   }
-}
-
-// Packing buffers, grown on demand and kept per thread (a training step calls this with the
-// same few shapes over and over).
-struct Buffers {
-  std::vector<std::uint64_t> a, b;  // 8-byte words: any pair_bytes divides them; a: one block row
-};
-thread_local Buffers t_buffers;
-
-void* sized(std::vector<std::uint64_t>& v, std::int64_t bytes) {
-  const std::size_t words = static_cast<std::size_t>((bytes + 7) / 8);
-  if (v.size() < words) v.resize(words);
-  return v.data();
-}
-
-void run_packed(const gemm_bf16_isa::Kernel& k, bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K,
-                float alpha, const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
-                std::int64_t ldc, const float* bias) {
-  const std::int64_t P = (K + 1) / 2;
-  const std::int64_t na = (M + k.mr - 1) / k.mr, nb = (N + k.nr - 1) / k.nr;
-  const std::int64_t a_panel = P * k.mr * k.pair_bytes, b_panel = P * k.nr * k.pair_bytes;  // bytes
-  auto* bbuf = static_cast<std::uint8_t*>(sized(t_buffers.b, nb * b_panel));
-  // A panel of op(A) = Aᵀ (or of op(B) = B) is a strip of columns of the stored matrix: packed
-  // one panel at a time it would walk all K stored rows per panel, a new page per row when the
-  // rows are long (the dW products: K = batch x tokens). So those are packed kStripK rows of
-  // every panel at a time: the rows stay in cache and are read along their length.
-  const std::int64_t ka = ta ? kStripK : K, kb = tb ? K : kStripK;
-  const std::int64_t pack_shares = std::min<std::int64_t>(num_threads(), nb);
-  parallel_for(pack_shares, 1, [&](std::int64_t s0, std::int64_t s1) {
-    for (std::int64_t s = s0; s < s1; ++s)
-      for (std::int64_t k0 = 0; k0 < K; k0 += kb)
-        for (std::int64_t j = nb * s / pack_shares; j < nb * (s + 1) / pack_shares; ++j)
-          k.pack_b(tb, B + k0 * ldb, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), std::min(kb, K - k0),
-                   bbuf + j * b_panel + k0 / 2 * k.nr * k.pair_bytes);
-  });
-  const std::int64_t bm = (na + kBlockAPanels - 1) / kBlockAPanels, bn = (nb + kBlockBPanels - 1) / kBlockBPanels;
-  const std::int64_t kp = beta == 0.0f ? kBlockPairs : P;  // beta != 0 needs C intact until the end
-  // The blocks (row-major over bm x bn) are shared out by their micro-tile counts, not by
-  // number: the last block row and column are short (M = 4096 is 341 1/3 panels of 12 rows),
-  // and an even split by blocks left one of two threads up to 3% more tiles to run.
-  const auto tiles_of = [&](std::int64_t t) {
-    return (std::min(na, (t / bn + 1) * kBlockAPanels) - t / bn * kBlockAPanels) *
-           (std::min(nb, (t % bn + 1) * kBlockBPanels) - t % bn * kBlockBPanels);
-  };
-  const std::int64_t shares = std::min<std::int64_t>(num_threads(), bm * bn);
-  std::vector<std::int64_t> first_block(static_cast<std::size_t>(shares + 1), bm * bn);
-  first_block[0] = 0;
-  for (std::int64_t t = 0, done = 0, s = 1; t < bm * bn && s < shares; ++t) {
-    done += tiles_of(t);  // share s starts after the block that reaches s/shares of the tiles
-    while (s < shares && done * shares >= na * nb * s) first_block[static_cast<std::size_t>(s++)] = t + 1;
-  }
-  // A's panels are packed by the thread that runs them, one block row at a time when it
-  // reaches the row, into its own buffer: they are still in its cache when the micro-kernels
-  // read them, and one thread's reads of A overlap the other's products instead of both
-  // threads streaming A at once. A block row two threads share is packed by each of them.
-  parallel_for(shares, 1, [&](std::int64_t s0, std::int64_t s1) {
-    auto* arow = static_cast<std::uint8_t*>(sized(t_buffers.a, kBlockAPanels * a_panel));
-    std::int64_t packed_row = -1;
-    for (std::int64_t t = first_block[static_cast<std::size_t>(s0)]; t < first_block[static_cast<std::size_t>(s1)]; ++t) {
-      const std::int64_t i_first = t / bn * kBlockAPanels, j_first = t % bn * kBlockBPanels;
-      const std::int64_t i_last = std::min(na, i_first + kBlockAPanels), j_last = std::min(nb, j_first + kBlockBPanels);
-      if (t / bn != packed_row) {
-        packed_row = t / bn;
-        for (std::int64_t k0 = 0; k0 < K; k0 += ka)
-          for (std::int64_t i = i_first; i < i_last; ++i)
-            k.pack_a(ta, A + k0 * lda, lda, i * k.mr, std::min<std::int64_t>(k.mr, M - i * k.mr), std::min(ka, K - k0),
-                     arow + (i - i_first) * a_panel + k0 / 2 * k.mr * k.pair_bytes);
-      }
-      for (std::int64_t p0 = 0; p0 < P; p0 += kp) {
-        const std::int64_t np = std::min(kp, P - p0);
-        const bool first = p0 == 0, last = p0 + np == P;
-        for (std::int64_t j = j_first; j < j_last; ++j) {
-          const int cols = static_cast<int>(std::min<std::int64_t>(k.nr, N - j * k.nr));
-          const std::uint8_t* bp = bbuf + j * b_panel + p0 * k.nr * k.pair_bytes;
-          for (std::int64_t i = i_first; i < i_last; ++i) {
-            const int rows = static_cast<int>(std::min<std::int64_t>(k.mr, M - i * k.mr));
-            k.micro(np, arow + (i - i_first) * a_panel + p0 * k.mr * k.pair_bytes, bp, alpha, beta,
-                    C + i * k.mr * ldc + j * k.nr, ldc, rows, cols, !first, last,
-                    last && bias != nullptr ? bias + j * k.nr : nullptr);
-          }
-        }
-      }
-    }
-  });
 }
 
 void scale_c(std::int64_t M, std::int64_t N, float beta, float* C, std::int64_t ldc) {
@@ -221,7 +123,7 @@ void gemm_bf16_run(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   switch (bf16_path()) {
     case Bf16Path::native:
       // A path chosen before TFM_ISA was lowered by a test falls back rather than fault.
-      if (native_supported()) return run_packed(gemm_bf16_isa::native_avx512bf16, ta, tb, M, N, K, alpha, A, lda, B,
+      if (native_supported()) return packed::run(gemm_bf16_isa::native_avx512bf16, ta, tb, M, N, K, alpha, A, lda, B,
                                                 ldb, beta, C, ldc, bias);
       break;
     case Bf16Path::onednn:
@@ -230,7 +132,7 @@ void gemm_bf16_run(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
       return;
     case Bf16Path::emulated: break;
   }
-  run_packed(emulated_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
+  packed::run(emulated_kernel(), ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc, bias);
 }
 
 }  // namespace

@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "kernels/gemm_packed.h"
+
 namespace tfm::kernels {
 
 // Which implementation runs the products.
@@ -68,24 +70,8 @@ float round_bf16(float x);
 void round_bf16_inplace(float* x, std::int64_t n);
 
 namespace gemm_bf16_isa {
-// One path's packing and micro-kernel; gemm_bf16.cpp owns buffers and threads.
-//   pack_a: rows [m0, m0 + rows) of op(A) (rows <= mr, the rest zero) into one panel;
-//   pack_b: columns [n0, n0 + cols) of op(B) (cols <= nr) into one panel;
-//   micro:  the tile's sums over P pairs of the panels (pointers already at the first pair);
-//           load_acc: continue the raw sums already in C (a later K block) instead of zero;
-//           finish: write alpha * sums + beta * C (+ bias[j] when bias is not null), else
-//           the raw sums (an fp32 store and load are exact, so a K-blocked chain rounds
-//           exactly like an unbroken one).
-struct Kernel {
-  int mr = 0, nr = 0;
-  int pair_bytes = 0;  // bytes one k-pair of one row/column takes in a panel
-  void (*pack_a)(bool ta, const float* A, std::int64_t lda, std::int64_t m0, std::int64_t rows, std::int64_t K,
-                 void* panel) = nullptr;
-  void (*pack_b)(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,
-                 void* panel) = nullptr;
-  void (*micro)(std::int64_t P, const void* a_panel, const void* b_panel, float alpha, float beta, float* C,
-                std::int64_t ldc, int rows, int cols, bool load_acc, bool finish, const float* bias) = nullptr;
-};
+// One path's packing and micro-kernel (pairs in the order above), run by gemm_packed.h.
+using Kernel = packed::Kernel;
 extern const Kernel emulated_generic, emulated_avx2, emulated_avx512, native_avx512bf16;
 }  // namespace gemm_bf16_isa
 

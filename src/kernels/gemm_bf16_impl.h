@@ -15,6 +15,7 @@
 #include <cstring>
 
 #include "kernels/gemm_bf16.h"
+#include "kernels/gemm_tile_io.h"
 #include "kernels/simd/vec.h"
 
 namespace tfm::kernels::gemm_bf16_isa {
@@ -85,16 +86,7 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
   const float* a = static_cast<const float*>(a_panel);
   const float* b = static_cast<const float*>(b_panel);
   T acc[MR][2];
-  float tile[NR];
-  for (int r = 0; r < MR; ++r) {
-    if (load_acc && r < rows) {
-      for (int j = 0; j < NR; ++j) tile[j] = j < cols ? C[r * ldc + j] : 0.0f;
-      acc[r][0] = V::load(tile);
-      acc[r][1] = V::load(tile + W);
-    } else {
-      acc[r][0] = acc[r][1] = V::zero();
-    }
-  }
+  tile_io::load<V, MR>(acc, C, ldc, rows, cols, load_acc);
   for (std::int64_t p = 0; p < P; ++p) {
     const float* bp = b + p * 2 * NR;
     const T bo0 = V::load(bp), bo1 = V::load(bp + W), be0 = V::load(bp + NR), be1 = V::load(bp + NR + W);
@@ -107,18 +99,7 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
       acc[r][1] = V::fma(ae, be1, acc[r][1]);
     }
   }
-  for (int r = 0; r < rows; ++r) {
-    V::store(tile, acc[r][0]);
-    V::store(tile + W, acc[r][1]);
-    float* c = C + r * ldc;
-    if (!finish) {
-      for (int j = 0; j < cols; ++j) c[j] = tile[j];
-    } else {
-      for (int j = 0; j < cols; ++j) c[j] = beta == 0.0f ? alpha * tile[j] : alpha * tile[j] + beta * c[j];
-      if (bias != nullptr)  // not "+ 0" without one: that would turn a -0 sum into +0
-        for (int j = 0; j < cols; ++j) c[j] += bias[j];
-    }
-  }
+  tile_io::store<V, MR>(acc, C, ldc, rows, cols, finish, alpha, beta, bias);
 }
 
 template <class V>

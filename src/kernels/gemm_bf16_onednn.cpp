@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kernels/gemm_bf16.h"
+#include "kernels/gemm_blas.h"
 #include "tfm/error.h"
 
 #if defined(TFM_BLAS_ONEDNN)
@@ -39,13 +40,37 @@ struct Cache {
   std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t>, dnnl::matmul> prims;
 };
 Cache& cache() {
-  static Cache c;
+  static Cache c = [] {
+    blas::follow_isa_override();  // before the engine: oneDNN reads its ISA cap once
+    return Cache{};
+  }();
   return c;
+}
+
+dnnl::matmul::primitive_desc make_pd(std::int64_t M, std::int64_t N, std::int64_t K, const dnnl::engine& engine) {
+  using dnnl::memory;
+  const memory::desc src({M, K}, memory::data_type::bf16, memory::format_tag::ab);
+  const memory::desc wei({K, N}, memory::data_type::bf16, memory::format_tag::ab);
+  const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
+  return dnnl::matmul::primitive_desc(dnnl::matmul::desc(src, wei, dst), engine);
 }
 
 }  // namespace
 
-bool available() { return true; }
+// oneDNN builds a bf16 matmul only where the CPU has the instructions for one (AVX512_BF16,
+// AVX512_CORE, or AMX, depending on the version; an AVX2-only CPU has none and the descriptor
+// throws): ask it once with a small product.
+bool available() {
+  static const bool ok = [] {
+    try {
+      make_pd(8, 8, 8, cache().engine);
+      return true;
+    } catch (const dnnl::error&) {
+      return false;
+    }
+  }();
+  return ok;
+}
 
 void run(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
          std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
@@ -68,11 +93,12 @@ void run(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float
     auto key = std::make_tuple(M, N, K);
     auto it = c.prims.find(key);
     if (it == c.prims.end()) {
-      const memory::desc src({M, K}, memory::data_type::bf16, memory::format_tag::ab);
-      const memory::desc wei({K, N}, memory::data_type::bf16, memory::format_tag::ab);
-      const memory::desc dst({M, N}, memory::data_type::f32, memory::format_tag::ab);
-      const dnnl::matmul::primitive_desc pd(dnnl::matmul::desc(src, wei, dst), c.engine);
-      it = c.prims.emplace(key, dnnl::matmul(pd)).first;
+      try {
+        it = c.prims.emplace(key, dnnl::matmul(make_pd(M, N, K, c.engine))).first;
+      } catch (const dnnl::error& e) {
+        fail("bf16", "oneDNN cannot build a bf16 matmul of ", M, "x", K, " by ", K, "x", N, " on this CPU (", e.what(),
+             "); use TFM_BF16=emulated");
+      }
     }
     prim = it->second;
   }

@@ -6,7 +6,10 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
+
+#include "tfm/runtime.h"
 
 #if defined(TFM_BLAS_OPENBLAS)
 #include <cblas.h>
@@ -30,6 +33,10 @@ void hold_one_thread() {
 }
 #endif
 
+#if defined(TFM_BLAS_ONEDNN)
+std::once_flag g_isa_cap;
+#endif
+
 void call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha, const float* A,
           std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C, std::int64_t ldc) {
   // Stored shapes: A is (M,K) or (K,M) when ta, B is (K,N) or (N,K) when tb, C is (M,N).
@@ -41,6 +48,7 @@ void call(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, floa
               static_cast<blasint>(M), static_cast<blasint>(N), static_cast<blasint>(K), alpha, A,
               static_cast<blasint>(lda), B, static_cast<blasint>(ldb), beta, C, static_cast<blasint>(ldc));
 #else
+  follow_isa_override();
   dnnl_sgemm(ta ? 'T' : 'N', tb ? 'T' : 'N', M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
 #endif
 }
@@ -80,6 +88,18 @@ void sgemm_threads(bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_
   omp_set_num_threads(threads);
   call(ta, tb, M, N, K, alpha, A, lda, B, ldb, beta, C, ldc);
   omp_set_num_threads(previous);
+#endif
+}
+
+void follow_isa_override() {
+#if defined(TFM_BLAS_ONEDNN)
+  std::call_once(g_isa_cap, [] {
+    const char* env = std::getenv("TFM_ISA");
+    if (env == nullptr || *env == '\0') return;
+    const Isa isa = isa_from_name(env);
+    if (isa == Isa::avx2) dnnl_set_max_cpu_isa(dnnl_cpu_isa_avx2);
+    if (isa == Isa::generic) dnnl_set_max_cpu_isa(dnnl_cpu_isa_sse41);
+  });
 #endif
 }
 

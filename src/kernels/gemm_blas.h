@@ -16,5 +16,10 @@ void sgemm_threads(bool trans_a, bool trans_b, std::int64_t M, std::int64_t N, s
                    const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
                    std::int64_t ldc, int threads);
 const char* name();
+// With oneDNN: caps its instruction set at the one TFM_ISA names in the environment (avx2 ->
+// AVX2, generic -> SSE4.1), so that a run forced to a lower ISA exercises oneDNN's kernels for
+// such a CPU too. Called before oneDNN's first use (its cap is read once per process; later
+// set_active_isa() calls do not move it). A no-op otherwise.
+void follow_isa_override();
 
 }  // namespace tfm::kernels::blas

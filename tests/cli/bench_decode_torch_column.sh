@@ -1,10 +1,10 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm bench decode's PyTorch column (tools/reference/bench_torch_decode.py) on a tiny trained
 # decoder: f32 weights are compared with PyTorch in float32, all-bf16 weights (--dtype bf16)
 # with the same model cast to torch.bfloat16, and block types (q8_0) have no PyTorch column.
 # Checks that each PyTorch run happens and reports a rate, not what the rates are.
 #   usage: bench_decode_torch_column.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
@@ -25,10 +25,10 @@ torch_rate() { echo "$1" | awk '$1 == "decode" && $2 == "b=8" { print $5 }'; }
 OUT=$(bench)
 echo "$OUT" | grep -q "torch = PyTorch .* with its own KV cache" || fail "f32: no PyTorch run: $OUT"
 echo "$OUT" | grep -q "in bfloat16" && fail "f32: PyTorch ran in bfloat16"
-torch_rate "$OUT" | grep -qE '^[0-9]+\.[0-9]$' || fail "f32: no PyTorch rate: $OUT"
+torch_rate "$OUT" | grep -cE '^[0-9]+\.[0-9]$' >/dev/null || fail "f32: no PyTorch rate: $OUT"
 OUT=$(bench --dtype bf16)
 echo "$OUT" | grep -q "torch = PyTorch .* in bfloat16 with its own KV cache" || fail "bf16: PyTorch not in bfloat16: $OUT"
-torch_rate "$OUT" | grep -qE '^[0-9]+\.[0-9]$' || fail "bf16: no PyTorch rate: $OUT"
+torch_rate "$OUT" | grep -cE '^[0-9]+\.[0-9]$' >/dev/null || fail "bf16: no PyTorch rate: $OUT"
 OUT=$(bench --dtype q8_0)
 echo "$OUT" | grep -q "PyTorch column skipped (its CPU build has no kernels" || fail "q8_0: $OUT"
 echo "ok"

@@ -1,10 +1,10 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm train --precision bf16 from the CLI: the start-up summary names the precision and the
 # bf16 path `tfm info` reports, the config key does the same as the flag (identical losses),
 # train_config.json records it, a bad value is a one-line error, and TFM_BF16 forcing an
 # unavailable path fails clearly.
 #   usage: bf16_precision.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

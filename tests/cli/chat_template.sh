@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm chat-template: a model directory's template and tokens, the ChatML default for a model
 # without one, a template's raise_exception as a one-line error with a non-zero exit.
 # (Byte-exact rendering is tests/chat_template_parity's job.)
 #   usage: chat_template.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm train with and without activation checkpointing: the same losses to the last digit
 # through the whole loop (dropout on, 3 layers, 6 steps), the start-up line says it is on, and
 # tfm info prints both activation figures with the checkpointed one the smaller.
 #   usage: checkpoint_activations.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

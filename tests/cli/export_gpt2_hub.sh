@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tools/reference/export_gpt2_hub.py: a tiny GPT-2-shaped tfm model (trained 30 steps) written as
 # a Hugging Face GPT2LMHeadModel directory. tfm loads it as gpt2 (Conv1D (in, out) weights), and
 # its strided perplexity on a text equals PyTorch's (ref_hub.gpt2_forward, the parity tests'
@@ -6,7 +6,7 @@
 # the hub directory stays within 1% of it. A model of another shape is refused. (Both GELU
 # variants are exported; this small model's perplexity does not tell them apart at 4 digits.)
 #   usage: export_gpt2_hub.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

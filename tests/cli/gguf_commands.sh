@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # A GGUF file of each architecture (llama, qwen2, gpt2; written by llama.cpp's conventions in
 # tools/reference/ref_gguf.py) runs with every applicable command: info -m, generate, eval,
 # attention. tfm convert GGUF -> directory -> GGUF keeps the greedy continuation, a Q8_0 export
 # runs, and a truncated file is a one-line error naming it.   usage: gguf_commands.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
@@ -32,7 +32,7 @@ for a in llama qwen2 gpt2; do
     [ "$OUT" = "$GEN" ] || fail "$a: $m generates differently"
   done
   "$TFM" convert -m "$G" -o "$DIR/q8_$a.gguf" --type q8_0 > /dev/null
-  "$TFM" -t 1 info -m "$DIR/q8_$a.gguf" | grep -qE "^    Q8_0 +[0-9]+ tensors" || fail "$a: no Q8_0 tensors"
+  "$TFM" -t 1 info -m "$DIR/q8_$a.gguf" | grep -cE "^    Q8_0 +[0-9]+ tensors" >/dev/null || fail "$a: no Q8_0 tensors"
   "$TFM" -t 1 generate -m "$DIR/q8_$a.gguf" -p "hello" -n 4 --temp 0 > /dev/null 2>&1 || fail "$a: q8_0 does not run"
 done
 # A truncated file: exit status 1, one line naming the file and the rule.

@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm info -m DIR --ctx-size C --batch B on a tiny trained model directory: the KV cache line
 # equals layers x 2 x kv_heads x C x head_dim x B x 4 bytes (KVCache::bytes_needed; the unit
 # test MemoryPlan.KvEqualsTheCacheItPlansFor checks the library side against the cache), and
 # a missing directory is a clear error.   usage: info_memory_plan.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

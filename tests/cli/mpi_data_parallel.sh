@@ -1,4 +1,4 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Data parallelism under mpirun (2 ranks on localhost, 1 thread each), tiny GPT, dropout on:
 #  1. default mode (buckets overlapped with backward): the losses of 2 ranks equal one
 #     process's with the same global batch (grad_accum 2) within fp32 reduction-order
@@ -12,7 +12,7 @@
 # (A constant learning rate, so that --max-steps 3 stops a run exactly where an interruption
 # would.) mpirun missing is a failure: scripts/deps.sh installs openmpi-bin.
 #   usage: mpi_data_parallel.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 1; }
 DIR=$(mktemp -d)

@@ -1,10 +1,10 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm runs its OpenMP threads passive (sleeping when idle) unless the user chose a policy.
 # libgomp reads its environment when it is loaded, so tfm re-runs itself once with
 # OMP_WAIT_POLICY=passive; OMP_DISPLAY_ENV=verbose makes each libgomp image print what it
 # read, and the last image (the one that does the work) must show a spin count of 0.
 # usage: omp_wait_policy.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1
 unset OMP_WAIT_POLICY GOMP_SPINCOUNT || true
 LAST=$(OMP_DISPLAY_ENV=verbose "$TFM" --version 2>&1 | grep "GOMP_SPINCOUNT" | tail -1)

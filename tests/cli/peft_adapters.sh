@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # Bottleneck and prefix-tuning adapters through the CLI: tfm train with "adapter" reports the
 # trainable share, writes the adapter beside the base; tfm generate -m BASE --adapter DIR runs
 # with each (prefix through the KV cache); tfm merge refuses both with a one-line error.
 #   usage: peft_adapters.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT

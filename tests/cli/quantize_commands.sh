@@ -1,9 +1,9 @@
-#!/bin/sh
+#!/usr/bin/env bash
 # tfm quantize and --dtype / --cache-type on the tiny GGUF files of tools/reference/ref_gguf.py:
 # GGUF -> quantized GGUF and -> quantized directory, both running; --dtype at load; the KV
 # cache types; one-line errors for an unsupported type, rows that fit no block, and a q8_0
 # cache on a head_dim that is not a multiple of 32.   usage: quantize_commands.sh TFM SOURCE_DIR
-set -eu
+set -euo pipefail
 TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
@@ -16,7 +16,7 @@ for a in llama gpt2; do
   G="$DIR/gguf_$a.gguf"
   "$TFM" -t 1 quantize -m "$G" -o "$DIR/q4_$a.gguf" --type q4_0 > "$DIR/out.txt"
   grep -q "q4_0 tensors" "$DIR/out.txt" || fail "$a: quantize reported no q4_0 tensors: $(cat "$DIR/out.txt")"
-  "$TFM" -t 1 info -m "$DIR/q4_$a.gguf" | grep -qE "^    Q4_0 +[0-9]+ tensors" || fail "$a: no Q4_0 tensors in the file"
+  "$TFM" -t 1 info -m "$DIR/q4_$a.gguf" | grep -cE "^    Q4_0 +[0-9]+ tensors" >/dev/null || fail "$a: no Q4_0 tensors in the file"
   A=$("$TFM" -t 1 generate -m "$DIR/q4_$a.gguf" -p "hello the world" -n 6 --temp 0 --ignore-eos 2>/dev/null)
   [ -n "$A" ] || fail "$a: the q4_0 GGUF generated nothing"
   # --dtype at load computes what the quantized file computes (same quantizer, same kernels).

@@ -6,9 +6,14 @@
 # give a metrics.jsonl byte-identical to an uninterrupted run's: every train loss, learning
 # rate, gradient norm and eval loss. A checkpoint is saved at every step, so most of a run's
 # time is spent inside checkpoint writes.
+# The kill times come from bash's $RANDOM seeded with the seed number, so a failure is
+# reproduced by its seed (printed with every failure): TFM_SIGKILL_FIRST_SEED=N ... 1.
 #   usage: train_sigkill.sh TFM SOURCE_DIR [SEEDS]
 set -euo pipefail
 TFM=$1 SRC=$2 SEEDS=${3:-16}
+FIRST_SEED=${TFM_SIGKILL_FIRST_SEED:-1}
+seed=none attempt=none
+echo "kill seeds $FIRST_SEED..$((FIRST_SEED + SEEDS - 1))"
 W=$(mktemp -d)
 trap 'rm -rf "$W"' EXIT
 export OMP_WAIT_POLICY=passive
@@ -25,7 +30,7 @@ cat > "$W/tiny.json" <<JSON
   "checkpoint": { "every": 1 },
   "sample": { "tokens": 0 } }
 JSON
-fail() { echo "FAIL: $*"; exit 1; }
+fail() { echo "FAIL (seed $seed, attempt $attempt; rerun with TFM_SIGKILL_FIRST_SEED=$seed and 1 seed): $*"; exit 1; }
 train() { "$TFM" -t 1 train "$W/tiny.json" -q "$@"; }
 
 train --out "$W/ref" > /dev/null 2>&1 || fail "the uninterrupted run failed"
@@ -45,7 +50,7 @@ check_dir() {
 wait_for() { while kill -0 "$1" 2> /dev/null && [ ! -e "$2" ]; do :; done; }
 
 kills=0 inside=0 between=0
-for seed in $(seq 1 "$SEEDS"); do
+for seed in $(seq "$FIRST_SEED" $((FIRST_SEED + SEEDS - 1))); do
   RANDOM=$seed
   D="$W/run$seed"
   for attempt in 1 2; do

@@ -41,4 +41,30 @@ EOF
   "$tfm" convert -m "$fix/trained_$fam" -o "$fix/tfm_trained-$fam.gguf" >/dev/null
   llamacpp "trained-$fam"
 done
-echo "llama.cpp reference for llama, qwen2, gpt2, trained-llama, trained-gpt2 in $fix"
+# Quantized files: a Llama-shaped model wide enough for the k-quants' 256-blocks (hidden 256,
+# FFN 512), trained 60 steps, quantized by the engine to q8_0, q4_0, q4_k and q6_k (every
+# matrix, no fallback); llama.cpp scores a held-out passage with each file (perplexity) and
+# continues its first 16 tokens greedily. test_llamacpp_quantized.cpp compares.
+cat > "$fix/trained_llama256.json" <<EOF
+{"task": "lm", "seed": 2, "model": {"model_type": "llama", "hidden_size": 256, "intermediate_size": 512,
+  "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128},
+ "tokenizer": {"kind": "bpe", "vocab_size": 320},
+ "data": {"train": "$fix/trained_text.txt", "val_fraction": 0.1, "block_size": 64},
+ "optimizer": {"name": "adamw", "lr": 0.003}, "training": {"batch_size": 8, "max_steps": 60},
+ "eval": {"every": 60, "batches": 2, "log_every": 20}, "checkpoint": {"every": 0}}
+EOF
+rm -rf "$fix/trained_llama256"
+"$tfm" train "$fix/trained_llama256.json" --out "$fix/trained_llama256" -q >/dev/null
+head -c 21500 "$src/data/tinyshakespeare.txt" | tail -c 1200 > "$fix/heldout_text.txt"
+"$tfm" tokenize --tokenizer "$fix/trained_llama256" --ids < "$fix/heldout_text.txt" | tr ' ' '\n' | grep . | head -96 |
+  paste -sd, > "$fix/heldout_ids.txt"
+for t in f32 q8_0 q4_0 q4_k q6_k; do
+  if [ "$t" = f32 ]; then
+    "$tfm" convert -m "$fix/trained_llama256" -o "$fix/tfm_q_f32.gguf" >/dev/null
+  else
+    "$tfm" quantize -m "$fix/trained_llama256" -o "$fix/tfm_q_$t.gguf" --type "$t" --no-fallback >/dev/null
+  fi
+  node "$src/tools/reference/llama-cpp/score_gguf.mjs" "$fix/tfm_q_$t.gguf" "$(cat "$fix/heldout_ids.txt")" 16 12 \
+    "$fix/llamacpp_q_$t.json"
+done
+echo "llama.cpp reference for llama, qwen2, gpt2, trained-llama, trained-gpt2 and f32/q8_0/q4_0/q4_k/q6_k files in $fix"

@@ -6,13 +6,13 @@
 # timings line was filled, the attention heat map was drawn, the page logged no script error.
 # Leaves the screenshot in OUT_DIR/playground.png (docs/img/playground.png is one such run).
 #   playground_test.sh TFM SOURCE_DIR OUT_DIR [NODE]
-# Exit 77 (ctest: skipped) only when chromium is not installed.
+# Chromium missing is a failure (scripts/deps.sh installs it).
 set -euo pipefail
 tfm="$1" src="$2" out="$3" node="${4:-node}"
 chromium="${TFM_CHROMIUM:-$(command -v chromium || true)}"
 if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
-  echo "SKIPPED: chromium is not installed (scripts/deps.sh installs Debian's chromium package)"
-  exit 77
+  echo "FAIL: chromium is not installed (scripts/deps.sh installs Debian's chromium package)"
+  exit 1
 fi
 tmp="$(mktemp -d)"
 server_pid=""

@@ -97,21 +97,21 @@ for beam in 1 3; do
   cmp -s "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt" ||
     { echo "FAIL: beam $beam translations differ"; diff "$DIR/cli_tr$beam.txt" "$DIR/srv_tr$beam.txt"; exit 1; }
 done
-post "$S2S_PORT" /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}' | grep -q '"model_not_supported"' ||
+post "$S2S_PORT" /v1/chat/completions '{"messages": [{"role": "user", "content": "hi"}]}' | grep -c '"model_not_supported"' >/dev/null ||
   { echo "FAIL: chat on a translation model"; exit 1; }
 printf 'WINNER you won a free prize call now\nsee you at lunch\nURGENT reply to claim\n' > "$DIR/sms.txt"
 "$TFM" -t 1 classify -m "$DIR/cls" < "$DIR/sms.txt" > "$DIR/cli_cls.txt" 2> /dev/null
 post "$CLS_PORT" /v1/classify '{"input": ["WINNER you won a free prize call now", "see you at lunch", "URGENT reply to claim"]}' |
   python3 -c 'import json,sys; [print("%s\t%.4f" % (d["label"], d["probability"])) for d in json.load(sys.stdin)["data"]]' > "$DIR/srv_cls.txt"
 cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs"; diff "$DIR/cli_cls.txt" "$DIR/srv_cls.txt"; exit 1; }
-post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -q '"model_not_supported"' || { echo "FAIL: completion on a classifier"; exit 1; }
+post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -c '"model_not_supported"' >/dev/null || { echo "FAIL: completion on a classifier"; exit 1; }
 echo "translate (greedy, beam 3) and classify == the CLI's"
 # CORS: off by default; with --cors ORIGIN, that origin and a preflight answer.
-if curl -si "http://127.0.0.1:$MAIN_PORT/health" | grep -qi '^access-control'; then echo "FAIL: CORS headers without --cors"; exit 1; fi
-curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -qi '^access-control-allow-origin: http://playground.test' ||
+if curl -si "http://127.0.0.1:$MAIN_PORT/health" | grep -ci '^access-control' >/dev/null; then echo "FAIL: CORS headers without --cors"; exit 1; fi
+curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -ci '^access-control-allow-origin: http://playground.test' >/dev/null ||
   { echo "FAIL: no CORS header with --cors"; exit 1; }
 curl -si -X OPTIONS "http://127.0.0.1:$CLS_PORT/v1/classify" -H 'Origin: http://playground.test' \
-  -H 'Access-Control-Request-Method: POST' | grep -q '^HTTP/1.1 204' || { echo "FAIL: preflight"; exit 1; }
+  -H 'Access-Control-Request-Method: POST' | grep -c '^HTTP/1.1 204' >/dev/null || { echo "FAIL: preflight"; exit 1; }
 
 # --timeout: a request still running when its time is up gets 408 and an OpenAI error (answered
 # whole) or an error event that ends the stream, its slot is freed, and the server goes on
@@ -126,9 +126,9 @@ code=$(curl -s -o "$DIR/timeout.json" -w '%{http_code}' "http://127.0.0.1:$PORT/
   { echo "FAIL: --timeout answered $code: $(cat "$DIR/timeout.json")"; exit 1; }
 curl -sN "http://127.0.0.1:$PORT/v1/completions" -d "{$LONG, \"stream\": true}" > "$DIR/timeout.sse"
 grep -q '"code":"request_timeout"' "$DIR/timeout.sse" || { echo "FAIL: a stream past --timeout"; tail -c 300 "$DIR/timeout.sse"; exit 1; }
-post "$PORT" /v1/completions '{"prompt": "A", "max_tokens": 2}' | grep -q '"text_completion"' ||
+post "$PORT" /v1/completions '{"prompt": "A", "max_tokens": 2}' | grep -c '"text_completion"' >/dev/null ||
   { echo "FAIL: no answer after the timeouts"; exit 1; }
-curl -s "http://127.0.0.1:$PORT/metrics" | grep -q '^tfm_slots_busy 0$' || { echo "FAIL: a timed-out request kept its slot"; exit 1; }
+curl -s "http://127.0.0.1:$PORT/metrics" | grep -c '^tfm_slots_busy 0$' >/dev/null || { echo "FAIL: a timed-out request kept its slot"; exit 1; }
 echo "--timeout: 408, a final error event, the slots freed"
 
 # SIGTERM: the server stops cleanly (exit 0); the access log has request ids and no key.

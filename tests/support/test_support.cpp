@@ -29,8 +29,10 @@ bool expect_close(const Tensor& got, const Tensor& want, double rtol, double ato
   for (std::size_t i = 0; i < g.size(); ++i) {
     const double d = std::fabs(static_cast<double>(g[i]) - w[i]);
     const bool nan_mismatch = std::isnan(g[i]) != std::isnan(w[i]);
-    const bool ok = !nan_mismatch && (std::isnan(g[i]) || d <= atol + rtol * std::fabs(w[i]) ||
-                                      (std::isinf(w[i]) && g[i] == w[i]));
+    // An infinity on either side matches only the same infinity: the tolerance
+    // atol + rtol * |inf| is itself infinite and would accept any value.
+    const bool infinite = std::isinf(w[i]) || std::isinf(g[i]);
+    const bool ok = !nan_mismatch && (std::isnan(g[i]) || (infinite ? g[i] == w[i] : d <= atol + rtol * std::fabs(w[i])));
     if (!std::isnan(d) && !std::isinf(d)) {
       max_abs = std::max(max_abs, d);
       if (w[i] != 0) max_rel = std::max(max_rel, d / std::fabs(w[i]));

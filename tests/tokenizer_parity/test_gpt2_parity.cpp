@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "reference_env.h"
 #include "tfm/tokenizer.h"
 
 namespace {
@@ -25,7 +26,7 @@ std::string unhex(const std::string& h) {
 }
 
 std::vector<Case> load_reference() {
-  const char* path = std::getenv("TFM_GPT2_REFERENCE");
+  const char* path = reference_env("TFM_GPT2_REFERENCE");
   if (!path) return {};
   std::ifstream in(path);
   std::vector<Case> cases;
@@ -43,7 +44,7 @@ std::vector<Case> load_reference() {
 }
 
 std::string source_dir() {
-  const char* s = std::getenv("TFM_SOURCE_DIR");
+  const char* s = reference_env("TFM_SOURCE_DIR");
   return s ? s : TFM_SOURCE_DIR_DEFAULT;
 }
 

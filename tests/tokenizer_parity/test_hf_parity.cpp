@@ -13,12 +13,13 @@
 #include <string>
 #include <vector>
 
+#include "reference_env.h"
 #include "tfm/tokenizer.h"
 
 namespace {
 
 std::string env(const char* name, const char* fallback = "") {
-  const char* v = std::getenv(name);
+  const char* v = reference_env(name);
   return v ? v : fallback;
 }
 

@@ -13,6 +13,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "reference_env.h"
 #include "tfm/error.h"
 #include "tfm/tokenizer.h"
 
@@ -21,7 +22,7 @@ namespace {
 namespace fs = std::filesystem;
 
 std::string env(const char* name) {
-  const char* v = std::getenv(name);
+  const char* v = reference_env(name);
   return v ? v : "";
 }
 

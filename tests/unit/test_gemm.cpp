@@ -1,11 +1,12 @@
 // fp32 GEMM kernel: gemm / gemm_batched against the double-accumulating naive twin, every
-// transpose combination, alpha/beta, padded leading dimensions, and thread-count invariance.
-// The fast path is the BLAS (which picks its own instruction set), so there is no per-ISA
-// build of gemm to compare; the naive twin is the reference.
+// transpose combination, alpha/beta, padded leading dimensions, and thread-count invariance;
+// the tiles of every ISA against the scalar chain that defines their order, and each row's
+// result independent of the batch around it (the promise training and prefill rely on).
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/gemm.h"
@@ -164,4 +165,109 @@ TEST(Gemm, BlasDirectMatchesNaive) {
     expect_gemm_close(C, want, M, N, N, K, "blas direct");
   }
   EXPECT_NE(std::string(kernels::gemm_backend_name()).size(), 0u);
+}
+
+namespace {
+
+// The order gemm_tiles_impl.h defines: C[i, j] = alpha * chain + beta * C, the chain one
+// rounding per k in order: fused multiply-add where the ISA has FMA, else a product then a sum.
+void gemm_chain(bool fused, bool ta, bool tb, std::int64_t M, std::int64_t N, std::int64_t K, float alpha,
+                const float* A, std::int64_t lda, const float* B, std::int64_t ldb, float beta, float* C,
+                std::int64_t ldc) {
+  for (std::int64_t i = 0; i < M; ++i)
+    for (std::int64_t j = 0; j < N; ++j) {
+      float acc = 0.0f;
+      for (std::int64_t k = 0; k < K; ++k) {
+        const float a = ta ? A[k * lda + i] : A[i * lda + k], b = tb ? B[j * ldb + k] : B[k * ldb + j];
+        if (fused) {
+          acc = std::fma(a, b, acc);
+        } else {
+          const float p = a * b;
+          acc = p + acc;
+        }
+      }
+      float& c = C[i * ldc + j];
+      const float s = alpha * acc;
+      c = beta == 0.0f ? s : s + beta * c;
+    }
+}
+
+std::vector<Isa> isas_here() {
+  std::vector<Isa> out;
+  for (Isa isa : {Isa::generic, Isa::avx2, Isa::avx512})
+    if (static_cast<int>(isa) <= static_cast<int>(cpu_best_isa())) out.push_back(isa);
+  return out;
+}
+
+struct IsaGuard {
+  Isa saved = active_isa();
+  ~IsaGuard() { set_active_isa(saved); }
+};
+
+}  // namespace
+
+// Every ISA's tiles compute the chain above bit for bit: edge tiles, odd K (the -0 pad),
+// K longer than one K block (sums continued through C), alpha/beta, all transposes.
+TEST(Gemm, TilesComputeTheDefinedChainOnEveryIsa) {
+  IsaGuard guard;
+  for (const Isa isa : isas_here()) {
+    set_active_isa(isa);
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true})
+        for (const std::int64_t K : {1, 7, 64, 1031}) {
+          const std::int64_t M = 37, N = 45;
+          const Mat A(ta ? K : M, ta ? M : K, 3, 7 + K), B(tb ? N : K, tb ? K : N, 1, 8 + K);
+          for (const float beta : {0.0f, 0.5f}) {
+            Mat C(M, N, 2, 9);
+            std::vector<float> want = C.v;
+            gemm(ta, tb, M, N, K, 1.5f, A.v.data(), A.ld, B.v.data(), B.ld, beta, C.v.data(), C.ld);
+            gemm_chain(isa != Isa::generic, ta, tb, M, N, K, 1.5f, A.v.data(), A.ld, B.v.data(), B.ld, beta,
+                       want.data(), C.ld);
+            ASSERT_EQ(0, std::memcmp(C.v.data(), want.data(), C.v.size() * 4))
+                << isa_name(isa) << " ta=" << ta << " tb=" << tb << " K=" << K << " beta=" << beta;
+          }
+        }
+  }
+}
+
+// A row's result does not depend on the rows around it: the same 3 rows placed at different
+// offsets of batches of 17..300 rows (every tile position, the M-tail) give the same bits,
+// for every transpose and ISA; with B (K, N) also the 1..16-row path gives them. Likewise a
+// column wherever it sits in N.
+TEST(Gemm, RowsAreBitIdenticalWhateverTheBatchOnEveryIsa) {
+  IsaGuard guard;
+  const std::int64_t K = 131, N = 75;
+  const std::vector<float> rows = random_floats(3 * K, 51), B = random_floats(K * N, 52);
+  for (const Isa isa : isas_here()) {
+    set_active_isa(isa);
+    for (const bool ta : {false, true})
+      for (const bool tb : {false, true}) {
+        std::vector<float> first;
+        for (const std::int64_t M : {3, 16, 17, 40, 97, 300}) {
+          if (M <= 16 && (ta || tb)) continue;  // the few-row path sums Bᵀ in lanes (gemm.cpp)
+          for (const std::int64_t at : {std::int64_t{0}, M / 2 - 1, M - 3}) {
+            if (at < 0) continue;
+            // Neighbours: random rows; the probe rows at [at, at + 3).
+            std::vector<float> a = random_floats(M * K, 60 + M);
+            for (std::int64_t r = 0; r < 3; ++r)
+              for (std::int64_t k = 0; k < K; ++k) {
+                const float v = rows[static_cast<std::size_t>(r * K + k)];
+                a[static_cast<std::size_t>(ta ? k * M + at + r : (at + r) * K + k)] = v;
+              }
+            std::vector<float> c(static_cast<std::size_t>(M * N));
+            gemm(ta, tb, M, N, K, 1.0f, a.data(), ta ? M : K, B.data(), tb ? K : N, 0.0f, c.data(), N);
+            const std::vector<float> mine(c.begin() + at * N, c.begin() + (at + 3) * N);
+            if (first.empty()) first = mine;
+            ASSERT_EQ(0, std::memcmp(first.data(), mine.data(), first.size() * 4))
+                << isa_name(isa) << " ta=" << ta << " tb=" << tb << " M=" << M << " rows at " << at;
+          }
+        }
+      }
+    // Columns: the first 20 columns of B, alone (N = 20) and inside N = 75.
+    std::vector<float> a = random_floats(40 * K, 70), whole(static_cast<std::size_t>(40 * N)), part(40 * 20);
+    gemm(false, false, 40, N, K, 1.0f, a.data(), K, B.data(), N, 0.0f, whole.data(), N);
+    gemm(false, false, 40, 20, K, 1.0f, a.data(), K, B.data(), N, 0.0f, part.data(), 20);
+    for (std::int64_t i = 0; i < 40; ++i)
+      ASSERT_EQ(0, std::memcmp(whole.data() + i * N, part.data() + i * 20, 20 * 4)) << isa_name(isa) << " row " << i;
+  }
 }
