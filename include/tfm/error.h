@@ -10,6 +10,7 @@
 #include <stdexcept>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace tfm {
 
@@ -36,6 +37,10 @@ template <class... Args>
 [[noreturn]] void fail(std::string_view where, const Args&... args) {
   throw Error(std::string(where), detail::concat(args...));
 }
+
+// The candidate nearest to `name` by edit distance when it is at most `max_edits` away, else
+// "" — for "unknown X 'name' (did you mean 'Y'?)" messages.
+std::string closest_name(std::string_view name, const std::vector<std::string>& candidates, std::size_t max_edits = 2);
 
 }  // namespace tfm
 

@@ -10,7 +10,7 @@
 namespace tfm::kernels::packed {
 namespace {
 
-constexpr std::int64_t kBlockAPanels = 8, kBlockBPanels = 4;
+constexpr std::int64_t kBlockBPanels = 4;
 // Stored rows per step when packing column strips (even, so every step starts a new pair).
 constexpr std::int64_t kStripK = 32;
 
@@ -49,6 +49,7 @@ void run(const Kernel& k, bool ta, bool tb, std::int64_t M, std::int64_t N, std:
           k.pack_b(tb, B + k0 * ldb, ldb, j * k.nr, std::min<std::int64_t>(k.nr, N - j * k.nr), std::min(kb, K - k0),
                    bbuf + j * b_panel + k0 / 2 * k.nr * k.pair_bytes);
   });
+  const std::int64_t kBlockAPanels = k.block_a_panels;
   const std::int64_t bm = (na + kBlockAPanels - 1) / kBlockAPanels, bn = (nb + kBlockBPanels - 1) / kBlockBPanels;
   // K in blocks of k.block_pairs: the partial sums wait in C between blocks (exact, see
   // Kernel::micro); beta != 0 needs C intact until the end.

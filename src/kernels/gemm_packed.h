@@ -3,7 +3,8 @@
 //
 // Both operands are packed into panels (A: mr rows, B: nr columns, K in pairs): B once per
 // call, A one block row at a time by the thread that runs it. The (M/mr) x (N/nr) grid of
-// micro-tiles is cut into blocks of 8 A-panels by 4 B-panels that the threads share out. A
+// micro-tiles is cut into blocks of block_a_panels A-panels by 4 B-panels that the threads
+// share out. A
 // B-panel stays in L1/L2 while the block's A-panels pass over it. Each C element is one
 // micro-kernel's full-K chain, the same instructions whatever row and column it sits in, so
 // the blocking, the thread count, M and the element's neighbours never change a result.
@@ -27,6 +28,9 @@ struct Kernel {
   // K is walked in blocks of this many pairs (when beta == 0): a B sub-panel, nr x 2 x
   // block_pairs values, should stay in L1 while the block's A panels pass over it.
   int block_pairs = 256;
+  // A panels per block row: the rows that pass over each B block before the next is read.
+  // Every B block is read once per block row, from memory when B is large.
+  int block_a_panels = 8;
   void (*pack_a)(bool ta, const float* A, std::int64_t lda, std::int64_t m0, std::int64_t rows, std::int64_t K,
                  void* panel) = nullptr;
   void (*pack_b)(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int64_t cols, std::int64_t K,

@@ -94,6 +94,11 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
 // B sub-panel (2 x BLOCK_PAIRS x NR floats: 16 KiB for 12 x 32 at 64, 6 x 16 at 128) stays in L1
 // while the A panels stream past it (at 256 pairs, 64 KiB, the B loads missed L1 and the kernel ran
 // at ~40% of the FMA peak).
+// Rows of A per block: B blocks are read from memory once per this many rows of A (a wide B
+// does not fit the caches), and the block's A slice of one K block (288 x 128 floats, 144 KiB)
+// stays in L2 while the B panels pass.
+constexpr int kBlockRows = 288;
+
 template <class V, int MR, int BLOCK_PAIRS>
 constexpr packed::Kernel make_kernel() {
   packed::Kernel k;
@@ -101,6 +106,7 @@ constexpr packed::Kernel make_kernel() {
   k.nr = 2 * V::width;
   k.pair_bytes = 2 * static_cast<int>(sizeof(float));
   k.block_pairs = BLOCK_PAIRS;
+  k.block_a_panels = kBlockRows / MR;
   k.pack_a = &pack_a<MR>;
   k.pack_b = &pack_b<2 * V::width>;
   k.micro = &micro<V, MR>;

@@ -11,23 +11,6 @@ namespace tfm {
 
 using json = nlohmann::json;
 
-namespace {
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diag = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] != b[j - 1])});
-      diag = up;
-    }
-  }
-  return row[b.size()];
-}
-}  // namespace
-
 ModelConfig model_preset(const std::string& name) {
   ModelConfig c;
   if (name == "vaswani") {  // Vaswani et al. 2017, base model (table 3)
@@ -125,13 +108,13 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
     bool ignored = false;
     for (const auto& k : schema.ignored) ignored = ignored || k == key;
     if (ignored) continue;
-    std::string allowed, closest;
-    std::size_t best = 3;  // suggest a key at most 2 edits away
+    std::string allowed;
+    std::vector<std::string> names;
     for (const auto& k : schema.keys) {
       allowed += (allowed.empty() ? "" : ", ") + k.name;
-      const std::size_t d = edit_distance(key, k.name);
-      if (d < best) best = d, closest = k.name;
+      names.push_back(k.name);
     }
+    const std::string closest = closest_name(key, names);
     fail(where, "unknown key '", key, "' for model_type '", type, "'",
          closest.empty() ? "" : " (did you mean '" + closest + "'?)", "; allowed: model_type, preset, ", allowed);
   }

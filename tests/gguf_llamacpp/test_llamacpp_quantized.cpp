@@ -97,7 +97,9 @@ void check(const Case& c) {
               "for %zu of %zu\n",
               c.type, ppl, theirs, rel, c.ppl_rel_bound, same, want.size());
   EXPECT_LE(rel, c.ppl_rel_bound) << c.type << ": perplexity " << ppl << " vs llama.cpp's " << theirs;
-  if (c.greedy_must_match) EXPECT_EQ(greedy, want) << c.type << ": greedy continuation";
+  if (c.greedy_must_match) {
+    EXPECT_EQ(greedy, want) << c.type << ": greedy continuation";
+  }
 }
 
 }  // namespace

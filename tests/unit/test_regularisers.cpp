@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstring>
 #include <set>
 
 #include "nn/modules.h"
@@ -156,4 +157,25 @@ TEST(Regularisers, ShortRunWithBothLowersTheLoss) {
   for (int i = 0; i < 5; ++i) first += r.losses[static_cast<std::size_t>(i)], last += r.losses[r.losses.size() - 1 - static_cast<std::size_t>(i)];
   EXPECT_LT(last, first * 0.85) << "first five " << first / 5 << ", last five " << last / 5;
   std::filesystem::remove_all(dir);
+}
+
+// The promise the StochasticDepth test leans on, stated for itself: in training mode a sequence's
+// outputs are the same bits whatever batch it is in — 3 sequences (24 rows) or 64 (512 rows) —
+// on every ISA (oneDNN's AVX2 sgemm broke it: rows in its M-tail kernels rounded differently).
+TEST(TrainingRows, ASequenceGivesTheSameBitsInABatchOf3AndOf64OnEveryIsa) {
+  const Isa saved = active_isa();
+  for (Isa isa : {Isa::generic, Isa::avx2, Isa::avx512}) {
+    if (static_cast<int>(isa) > static_cast<int>(cpu_best_isa())) continue;
+    set_active_isa(isa);
+    Model m = Model::create(deep_config(0.0), 1);
+    m.set_training(true);
+    m.set_dropout_seed(5, 0);
+    NoGradGuard ng;
+    const auto small = m.forward(ids(3, 8)).logits.to_floats(), big = m.forward(ids(64, 8)).logits.to_floats();
+    const std::size_t per_seq = small.size() / 3;
+    for (std::size_t s = 0; s < 64; ++s)
+      ASSERT_EQ(0, std::memcmp(small.data(), big.data() + s * per_seq, per_seq * sizeof(float)))
+          << isa_name(isa) << ": sequence " << s << " of 64 differs from the batch of 3";
+  }
+  set_active_isa(saved);
 }

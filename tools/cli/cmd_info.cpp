@@ -1,6 +1,7 @@
 // tfm info — what this build and this machine offer (CPU features, kernels, threads, BLAS);
 // tfm info CONFIG|PRESET — a model's architecture; tfm info -m DIR [--ctx-size C] [--batch B]
 // — the memory planner: weights, KV cache and activations, from DIR/config.json alone.
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 
@@ -76,11 +77,28 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the build and CPU, or a model's architecture and memory");
   static std::string config, dir;
   static std::int64_t ctx = 0, batch = 1;
-  cmd->add_option("config", config, "A model config.json, or a preset name (vaswani, gpt2, llama, bert, t5)");
+  cmd->add_option("config", config, "A model config.json, a preset name (vaswani, gpt2, llama, bert, t5), a model directory or a .gguf file");
   cmd->add_option("-m,--model", dir, "A model directory or .gguf file: its architecture, tensor types and the memory plan");
   cmd->add_option("-c,--ctx-size", ctx, "Memory plan: positions per sequence (0: the model's max_positions)");
   cmd->add_option("-b,--batch", batch, "Memory plan: sequences decoded together");
   cmd->callback([] {
+    // `tfm info MODEL_DIR` and `tfm info FILE.gguf` mean -m; a name that is neither a preset
+    // nor a file is an error listing the presets.
+    if (dir.empty() && !config.empty()) {
+      const std::filesystem::path p(config);
+      if (std::filesystem::is_directory(p) || (std::filesystem::is_regular_file(p) && p.extension() == ".gguf")) {
+        dir = config;
+        config.clear();
+      } else if (!std::filesystem::exists(p)) {
+        const std::vector<std::string> presets = model_preset_names();
+        std::string all;
+        for (const auto& n : presets) all += (all.empty() ? "" : ", ") + n;
+        const std::string near = closest_name(config, presets);
+        TFM_CHECK(std::find(presets.begin(), presets.end(), config) != presets.end(), "info", "'", config,
+                  "' is neither a file nor a preset", near.empty() ? "" : " (did you mean '" + near + "'?)",
+                  "; presets: ", all);
+      }
+    }
     if (!dir.empty() && std::filesystem::is_regular_file(dir)) {  // -m FILE.gguf
       const ModelConfig c = print_gguf_info(dir);
       print_model_summary(c, dir);
