@@ -12,6 +12,11 @@
 //     block on llama.cpp's side. Perplexity within 2e-3 relative (measured: 1.3e-4, 7e-5; the
 //     quantization itself moves q4_0's perplexity by 7e-3); greedy tokens reported, not required.
 //   f32: perplexity within 1e-5 (measured 2e-8), the same greedy tokens.
+// These bounds hold with the integer kernels on every row count (forced here). By default the
+// engine's AVX2 and portable builds dequantize the weights into the f32 GEMM from 32 rows on
+// (prefill: kernels/qgemm.h), so those activations are not quantized at all and the perplexity
+// of the 96-token passage moves further from llama.cpp's (measured: 4.4e-4 for q4_k, 1.6e-4 for
+// q4_0): the default path is checked within 2e-3 for every type.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -23,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include "kernels/qgemm.h"
 #include "tfm/gguf_model.h"
 #include "tfm/tfm.h"
 
@@ -59,7 +65,15 @@ struct Case {
   bool greedy_must_match;
 };
 
-void check(const Case& c) {
+// Integer kernels at every row count (as llama.cpp), or the engine's default choice.
+struct IntegerKernels {
+  std::int64_t saved = kernels::qgemm_dequant_min_rows();
+  explicit IntegerKernels(bool force) { kernels::set_qgemm_dequant_min_rows(force ? std::int64_t{1} << 40 : -1); }
+  ~IntegerKernels() { kernels::set_qgemm_dequant_min_rows(saved); }
+};
+
+void check_path(const Case& c, bool integer_kernels) {
+  const IntegerKernels scope(integer_kernels);
   std::ifstream in(fixture(std::string("llamacpp_q_") + c.type + ".json"));
   ASSERT_TRUE(in.good()) << "missing llama.cpp reference for " << c.type;
   const auto ref = nlohmann::json::parse(in);
@@ -93,13 +107,20 @@ void check(const Case& c) {
   }
   std::size_t same = 0;
   while (same < want.size() && greedy[same] == want[same]) ++same;
-  std::printf("%s: perplexity tfm %.5f, llama.cpp %.5f (relative difference %.2e, bound %.1e); greedy tokens equal "
-              "for %zu of %zu\n",
-              c.type, ppl, theirs, rel, c.ppl_rel_bound, same, want.size());
-  EXPECT_LE(rel, c.ppl_rel_bound) << c.type << ": perplexity " << ppl << " vs llama.cpp's " << theirs;
-  if (c.greedy_must_match) {
+  const double bound = integer_kernels ? c.ppl_rel_bound : std::max(c.ppl_rel_bound, 2e-3);
+  const char* path = integer_kernels ? "integer kernels" : "default path";
+  std::printf("%s (%s, %s): perplexity tfm %.5f, llama.cpp %.5f (relative difference %.2e, bound %.1e); greedy "
+              "tokens equal for %zu of %zu\n",
+              c.type, path, isa_name(active_isa()), ppl, theirs, rel, bound, same, want.size());
+  EXPECT_LE(rel, bound) << c.type << " (" << path << "): perplexity " << ppl << " vs llama.cpp's " << theirs;
+  if (c.greedy_must_match && integer_kernels) {
     EXPECT_EQ(greedy, want) << c.type << ": greedy continuation";
   }
+}
+
+void check(const Case& c) {
+  check_path(c, true);
+  check_path(c, false);
 }
 
 }  // namespace
