@@ -28,15 +28,8 @@ case "$out" in
   *) exit 0 ;;
 esac
 map="$out.isa-rename"
-{
-  # Weak (inline / template) functions defined here.
-  readelf -sW "$out" | awk '$4 == "FUNC" && $5 == "WEAK" && $7 != "UND" { print $8 }'
-  # Signatures of the COMDAT groups that hold code (a constructor's group is named C5 and
-  # holds the C1/C2 aliases: renaming the functions alone would let the linker drop the
-  # baseline copy's group in favour of this one).
-  readelf -gW "$out" | awk '
-    /^COMDAT group section/ { sig = $0; sub(/^[^]]*\] `\.group'"'"' \[/, "", sig); sub(/\] contains.*/, "", sig); next }
-    sig != "" { for (i = 1; i <= NF; ++i) if ($i ~ /^\.text/) { print sig; sig = ""; break } }'
-} | sort -u | awk -v tag="$tag" 'NF { print $1 " " $1 ".tfm_" tag }' > "$map"
+# shellcheck source=isa_code_symbols.sh
+source "$(dirname "$0")/isa_code_symbols.sh"
+isa_code_symbols "$out" | awk -v tag="$tag" 'NF { print $1 " " $1 ".tfm_" tag }' > "$map"
 if [ -s "$map" ]; then objcopy --redefine-syms="$map" "$out"; fi
 rm -f "$map"

@@ -7,18 +7,15 @@
 # the AVX-512 copy as SIGILL.
 #   usage: check_isa_symbols.sh BUILD_DIR
 set -euo pipefail
+# shellcheck source=../../cmake/isa_code_symbols.sh
+source "$(dirname "$0")/../../cmake/isa_code_symbols.sh"
 build=$1
 mapfile -t objs < <(find "$build" -name '*_avx2.cpp.o' -o -name '*_avx512.cpp.o' | sort)
 [ "${#objs[@]}" -gt 0 ] || { echo "FAIL: no *_avx2.cpp.o / *_avx512.cpp.o objects under $build"; exit 1; }
 bad=0 renamed=0
 for o in "${objs[@]}"; do
   case "$o" in *_avx512.cpp.o) tag=avx512 ;; *) tag=avx2 ;; esac
-  leaks=$( {
-    readelf -sW "$o" | awk '$4 == "FUNC" && $5 == "WEAK" && $7 != "UND" { print $8 }'
-    readelf -gW "$o" | awk '
-      /^COMDAT group section/ { sig = $0; sub(/^[^]]*\] `\.group'"'"' \[/, "", sig); sub(/\] contains.*/, "", sig); next }
-      sig != "" { for (i = 1; i <= NF; ++i) if ($i ~ /^\.text/) { print sig; sig = ""; break } }'
-  } | sort -u)
+  leaks=$(isa_code_symbols "$o")
   n=$(printf '%s\n' "$leaks" | grep -c . || true)
   ok=$(printf '%s\n' "$leaks" | grep -c "\.tfm_$tag\$" || true)
   renamed=$((renamed + ok))
