@@ -7,7 +7,7 @@
 //   own2t    the library with its own threading at 2 threads;
 //   split2t  our design: the output cut in 2 column (or row) halves, each half computed by a
 //            single-threaded call inside an OpenMP parallel region.
-// Usage: bench_blas_<lib> [reps]      (docs/benchmarks.md has the recorded output)
+// Usage: bench_blas_<lib> [reps]      (docs/benchmarks.md, "Choosing the BLAS", has the best figures)
 #include <omp.h>
 
 #include <algorithm>

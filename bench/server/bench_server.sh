@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Server benchmark (docs/benchmarks.md, "Server"): generated tokens/s and latency (time to first
+# Server benchmark (docs/benchmarks.md, "Server: `tfm serve` vs llama.cpp"): generated tokens/s and latency (time to first
 # token, inter-token p50/p99) at 1, 4 and 16 concurrent streams, `tfm serve` beside llama.cpp
 # (node-llama-cpp's prebuilt CPU build: one context with S sequences, its batched decode — the
 # closest to llama-server's parallel slots) on the same GGUF file with the same threads.

@@ -1,6 +1,6 @@
 // Elementwise arithmetic: dispatch, the baseline (SSE2) build and the naive twins.
 // These kernels are memory-bound; the AVX builds mainly save instructions on data that is
-// already in cache (bench/bench_activations.cpp measures add).
+// already in cache (bench/micro/bench_activations.cpp measures add).
 #include "kernels/elementwise.h"
 
 #include "kernels/dispatch.h"

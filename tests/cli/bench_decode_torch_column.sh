@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# tfm bench decode's PyTorch column (tools/reference/bench_torch_decode.py) on a tiny trained
+# tfm bench decode's PyTorch column (bench/peers/torch/bench_torch_decode.py) on a tiny trained
 # decoder: f32 weights are compared with PyTorch in float32, all-bf16 weights (--dtype bf16)
 # with the same model cast to torch.bfloat16, and block types (q8_0) have no PyTorch column.
 # Checks that each PyTorch run happens and reports a rate, not what the rates are.

@@ -21,7 +21,7 @@ import sys
 
 import torch
 
-sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench", "peers", "torch"))
 from bench_torch_decode import read_safetensors  # noqa: E402
 from fixtures import save  # noqa: E402
 import ref_hub  # noqa: E402

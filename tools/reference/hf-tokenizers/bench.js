@@ -1,6 +1,6 @@
 // HF tokenizers (npm, the Rust library) encode throughput on the inputs of
-// bench/bench_hf_tokenizers.cpp: MB/s with RAYON_NUM_THREADS=1 and =2 (set by
-// scripts/bench_tokenizers.sh, one process each), encodeBatch over all lines (one call, so
+// bench/micro/bench_hf_tokenizers.cpp: MB/s with RAYON_NUM_THREADS=1 and =2 (set by
+// bench/tokenizers/bench_tokenizers.sh, one process each), encodeBatch over all lines (one call, so
 // the JS boundary is crossed once), best of 3 after a warm-up.
 // Usage: RAYON_NUM_THREADS=N node bench.js DATA_DIR NAME=PATH...
 "use strict";

@@ -1,5 +1,5 @@
 // llama.cpp's decode and prefill speed on a GGUF file (node-llama-cpp's prebuilt CPU build),
-// with the protocol of `tfm bench decode` (tools/cli/cmd_bench_decode.cpp):
+// with the protocol of `tfm bench decode` (bench/cli/cmd_bench_decode.cpp):
 //   decode B:  B sequences of 8 random tokens, each prefilled alone (untimed), then STEPS
 //              greedy steps of all B together (one token per sequence per step, queued at
 //              once so llama.cpp batches them). tokens/s = B * STEPS / time.

@@ -1,4 +1,4 @@
-// tiktoken (npm, gpt2) encode throughput on the files bench/bench_tokenizer.cpp uses, one
+// tiktoken (npm, gpt2) encode throughput on the files bench/micro/bench_tokenizer.cpp uses, one
 // text per line, single thread (tiktoken's JS binding has no batched/threaded encode).
 //   node tools/reference/tiktoken/bench.js data
 "use strict";

@@ -1,5 +1,5 @@
 // Shared pieces of `tfm bench`: the options every section reads, best-of timing, the load
-// line, and running a tools/reference/bench_torch_*.py helper that prints one JSON object.
+// line, and running a bench/peers/torch/bench_torch_*.py helper that prints one JSON object.
 #pragma once
 
 #include <nlohmann/json.hpp>

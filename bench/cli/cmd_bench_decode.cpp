@@ -1,6 +1,6 @@
 // tfm bench decode — inference speed with the KV cache: decode tokens/s at batch 1 and 8 and
 // prefill tokens/s at prompts of 128 and 512 tokens, ours beside the same model in PyTorch 1.13
-// with its own KV cache (tools/reference/bench_torch_decode.py), and decode against the
+// with its own KV cache (bench/peers/torch/bench_torch_decode.py), and decode against the
 // memory-bandwidth roofline.
 //
 //   tfm bench decode [-m DIR] [--long]

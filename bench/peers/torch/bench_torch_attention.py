@@ -2,7 +2,7 @@
 (1.13 has no F.scaled_dot_product_attention) — time and peak memory, forward and
 forward+backward, for the side-by-side table of `tfm bench attention`.
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_attention.py --T 256,512 [--B 1 --H 4 --D 64]
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_attention.py --T 256,512 [--B 1 --H 4 --D 64]
            --threads 2 --what time|memory [--min-time 0.15] [--min-reps 3]
 Prints one JSON object: {"torch", "method", "results": [{"T","mode","seconds"|"peak_bytes"}]},
 mode "fwd" (under no_grad) or "fwdbwd" (out.backward(g) into q, k, v's .grad).

@@ -1,7 +1,7 @@
 // Encode throughput of real tokenizer files (Llama-3, Qwen3, Llama-2, a trained BERT
 // WordPiece) on tinyshakespeare.txt and cmn-eng.tsv (one text per line): MB/s on 1 thread
 // (encode line by line) and batched on 2 threads (encode_batch), best of 3 passes after a
-// warm-up pass. scripts/bench_tokenizers.sh runs it beside HF tokenizers (npm) on the same
+// warm-up pass. bench/tokenizers/bench_tokenizers.sh runs it beside HF tokenizers (npm) on the same
 // inputs and prints both; docs/benchmarks.md has the figures.
 //   build/bin/bench_hf_tokenizers NAME=PATH...   (run from the repo root)
 #include <benchmark/benchmark.h>

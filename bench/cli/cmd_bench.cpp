@@ -8,11 +8,11 @@
 //          array), on 1 thread and on all threads.
 // gemm:    GFLOP/s at Transformer shapes [B*T, C] x [C, 4C] and [B*T, C] x [C, C] for
 //          C = 128..1024: ours (tfm's split over single-threaded BLAS calls), the BLAS called
-//          directly with its own threading, and PyTorch (tools/reference/bench_torch_gemm.py
+//          directly with its own threading, and PyTorch (bench/peers/torch/bench_torch_gemm.py
 //          through /usr/bin/python3, skipped with a note when torch is missing), each at 1 and
 //          at the engine's thread count. Every figure is the best of several repetitions.
 // kernels, attention, train-step, decode: cmd_bench_<section>.cpp (each beside its PyTorch twin,
-//          tools/reference/bench_torch_<section>.py).
+//          bench/peers/torch/bench_torch_<section>.py).
 #include <nlohmann/json.hpp>
 
 #include <algorithm>

@@ -1,6 +1,6 @@
 // tfm bench train-config CONFIG [--steps N] [--warmup W] [--rounds R] — training throughput and peak memory
 // of a real training config (data, model, batch, AdamW, clipping, schedule), ours beside the
-// same model and optimiser in PyTorch 1.13 (tools/reference/bench_torch_train_config.py).
+// same model and optimiser in PyTorch 1.13 (bench/peers/torch/bench_torch_train_config.py).
 //
 // Ours is run_training itself (the loop `tfm train` runs) for W + N steps, timed from the end
 // of step W to the end of step W + N through the on_step hook, so set-up, tokenizer training,
@@ -127,7 +127,7 @@ void run_bench_train_config(const std::string& config, std::int64_t steps, std::
       pt.params = j.at("params").get<std::int64_t>();
       pt.ok = true;
       note = "torch = PyTorch " + j.at("torch").get<std::string>() +
-             " (tools/reference/bench_torch_train_config.py), param counts " + (pt.params == param_count(mc) ? "match" : "DIFFER");
+             " (bench/peers/torch/bench_torch_train_config.py), param counts " + (pt.params == param_count(mc) ? "match" : "DIFFER");
     } catch (const std::exception&) {
       note = "PyTorch column skipped: " + (why.empty() ? std::string("unexpected JSON") : why);
     }

@@ -1,6 +1,6 @@
 // tfm bench train-step — one training step (forward, cross-entropy on the model's head,
 // backward; no optimizer) of each preset family at a small size, ours beside the same model
-// written in PyTorch 1.13 (tools/reference/bench_torch_train_step.py builds it from the same
+// written in PyTorch 1.13 (bench/peers/torch/bench_torch_train_step.py builds it from the same
 // config, sent as JSON).
 //
 // Sizes: d_model 256, 4 layers (and 4 decoder layers), 4 heads of 64, d_ff 1024, vocab 4096,
@@ -157,7 +157,7 @@ void run_bench_train_step(const BenchOptions& options, int threads) {
     try {
       for (const auto& r : j.at("results")) torch[r.at("name").get<std::string>()] = r.at("seconds").get<double>();
       note = "torch = PyTorch " + j.at("torch").get<std::string>() +
-             ", same model hand-written (tools/reference/bench_torch_train_step.py), param counts " +
+             ", same model hand-written (bench/peers/torch/bench_torch_train_step.py), param counts " +
              (j.at("params_match").get<bool>() ? "match" : "DIFFER");
     } catch (const std::exception&) {
       torch.clear();

@@ -1,8 +1,8 @@
 """Decoder-only inference with a KV cache in PyTorch 1.13, for the side-by-side table of
-`tfm bench decode` (tools/cli/cmd_bench_decode.cpp describes the protocol; this script
+`tfm bench decode` (bench/cli/cmd_bench_decode.cpp describes the protocol; this script
 follows it step for step).
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_decode.py --config JSON --cases JSON
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_decode.py --config JSON --cases JSON
            [--model-dir DIR] [--params N] --threads 2 [--min-time 0.15] [--min-reps 3]
 --config: the model's sizes and switches as tfm resolved them from DIR/config.json (or the
 gpt2 preset); --cases: [{"name", "decode", "batch", "prompt", "steps"}]. With --model-dir the

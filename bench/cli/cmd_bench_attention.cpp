@@ -5,7 +5,7 @@
 // q, k, v: (B=1, H=4, T, D=64), no mask. Memory is the engine allocator's high-water mark
 // above the live inputs (tfm::reset_peak_memory / memory_stats), i.e. tensor bytes only; the
 // forward+backward figure includes the three input gradients. PyTorch's figure comes from
-// the process's peak RSS (tools/reference/bench_torch_attention.py explains how).
+// the process's peak RSS (bench/peers/torch/bench_torch_attention.py explains how).
 #include <cstdio>
 #include <map>
 #include <string>

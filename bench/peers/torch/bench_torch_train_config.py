@@ -1,7 +1,7 @@
 """The Shakespeare training config's model, data, batch, AdamW, clipping and warm-up+cosine
 schedule in PyTorch 1.13, for the side-by-side table of `tfm bench train-config`.
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_train_config.py --model JSON --data FILE
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_train_config.py --model JSON --data FILE
            --B 32 --T 64 --steps 60 --warmup 10 --threads 2 --lr 3e-3 --beta1 0.9 --beta2 0.99
            --eps 1e-8 --wd 0.1 --clip 1.0 --warmup-steps 100 --min-lr-ratio 0.1
 --model is the model as tfm sends it to bench_torch_train_step.py (same Model class, so the

@@ -2,7 +2,7 @@
 models of each preset family in PyTorch 1.13, for the side-by-side table of
 `tfm bench train-step`.
 
-Usage: /usr/bin/python3 tools/reference/bench_torch_train_step.py --configs JSON --B 8 --T 128
+Usage: /usr/bin/python3 bench/peers/torch/bench_torch_train_step.py --configs JSON --B 8 --T 128
            --threads 2 [--min-time 0.15] [--min-reps 3]
 --configs is the list tfm sends: one object per preset with the sizes and switches of its
 ModelConfig (arch, norm, placement, activation, position, bias, head...). Model below builds

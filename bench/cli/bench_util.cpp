@@ -34,7 +34,7 @@ void print_load() {
 
 nlohmann::json run_torch_script(const std::string& script, const std::string& args, std::string& why) {
   const char* env_dir = std::getenv("TFM_SOURCE_DIR");
-  const std::string path = std::string(env_dir ? env_dir : TFM_SOURCE_DIR) + "/tools/reference/" + script;
+  const std::string path = std::string(env_dir ? env_dir : TFM_SOURCE_DIR) + "/bench/peers/torch/" + script;
   // PyTorch runs with its own default OpenMP waiting (libgomp's: spin a while, then sleep)
   // unless the user chose a policy; the passive setting tfm gave itself is not passed on.
   const bool defaulted = std::getenv("TFM_OMP_DEFAULTED") != nullptr;
