@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Writes the seed corpora fuzz/corpus/<target>/ from the project's own files and the
-malformed cases of the unit tests (tests/unit/test_safetensors.cpp, test_tokenizer.cpp,
+malformed cases of the unit tests (tests/unit/io/test_safetensors.cpp, test_tokenizer.cpp,
 test_model_config.cpp, test_train.cpp). The seeds are committed; run this again only to
 regenerate them:   python3 fuzz/make_corpus.py build/bin/tfm
 It trains three tiny models (LM, classifier, translation) with tfm to get real model

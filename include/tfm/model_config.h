@@ -135,8 +135,6 @@ struct ParamSpec {
   Shape shape;
 };
 std::vector<ParamSpec> parameter_specs(const ModelConfig& cfg);
-// llama, mistral and qwen2 share LlamaForCausalLM's names and layout.
-bool uses_llama_layout(const ModelConfig& cfg);
 // A Hugging Face hub checkpoint's tensors under parameter_specs' names: the base-model prefix
 // (transformer., model., bert.) is added where the file omits it; known buffers (attn.bias,
 // attn.masked_bias, rotary_emb.inv_freq, position_ids, Marian's sinusoidal table), tied

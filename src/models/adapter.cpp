@@ -5,6 +5,7 @@
 #include <map>
 #include <nlohmann/json.hpp>
 
+#include "models/family.h"
 #include "tfm/error.h"
 #include "tfm/safetensors.h"
 
@@ -37,7 +38,7 @@ void save_lora_adapter(const std::string& dir, const Model& model, const std::st
   j["lora_dropout"] = c.dropout;
   j["target_modules"] = c.target_modules;
   j["bias"] = "none";
-  j["fan_in_fan_out"] = model.config().model_type == "gpt2";  // GPT-2's Conv1D layout
+  j["fan_in_fan_out"] = model_family(model.config().model_type).conv1d_linears;  // GPT-2's Conv1D layout
   j["base_model_name_or_path"] = base_model;
   j["inference_mode"] = true;
   j["modules_to_save"] = nullptr;

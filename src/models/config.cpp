@@ -2,7 +2,7 @@
 #include <algorithm>
 #include <nlohmann/json.hpp>
 
-#include "models/config_keys.h"
+#include "models/family.h"
 #include "tfm/error.h"
 #include "tfm/model_config.h"
 #include "tfm/safetensors.h"
@@ -12,44 +12,23 @@ namespace tfm {
 using json = nlohmann::json;
 
 ModelConfig model_preset(const std::string& name) {
-  ModelConfig c;
-  if (name == "vaswani") {  // Vaswani et al. 2017, base model (table 3)
-    c.model_type = "transformer";
-    c.architecture = Architecture::encoder_decoder;
-    c.vocab_size = 37000;
-    c.d_model = 512;
-    c.n_heads = 8;
-    c.n_layers = 6;
-    c.d_ff = 2048;
-    c.max_positions = 5000;
-    c.norm = NormKind::layer_norm;
-    c.norm_placement = NormPlacement::post;
-    c.final_norm = true;  // as torch.nn.Transformer builds it
-    c.activation = FfnActivation::relu;
-    c.position = PositionKind::sinusoidal;
-    c.scale_embeddings = true;
-    c.dropout = c.attention_dropout = c.embedding_dropout = 0.1;
-    c.tie_embeddings = true;
-    c.init_std = 0.0;  // 0: Xavier-uniform, as the reference implementation and nn.Transformer
-    return c;
-  }
-  const std::string& type = name;
-  if (type == "gpt2" || type == "llama" || type == "bert" || type == "t5") {
-    c = config_schema(type, "preset").base;
-    // The schema's base holds the Hugging Face class defaults; presets are published models.
-    if (type == "gpt2") c.d_ff = 4 * c.d_model;  // GPT-2 small is GPT2Config's default
-    if (type == "llama") {  // Llama-2-7B
-      c.n_kv_heads = 32; c.max_positions = 4096; c.norm_eps = 1e-5;
-    }
-    if (type == "t5") {  // t5-base
-      c.d_model = 768; c.n_layers = 12; c.n_decoder_layers = 12; c.n_heads = 12; c.d_ff = 3072;
-    }
-    return c;
-  }
-  fail("config", "unknown preset '", name, "' (allowed: vaswani, gpt2, llama, bert, t5)");
+  for (const Family& f : model_families())
+    for (const auto& [preset, config] : f.presets)
+      if (preset == name) return config;
+  std::vector<std::string> names = model_preset_names();
+  std::string allowed;
+  for (const auto& n : names) allowed += (allowed.empty() ? "" : ", ") + n;
+  const std::string closest = closest_name(name, names);
+  fail("config", "unknown preset '", name, "'", closest.empty() ? "" : " (did you mean '" + closest + "'?)",
+       "; allowed: ", allowed);
 }
 
-std::vector<std::string> model_preset_names() { return {"vaswani", "gpt2", "llama", "bert", "t5"}; }
+std::vector<std::string> model_preset_names() {
+  std::vector<std::string> names;
+  for (const Family& f : model_families())
+    for (const auto& [preset, config] : f.presets) names.push_back(preset);
+  return names;
+}
 
 void validate_model_config(const ModelConfig& c, const std::string& where) {
   TFM_CHECK(!c.sparse_attention.enabled() || c.sliding_window == 0, where,
@@ -92,9 +71,9 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
     type = cfg.model_type;
   } else {
     if (type.empty()) type = "transformer";
-    cfg = config_schema(type, where).base;
+    cfg = model_family(type, where).schema.base;
   }
-  const ConfigSchema& schema = config_schema(type, where);
+  const ConfigSchema& schema = model_family(type, where).schema;
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& key = it.key();
     if (key == "model_type" || key == "preset") continue;
@@ -128,14 +107,18 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
 ModelConfig load_model_config(const std::string& path) { return parse_model_config(read_file(path), path); }
 
 std::string model_config_to_json(const ModelConfig& cfg) {
-  const ConfigSchema& schema = config_schema(cfg.model_type, "config");
+  const ConfigSchema& schema = model_family(cfg.model_type).schema;
   json j = json::object();
   j["model_type"] = cfg.model_type;
-  for (const auto& k : schema.keys)
+  std::vector<std::string> written;  // a name once: the first entry, the one parsing reads
+  for (const auto& k : schema.keys) {
+    if (std::find(written.begin(), written.end(), k.name) != written.end()) continue;
+    written.push_back(k.name);
     if (k.write) {
       json v = k.write(cfg);
       if (!v.is_null() || (k.name != "id2label" && k.name != "sparse_attention")) j[k.name] = std::move(v);  // optional keys left out when off
     }
+  }
   return j.dump(2) + "\n";
 }
 

@@ -4,6 +4,7 @@
 
 #include <cmath>
 
+#include "models/family.h"
 #include "tfm/error.h"
 
 namespace tfm {
@@ -25,33 +26,6 @@ bool is_norm_weight(const std::string& n) {
   return ends_with(n, ".weight") && (has(n, "norm") || has(n, "ln_") || has(n, "LayerNorm") || has(n, "layernorm"));
 }
 
-// Standard deviation of a normal init for weight `n` (shape s); 0 means Xavier-uniform.
-double weight_std(const ModelConfig& c, const std::string& n) {
-  const double f = c.init_std;
-  if (c.model_type == "gpt2") {
-    // GPT-2 scales the residual projections by 1/sqrt(2 * n_layer) (section 2.3 of the paper).
-    return has(n, "c_proj.weight") ? f / std::sqrt(2.0 * static_cast<double>(c.n_layers)) : f;
-  }
-  if (c.model_type == "t5") {  // T5's _init_weights, with initializer_factor f
-    const double d = static_cast<double>(c.d_model), dkv = static_cast<double>(c.dim_head());
-    const double h = static_cast<double>(c.n_heads);
-    if (n == "shared.weight" || n == "lm_head.weight") return f;
-    if (ends_with(n, ".q.weight")) return f * std::pow(d * dkv, -0.5);
-    if (ends_with(n, ".k.weight") || ends_with(n, ".v.weight")) return f * std::pow(d, -0.5);
-    if (ends_with(n, ".o.weight")) return f * std::pow(h * dkv, -0.5);
-    if (has(n, "relative_attention_bias")) return f * std::pow(d, -0.5);
-    if (has(n, ".wo.weight")) return f * std::pow(static_cast<double>(c.d_ff), -0.5);
-    return f * std::pow(d, -0.5);  // wi, wi_0, wi_1
-  }
-  if (c.model_type == "transformer" && f == 0.0) {
-    // Vaswani-style: token embeddings N(0, d^-1/2) (they are multiplied by sqrt(d)), tables of
-    // relative biases small, projection matrices Xavier-uniform as nn.Transformer does.
-    if (has(n, "embed_") || has(n, "relative_attention_bias")) return std::pow(static_cast<double>(c.d_model), -0.5);
-    return 0.0;
-  }
-  return f;
-}
-
 // fan_in + fan_out for Xavier. nn.MultiheadAttention initialises q, k and v as one packed
 // (3C, C) matrix, so each gets the packed matrix's bound; with GQA the pack is q + 2 kv.
 std::int64_t xavier_fans(const ModelConfig& c, const std::string& n, const Shape& s) {
@@ -64,6 +38,7 @@ std::int64_t xavier_fans(const ModelConfig& c, const std::string& n, const Shape
 
 void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, std::map<std::string, Tensor>& params,
                      std::uint64_t seed) {
+  const Family& family = model_family(c.model_type);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& p = specs[i];
     Tensor t;
@@ -74,7 +49,8 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
     } else if (is_norm_weight(p.name)) {
       t = Tensor::ones(p.shape);
     } else {
-      const double std = weight_std(c, p.name);
+      // The normal's standard deviation by the family's convention; 0 means Xavier-uniform.
+      const double std = family.init_std ? family.init_std(c, p.name) : c.init_std;
       if (std > 0) {
         t = Tensor::randn(p.shape, mix(seed, i), 0.0f, static_cast<float>(std));
       } else {
@@ -83,11 +59,9 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
         t = Tensor::uniform(p.shape, mix(seed, i), static_cast<float>(-bound), static_cast<float>(bound));
       }
     }
-    // BERT's and Llama's word embeddings are nn.Embedding(padding_idx=pad_token_id): Hugging
-    // Face's _init_weights zeroes that row.
-    const bool padded_embedding = (c.model_type == "bert" && p.name == "bert.embeddings.word_embeddings.weight") ||
-                                  (uses_llama_layout(c) && p.name == "model.embed_tokens.weight");
-    if (padded_embedding && c.pad_token_id >= 0 && c.pad_token_id < p.shape[0]) {
+    // An nn.Embedding(padding_idx=pad_token_id) (BERT's, Llama's): Hugging Face's
+    // _init_weights zeroes that row.
+    if (p.name == family.padded_embedding && c.pad_token_id >= 0 && c.pad_token_id < p.shape[0]) {
       float* row = t.data<float>() + c.pad_token_id * p.shape[1];  // (V, C) contiguous
       for (std::int64_t j = 0; j < p.shape[1]; ++j) row[j] = 0.0f;
     }

@@ -26,6 +26,7 @@ struct Stack {
   nn::Norm final_norm;
   bool has_final_norm = false;
   Tensor relative_bias;  // (buckets, H): T5 relative position bias table, shared by all layers
+  bool dropout_after_final_norm = false;  // T5 drops the stack's output after its final norm too
 };
 
 struct Layout {

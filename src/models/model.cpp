@@ -235,7 +235,7 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
     if (hidden != nullptr) hidden->push_back(x);
   }
   if (s.has_final_norm) x = s.final_norm(x);
-  if (m.cfg.model_type == "t5") x = rng.apply(x, m.cfg.dropout);  // T5 drops after the final norm too
+  if (s.dropout_after_final_norm) x = rng.apply(x, m.cfg.dropout);
   return x;
 }
 

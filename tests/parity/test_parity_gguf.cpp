@@ -27,7 +27,7 @@ void check_logits(const std::string& arch) {
   const SafetensorsFile f = test::load_fixture("gguf_" + arch);
   LoadedModel m = load_gguf_model(fixture_path("gguf_" + arch + ".gguf"));
   // Q8_0/Q4_0/Q4_K/Q6_K matrices stay compact at load and run through kernels that quantize
-  // activations (tests/unit/test_quant_model.cpp bounds that); the fixture is torch on the
+  // activations (tests/unit/infer/test_quant_model.cpp bounds that); the fixture is torch on the
   // dequantized weights, so compare the model with its matrices widened to f32.
   dequantize_model(m.model);
   ModelInputs in;

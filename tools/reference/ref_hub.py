@@ -210,13 +210,11 @@ def llama_config(model_type="llama", **over):
          "model_type": model_type, "num_attention_heads": 4, "num_hidden_layers": 2, "num_key_value_heads": 2,
          "rms_norm_eps": 1e-05, "rope_scaling": None, "rope_theta": 10000.0, "tie_word_embeddings": False,
          "torch_dtype": "bfloat16", "transformers_version": "4.40.0", "use_cache": True, "vocab_size": 37}
-    if model_type == "llama":
-        c.update({"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1})
-    if model_type == "mistral":
-        c["sliding_window"] = 4
-    if model_type == "qwen2":
-        c.update({"max_window_layers": 2, "sliding_window": 64, "use_sliding_window": False, "bos_token_id": 35,
-                  "eos_token_id": 36})
+    # Each family's own keys, as its published config.json files carry them.
+    c.update({"llama": {"attention_bias": False, "mlp_bias": False, "pretraining_tp": 1},
+              "mistral": {"sliding_window": 4},
+              "qwen2": {"max_window_layers": 2, "sliding_window": 64, "use_sliding_window": False,
+                        "bos_token_id": 35, "eos_token_id": 36}}[model_type])
     c.update(over)
     return c
 

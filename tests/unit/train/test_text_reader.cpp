@@ -10,7 +10,7 @@
 #include "tfm/safetensors.h"
 #include "train/text_reader.h"
 #include "train/train_internal.h"
-#include "unit/train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 using namespace tfm::train_detail;

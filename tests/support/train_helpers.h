@@ -1,4 +1,4 @@
-// Helpers of the training tests (tests/unit/test_train*.cpp).
+// Helpers of the training tests (tests/unit/train/test_train*.cpp).
 #pragma once
 
 #include <gtest/gtest.h>

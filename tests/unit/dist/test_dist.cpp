@@ -10,7 +10,7 @@
 #include "tfm/autograd.h"
 #include "tfm/ops.h"
 #include "tfm/train.h"
-#include "unit/train_helpers.h"  // expect_error
+#include "support/train_helpers.h"  // expect_error
 
 using namespace tfm;
 using tfm::train_test::expect_error;

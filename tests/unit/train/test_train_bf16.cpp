@@ -22,7 +22,7 @@
 #include "support/test_support.h"
 #include "tfm/tfm.h"
 #include "tfm/train.h"
-#include "unit/train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 namespace fs = std::filesystem;

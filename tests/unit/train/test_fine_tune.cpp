@@ -8,7 +8,7 @@
 #include "support/test_support.h"
 #include "tfm/adapter.h"
 #include "tfm/tfm.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 using namespace tfm::train_test;

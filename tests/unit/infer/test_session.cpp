@@ -8,7 +8,7 @@
 #include "support/test_support.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 using train_test::expect_error;

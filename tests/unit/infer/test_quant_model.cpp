@@ -11,7 +11,7 @@
 
 #include "kernels/qgemm.h"
 #include "support/test_support.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 #include "tfm/autograd.h"
 #include "tfm/kv_cache.h"
 #include "tfm/model.h"

@@ -6,7 +6,7 @@
 
 #include "tfm/memory_plan.h"
 #include "tfm/runtime.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 using namespace tfm::train_test;

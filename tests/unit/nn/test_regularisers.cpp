@@ -9,7 +9,7 @@
 #include "nn/modules.h"
 #include "support/test_support.h"
 #include "tfm/tfm.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 

@@ -10,7 +10,7 @@
 #include "tfm/tfm.h"
 #include "tfm/train.h"
 #include "train/train_internal.h"
-#include "unit/train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 namespace fs = std::filesystem;

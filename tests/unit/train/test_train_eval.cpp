@@ -9,7 +9,7 @@
 
 #include "tfm/safetensors.h"
 #include "tfm/train.h"
-#include "unit/train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 namespace fs = std::filesystem;

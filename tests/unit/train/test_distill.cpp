@@ -9,7 +9,7 @@
 #include "support/test_support.h"
 #include "tfm/tfm.h"
 #include "train/distill.h"
-#include "train_helpers.h"
+#include "support/train_helpers.h"
 
 using namespace tfm;
 using namespace tfm::train_test;

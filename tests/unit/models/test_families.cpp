@@ -1,0 +1,131 @@
+// The family registry (src/models/family.h): every model_type answers from one file, and
+// what the rest of the engine asks of a family holds for each of them.
+#include <gtest/gtest.h>
+
+#include <set>
+
+#include "models/family.h"
+#include "tfm/error.h"
+#include "tfm/model.h"
+#include "tfm/ops.h"
+
+using namespace tfm;
+
+namespace {
+
+// A family's defaults at a size a test can run.
+ModelConfig tiny(const Family& f) {
+  ModelConfig c = f.schema.base;
+  c.vocab_size = 64;
+  c.d_model = 16;
+  c.n_heads = 2;
+  c.n_kv_heads = c.n_kv_heads > 0 ? 1 : 0;
+  c.head_dim = c.head_dim > 0 ? 8 : 0;
+  c.n_layers = 2;
+  c.n_decoder_layers = c.n_decoder_layers > 0 ? 1 : 0;
+  c.d_ff = 32;
+  c.max_positions = 32;
+  c.num_labels = 3;
+  c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
+  c.pad_token_id = c.pad_token_id >= 0 ? 1 : -1;
+  c.bos_token_id = c.eos_token_id = c.decoder_start_token_id = 2;
+  if (c.init_std == 0.0) c.init_std = 0.02;
+  return c;
+}
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
+}  // namespace
+
+TEST(Families, RegistryListsEveryModelTypeOnce) {
+  std::set<std::string> seen;
+  for (const Family& f : model_families()) {
+    EXPECT_TRUE(seen.insert(f.model_type).second) << f.model_type << " registered twice";
+    EXPECT_EQ(&model_family(f.model_type), &f);
+    EXPECT_TRUE(f.parameters && f.wire) << f.model_type;
+    EXPECT_EQ(f.schema.base.model_type, f.model_type) << "the schema's base names its family";
+  }
+  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian"})
+    EXPECT_EQ(seen.count(t), 1u) << t;
+  const std::string e = error_of([] { model_family("gpt3", "config.json"); });
+  EXPECT_NE(e.find("config.json"), std::string::npos) << e;
+  EXPECT_NE(e.find("unknown value 'gpt3'"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian"), std::string::npos) << e;
+}
+
+TEST(Families, PresetsComeFromTheirFamilies) {
+  EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5"}));
+  for (const Family& f : model_families())
+    for (const auto& [name, c] : f.presets) EXPECT_EQ(model_preset(name).model_type, f.model_type) << name;
+  const std::string e = error_of([] { model_preset("gtp2"); });
+  EXPECT_NE(e.find("did you mean 'gpt2'"), std::string::npos) << e;
+  EXPECT_NE(e.find("allowed: vaswani, gpt2, llama, bert, t5"), std::string::npos) << e;
+}
+
+// Every family builds, wires and runs a forward pass from its own parameter specs; its config
+// round-trips through its key set; the parameters a family initialises match its specs.
+TEST(Families, EachBuildsWiresAndRunsFromItsSpecs) {
+  for (const Family& f : model_families()) {
+    SCOPED_TRACE(f.model_type);
+    const ModelConfig c = parse_model_config(model_config_to_json(tiny(f)), f.model_type);
+    EXPECT_EQ(model_config_to_json(c), model_config_to_json(tiny(f)));
+    Model m = Model::create(c, 7);
+    std::int64_t n = 0;
+    for (const auto& s : f.parameters(c)) {
+      ASSERT_EQ(m.parameters().count(s.name), 1u) << s.name;
+      EXPECT_EQ(m.parameters().at(s.name).shape(), s.shape) << s.name;
+      n += shape_numel(s.shape);
+    }
+    EXPECT_EQ(m.parameter_count(), n);
+    ModelInputs in;
+    in.input_ids = Tensor::from_ints({3, 4, 5, 6}, {1, 4});
+    if (c.architecture == Architecture::encoder_decoder) in.decoder_input_ids = Tensor::from_ints({2, 7}, {1, 2});
+    const ModelOutputs out = m.forward(in);
+    ASSERT_TRUE(out.logits.defined());
+    for (const float v : out.logits.to_floats()) ASSERT_TRUE(std::isfinite(v));
+  }
+}
+
+TEST(Families, HubNamesMapOntoTheSpecs) {
+  // A hub file without the base-model prefix, with a buffer the family drops, loads as the specs.
+  const Family& gpt2 = model_family("gpt2");
+  const ModelConfig c = tiny(gpt2);
+  std::map<std::string, Tensor> stored;
+  for (const auto& s : gpt2.parameters(c)) {
+    std::string name = s.name.rfind(gpt2.hub_prefix, 0) == 0 ? s.name.substr(gpt2.hub_prefix.size()) : s.name;
+    stored[name] = Tensor::zeros(s.shape);
+  }
+  stored["h.0.attn.bias"] = Tensor::zeros({1, 1, 32, 32});
+  const auto mapped = hub_checkpoint_names(c, stored);
+  std::set<std::string> want, got;
+  for (const auto& s : gpt2.parameters(c)) want.insert(s.name);
+  for (const auto& [n, t] : mapped) got.insert(n);
+  EXPECT_EQ(got, want);
+}
+
+TEST(Families, GgufArchitecturesAndEngineEquivalents) {
+  for (const char* arch : {"gpt2", "llama", "qwen2"}) {
+    const Family* f = gguf_family(arch);
+    ASSERT_NE(f, nullptr) << arch;
+    EXPECT_EQ(f->model_type, arch);
+  }
+  EXPECT_EQ(gguf_family("mistral"), nullptr);
+  EXPECT_EQ(gguf_family("falcon"), nullptr);
+  // An engine-scheme decoder with GPT-2's components computes as GPT-2, and as nothing else.
+  ModelConfig e;
+  e.architecture = Architecture::decoder_only;
+  e.norm_placement = NormPlacement::pre;
+  e.position = PositionKind::learned;
+  e.activation = FfnActivation::gelu_tanh;
+  std::vector<std::string> same;
+  for (const Family& f : model_families())
+    if (f.computes_as_engine && f.computes_as_engine(e)) same.push_back(f.model_type);
+  EXPECT_EQ(same, std::vector<std::string>{"gpt2"});
+}
