@@ -81,6 +81,13 @@ struct BeamOptions {
   bool early_stopping = true;         // stop once beam_size hypotheses are finished
   std::int64_t max_new_tokens = 64;
   std::int32_t eos_id = -1;           // < 0: no EOS, every hypothesis runs to max_new_tokens
+  std::vector<std::int32_t> more_eos_ids;  // more ids that end a hypothesis (generation_config.json)
+  bool ends_on(std::int32_t token) const {
+    if (token == eos_id) return true;
+    for (const std::int32_t id : more_eos_ids)
+      if (token == id) return true;
+    return false;
+  }
 };
 
 struct Hypothesis {

@@ -15,6 +15,21 @@ namespace tfm {
 void set_num_threads(int n);
 int num_threads();
 
+// ---- process set-up --------------------------------------------------------------------
+// What a program that embeds the engine calls first in main (tfm's own main does), each part
+// measured in docs/benchmarks.md:
+//   - idle OpenMP threads sleep instead of spinning (OMP_WAIT_POLICY=passive unless the user
+//     set OMP_WAIT_POLICY or GOMP_SPINCOUNT): on shared cores a descheduled spinning thread
+//     stalls every small parallel region. libgomp reads its environment when it is loaded,
+//     so this re-executes the program (/proc/self/exe with argv) once; it returns only when
+//     that was not needed or failed;
+//   - SIGXFSZ ignored: past a file-size limit, writes fail with EFBIG (which the writers
+//     report) instead of killing the process in the middle of a checkpoint;
+//   - glibc's heap keeps freed tensor memory (mmap threshold 32 MiB, trim threshold 256 MiB)
+//     rather than returning and faulting in blocks of a few MiB every training step.
+// Sets TFM_OMP_DEFAULTED=1 when it chose the wait policy (child processes may tell).
+void setup_process(char** argv);
+
 // ---- instruction set -----------------------------------------------------------------
 enum class Isa { generic, avx2, avx512 };
 const char* isa_name(Isa isa);

@@ -131,7 +131,7 @@ std::vector<Hypothesis> beam_search(DecodeStepper& stepper, std::span<const floa
     std::vector<std::int32_t> tokens;
     for (std::int64_t rank = 0; rank < n_pairs && static_cast<std::int64_t>(next.size()) < K; ++rank) {
       const Pair& p = pairs[rank];
-      const bool eos = p.token == o.eos_id;
+      const bool eos = o.ends_on(p.token);
       if (eos && rank >= K) continue;
       std::vector<std::int32_t> seq = live[p.beam].tokens;
       seq.push_back(p.token);

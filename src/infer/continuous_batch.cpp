@@ -68,12 +68,7 @@ std::int64_t ContinuousBatch::active() const {
 }
 
 std::vector<std::int32_t> ContinuousBatch::encode_prompt(std::string_view prompt) const {
-  TFM_CHECK(!prompt.empty(), "generate", "the prompt is empty");
-  std::vector<std::int32_t> ids = tok_.encode(prompt);
-  TFM_CHECK(!ids.empty(), "generate", "the prompt encodes to no tokens");
-  TFM_CHECK(static_cast<std::int64_t>(ids.size()) < cache_.capacity(), "generate", "the prompt is ", ids.size(),
-            " tokens; the context holds ", cache_.capacity(), " (raise --ctx-size or shorten the prompt)");
-  return ids;
+  return detail::encode_prompt_checked(tok_, prompt, cache_.capacity());
 }
 
 std::int64_t ContinuousBatch::add(BatchRequest r) {

@@ -20,6 +20,10 @@ namespace tfm::detail {
 Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>& slots,
                    const std::vector<std::int32_t>& tokens);
 
+// The prompt's ids, refused when empty, when it encodes to nothing or when it does not fit a
+// context of `capacity` positions with room for one generated token.
+std::vector<std::int32_t> encode_prompt_checked(const Tokenizer& tok, std::string_view prompt, std::int64_t capacity);
+
 // A token id list as a (1, T) integer tensor.
 Tensor ids_tensor(const std::vector<std::int32_t>& ids);
 

@@ -1,7 +1,7 @@
 // plan_activation_memory: what the autograd tape keeps per token, per layer, as the engine's ops
 // record it (fused attention, the training default). The per-layer figures were read off the
 // allocator (memory_stats) for each family and are checked against it in
-// tests/unit/test_checkpoint_activations.cpp:
+// tests/unit/models/test_checkpoint_activations.cpp:
 //   self-attention sublayer, norm to residual add: ~7 C per token (norm output, q/k/v, attention
 //     output, o_proj output, dropout output, the sum), + H for the softmax statistics,
 //     + 2 C with RoPE (the rotated q and k);

@@ -65,6 +65,15 @@ Tensor decode_rows(Model& model, KVCache& cache, const std::vector<std::int64_t>
   return parts.size() == 1 ? parts[0] : tfm::concat(parts, 0);
 }
 
+std::vector<std::int32_t> encode_prompt_checked(const Tokenizer& tok, std::string_view prompt, std::int64_t capacity) {
+  TFM_CHECK(!prompt.empty(), "generate", "the prompt is empty");
+  std::vector<std::int32_t> ids = tok.encode(prompt);
+  TFM_CHECK(!ids.empty(), "generate", "the prompt encodes to no tokens");
+  TFM_CHECK(static_cast<std::int64_t>(ids.size()) < capacity, "generate", "the prompt is ", ids.size(),
+            " tokens; the context holds ", capacity, " (raise --ctx-size or shorten the prompt)");
+  return ids;
+}
+
 bool is_end_token(std::int32_t tok, std::int32_t tokenizer_eos, const GenerateOptions& o) {
   if (!o.stop_at_eos) return false;
   return tok == tokenizer_eos || std::find(o.eos_ids.begin(), o.eos_ids.end(), tok) != o.eos_ids.end();
@@ -146,12 +155,7 @@ Generator::Generator(Model& model, const Tokenizer& tok, SessionOptions opt)
 }
 
 std::vector<std::int32_t> Generator::encode_prompt(std::string_view prompt) const {
-  TFM_CHECK(!prompt.empty(), "generate", "the prompt is empty");
-  std::vector<std::int32_t> ids = tok_.encode(prompt);
-  TFM_CHECK(!ids.empty(), "generate", "the prompt encodes to no tokens");
-  TFM_CHECK(static_cast<std::int64_t>(ids.size()) < cache_.capacity(), "generate", "the prompt is ", ids.size(),
-            " tokens; the context holds ", cache_.capacity(), " (raise --ctx-size or shorten the prompt)");
-  return ids;
+  return detail::encode_prompt_checked(tok_, prompt, cache_.capacity());
 }
 
 std::string Generator::decode(const std::vector<std::int32_t>& tokens) const { return tok_.decode(tokens, true); }
@@ -331,8 +335,13 @@ std::vector<TranslateResult> Translator::translate_ids(const std::vector<std::ve
   b.max_new_tokens = std::min<std::int64_t>(o.max_new_tokens, cache_.capacity() - 1);
   if (b.eos_id < 0) b.eos_id = tok_.eos_id();
   std::vector<TranslateResult> out(sources.size());
+  // The text leaves out the end token (a generation_config end id may be an ordinary token).
   auto finish = [&](TranslateResult& t) {
-    for (const auto& h : t.hypotheses) t.texts.push_back(tok_.decode(h.tokens, true));
+    for (const auto& h : t.hypotheses) {
+      const bool ended = !h.tokens.empty() && b.ends_on(h.tokens.back());
+      const std::vector<std::int32_t> text(h.tokens.begin(), h.tokens.end() - (ended ? 1 : 0));
+      t.texts.push_back(tok_.decode(text, true));
+    }
   };
   const std::int64_t S = cache_.slots();
   for (std::size_t first = 0; first < sources.size(); first += static_cast<std::size_t>(b.beam_size == 1 ? S : 1)) {
@@ -374,7 +383,7 @@ std::vector<TranslateResult> Translator::translate_ids(const std::vector<std::ve
           auto& h = hyp[static_cast<std::size_t>(live[j])];
           h.log_prob += -std::log(z);
           h.tokens.push_back(best);
-          if (best == b.eos_id) continue;
+          if (b.ends_on(best)) continue;
           next_live.push_back(live[j]);
           next_tokens.push_back(best);
         }

@@ -2,6 +2,7 @@
 // from the generated ranges (unicode_tables.cpp), binary search above it.
 #include "tokenize/unicode.h"
 
+#include "base/utf8.h"
 #include "tfm/error.h"
 #include "tfm/tokenizer.h"
 
@@ -58,23 +59,7 @@ const std::uint8_t ascii_class[128] = {
 
 }  // namespace detail
 
-void append_utf8(std::string& out, std::uint32_t cp) {
-  if (cp < 0x80) {
-    out += static_cast<char>(cp);
-  } else if (cp < 0x800) {
-    out += static_cast<char>(0xC0 | (cp >> 6));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else if (cp < 0x10000) {
-    out += static_cast<char>(0xE0 | (cp >> 12));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  } else {
-    out += static_cast<char>(0xF0 | (cp >> 18));
-    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3F));
-    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3F));
-    out += static_cast<char>(0x80 | (cp & 0x3F));
-  }
-}
+void append_utf8(std::string& out, std::uint32_t cp) { tfm::append_utf8(out, cp); }
 
 bool is_valid_utf8(const std::string& s) {
   const auto* p = reinterpret_cast<const unsigned char*>(s.data());

@@ -3,8 +3,8 @@
 // trainer's evaluate(), so training-time and CLI figures are computed by the same code.
 #include <filesystem>
 
-#include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/load.h"
 #include "tfm/quantize.h"
 #include "tfm/memory_plan.h"
 #include "tfm/metrics.h"
@@ -42,14 +42,13 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     const MemoryPlan p = plan_memory(mc, ctx, batch);
     check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
   }
-  LoadedModel lm = load_model_dir(dir);
-  if (!opt.adapter_dir.empty()) load_adapter(opt.adapter_dir, lm.model);
-  if (!opt.weight_type.empty()) {
-    QuantizeOptions q;
-    q.type = parse_weight_type(opt.weight_type, "--dtype");
-    q.recipe = opt.weight_recipe;
-    quantize_model(lm.model, q);
-  }
+  if (!opt.weight_type.empty()) parse_weight_type(opt.weight_type, "--dtype");  // the flag's name in the error
+  LoadOptions lo;  // the library's one load path (tfm/load.h); eval runs whole sequences, no decode repacking
+  lo.adapter = opt.adapter_dir;
+  lo.dtype = opt.weight_type;
+  lo.recipe = opt.weight_recipe;
+  lo.repack = false;
+  LoadedModel lm = load_model(dir, lo);
   const TaskKind task = task_of(lm.config);
   TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
             to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");

@@ -171,7 +171,12 @@ std::vector<std::vector<std::int32_t>> decode_for_bleu(Model& m, const Tokenizer
 }  // namespace
 
 TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
-  TFM_CHECK(std::filesystem::exists(cfg.train_file), cfg.source, "data.train: file '", cfg.train_file, "' not found");
+  if (!std::filesystem::exists(cfg.train_file)) {
+    const auto beside = std::filesystem::path(cfg.source).parent_path() / cfg.train_file;
+    fail(cfg.source, "data.train: file '", cfg.train_file, "' not found (tried '",
+         (std::filesystem::current_path() / cfg.train_file).lexically_normal().string(), "' and '",
+         beside.lexically_normal().string(), "', beside the config)");
+  }
   if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
   if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
   return lm_data(cfg, tok);

@@ -1,5 +1,6 @@
 // The train config: one JSON file, parsed once into TrainConfig. Every section rejects keys it
 // does not know (listing the allowed ones) and range-checks its values.
+#include <filesystem>
 #include <nlohmann/json.hpp>
 
 #include "tfm/error.h"
@@ -305,6 +306,25 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   return c;
 }
 
-TrainConfig load_train_config(const std::string& path) { return parse_train_config(read_file(path), path); }
+namespace {
+
+// A relative data or tokenizer path that is not found from the working directory is taken
+// from the config's folder when it is there (a config shipped beside its data runs from
+// anywhere); when neither exists it stays as written and the error names both places.
+std::string beside_config(const std::string& path, const std::string& config) {
+  namespace fs = std::filesystem;
+  if (path.empty() || fs::exists(path) || fs::path(path).is_absolute()) return path;
+  const fs::path alt = fs::path(config).parent_path() / path;
+  return fs::exists(alt) ? alt.string() : path;
+}
+
+}  // namespace
+
+TrainConfig load_train_config(const std::string& path) {
+  TrainConfig c = parse_train_config(read_file(path), path);
+  c.train_file = beside_config(c.train_file, path);
+  c.tokenizer_path = beside_config(c.tokenizer_path, path);
+  return c;
+}
 
 }  // namespace tfm

@@ -214,7 +214,7 @@ const metric = async (url, name) => {
 // --parallel 1 --queue 1: one request decoding, one waiting, the third gets 503 + Retry-After.
 // A client that disconnects mid-stream frees its slot (/metrics shows it).
 async function queueAndDisconnect() {
-  const long = { model: 'tiny', prompt: 'ROMEO:', max_tokens: 1000, ignore_eos: true, seed: 1, stream: true };
+  const long = { model: 'wide', prompt: 'ROMEO:', max_tokens: 1000, ignore_eos: true, seed: 1, stream: true };
   const ac = new AbortController();
   const first = await small.completions.create(long, { signal: ac.signal });
   const it = first[Symbol.asyncIterator]();

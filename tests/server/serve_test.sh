@@ -106,6 +106,54 @@ post "$CLS_PORT" /v1/classify '{"input": ["WINNER you won a free prize call now"
 cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs"; diff "$DIR/cli_cls.txt" "$DIR/srv_cls.txt"; exit 1; }
 post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -c '"model_not_supported"' >/dev/null || { echo "FAIL: completion on a classifier"; exit 1; }
 echo "translate (greedy, beam 3) and classify == the CLI's"
+
+# generation_config.json's end ids, honoured alike by the CLI and the server (one library path,
+# tfm/load.h): hub directories (tools/reference/hub_cli_fixture.py) whose generation_config lists
+# a second eos id, a token of the reference's greedy continuation, stop there in tfm generate,
+# /v1/completions and /v1/chat/completions (GPT-2), and in tfm translate and the server's
+# translation (Marian).
+/usr/bin/python3 "$SRC/tools/reference/hub_cli_fixture.py" "$DIR" > /dev/null
+end_early() {  # end_early NAME TOKENIZER_EOS: adds an eos id; prints the greedy words before it
+  /usr/bin/python3 - "$DIR/hub/$1" "$2" <<'PY'
+import json, os, struct, sys
+d, eos = sys.argv[1], int(sys.argv[2])
+b = open(d + ".ref.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+lo, hi = json.loads(b[8:8 + n])["greedy"]["data_offsets"]
+ids = list(struct.unpack(f"<{(hi - lo) // 8}q", b[8 + n + lo:8 + n + hi]))
+# the first new id after the first token (a continuation that repeats one token ends at once)
+k = next((k for k in range(1, len(ids)) if ids[k] not in ids[:k] and ids[k] != eos), 0)
+path = os.path.join(d, "generation_config.json")
+gen = json.load(open(path)) if os.path.exists(path) else {}
+gen["eos_token_id"] = [eos, ids[k]]
+json.dump(gen, open(path, "w"))
+print(" ".join(f"w{i}" for i in ids[:k]))
+PY
+}
+GPT2_PROMPT="w3 w17 w5 w9 w30 w2 w11 w7" MARIAN_SRC="w5 w19 w7 w26 w11"
+want_gpt2=$(end_early gpt2 40)
+want_marian=$(end_early marian 0)
+printf '{"chat_template": "{%% for m in messages %%}{{ m.content }}{%% endfor %%}"}' > "$DIR/hub/gpt2/tokenizer_config.json"
+got=$("$TFM" -t 1 generate -m "$DIR/hub/gpt2" -p "$GPT2_PROMPT" -n 6 --no-display-prompt -v 2> "$DIR/gen.err")
+[ "$got" = "$want_gpt2" ] && grep -q "stopped: eos" "$DIR/gen.err" ||
+  { echo "FAIL: tfm generate: '$got' != '$want_gpt2' (the second eos id)"; cat "$DIR/gen.err"; exit 1; }
+got=$("$TFM" -t 1 translate -m "$DIR/hub/marian" --beam 1 -n 5 "$MARIAN_SRC" 2> /dev/null)
+[ "$got" = "$want_marian" ] || { echo "FAIL: tfm translate: '$got' != '$want_marian' (the second eos id)"; exit 1; }
+start eos hub/gpt2
+EOS_PORT=$PORT
+start marian hub/marian
+field() { python3 -c 'import json,sys; c=json.load(sys.stdin)["choices"][0]; print(c.get("text", c.get("message", {}).get("content")), c["finish_reason"], sep="\t")'; }
+got=$(post "$EOS_PORT" /v1/completions "{\"prompt\": \"$GPT2_PROMPT\", \"max_tokens\": 6}" | field)
+[ "$got" = "$(printf '%s\tstop' "$want_gpt2")" ] || { echo "FAIL: /v1/completions: '$got' != '$want_gpt2' stop"; exit 1; }
+got=$(post "$EOS_PORT" /v1/chat/completions "{\"messages\": [{\"role\": \"user\", \"content\": \"$GPT2_PROMPT\"}], \"max_tokens\": 6}" | field)
+[ "$got" = "$(printf '%s\tstop' "$want_gpt2")" ] || { echo "FAIL: /v1/chat/completions: '$got' != '$want_gpt2' stop"; exit 1; }
+got=$(post "$PORT" /v1/completions "{\"prompt\": \"$MARIAN_SRC\", \"num_beams\": 1, \"max_tokens\": 5}" | field)
+[ "$got" = "$(printf '%s\tstop' "$want_marian")" ] || { echo "FAIL: server translation: '$got' != '$want_marian' stop"; exit 1; }
+echo "generation_config end ids: generate, completions, chat, translate (CLI and server) stop there"
+
+# Every request key the generation endpoints list is honoured or refused with a 400 naming it.
+"$NODE" "$SRC/tests/server/request_keys.js" "$SRC/tools/server/routes.h" "http://127.0.0.1:$MAIN_PORT" "$KEY" \
+  "http://127.0.0.1:$S2S_PORT" "http://127.0.0.1:$EOS_PORT"
 # CORS: off by default; with --cors ORIGIN, that origin and a preflight answer.
 if curl -si "http://127.0.0.1:$MAIN_PORT/health" | grep -ci '^access-control' >/dev/null; then echo "FAIL: CORS headers without --cors"; exit 1; fi
 curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -ci '^access-control-allow-origin: http://playground.test' >/dev/null ||
@@ -138,4 +186,5 @@ grep -q "tfm serve: stopped" "$DIR/main.err" || { echo "FAIL: no clean stop"; ex
 grep -qE "req-[0-9]+ POST /v1/completions 200 prompt_tokens=[0-9]+ completion_tokens=[0-9]+" "$DIR/main.err" ||
   { echo "FAIL: no access log line"; exit 1; }
 if grep -qF "$KEY" "$DIR/main.err" "$DIR/main.out"; then echo "FAIL: the API key was logged"; exit 1; fi
+grep -q "user=key-walk-user" "$DIR/main.err" || { echo "FAIL: the request's user is not in the access log"; exit 1; }
 echo "serve: ok ($(grep -c 'req-' "$DIR/main.err") requests logged)"

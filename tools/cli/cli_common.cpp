@@ -7,6 +7,7 @@
 
 #include "tfm/adapter.h"
 #include "tfm/error.h"
+#include "tfm/load.h"
 #include "tfm/memory_plan.h"
 #include "tfm/model_config.h"
 #include "tfm/quantize.h"
@@ -38,11 +39,20 @@ void print_fallbacks(const std::vector<std::string>& notes) {
   if (notes.size() > shown) std::fprintf(stderr, "tfm: ... and %zu more matrices fell back the same way\n", notes.size() - shown);
 }
 
-LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights) {
-  LoadedModel lm = load_model_dir(dir);
-  if (!adapter.empty()) load_adapter(adapter, lm.model);
-  apply_weight_options(lm.model, weights);
-  repack_for_decode(lm.model);
+LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights,
+                       const std::string& max_memory, std::int64_t ctx, std::int64_t batch) {
+  TFM_CHECK(weights.recipe.empty() || !weights.dtype.empty(), "--recipe", "needs --dtype");
+  if (!weights.dtype.empty()) parse_weight_type(weights.dtype, "--dtype");  // the flag's name in the error
+  LoadOptions o;
+  o.adapter = adapter;
+  o.dtype = weights.dtype;
+  o.recipe = weights.recipe;
+  if (!max_memory.empty()) o.max_memory = parse_byte_size(max_memory, "--max-memory");
+  o.ctx = ctx;
+  o.batch = batch;
+  std::vector<std::string> notes;
+  LoadedModel lm = tfm::load_model(path, o, &notes);
+  print_fallbacks(notes);
   return lm;
 }
 
@@ -66,15 +76,6 @@ std::vector<std::string> read_input_lines(const std::string& path) {
 void add_max_memory_option(CLI::App* cmd, std::string& spec) {
   cmd->add_option("--max-memory", spec,
                   "Refuse to start when the memory plan (tfm info -m) exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
-}
-
-void check_model_memory(const std::string& dir, const std::string& spec, std::int64_t ctx, std::int64_t batch) {
-  if (spec.empty()) return;
-  const std::int64_t max = parse_byte_size(spec, "--max-memory");
-  const ModelConfig c = load_model_config(dir + "/config.json");
-  const MemoryPlan p = plan_memory(c, ctx, batch);
-  check_memory_limit(p.total_bytes, max, "the model in " + dir, summary(p),
-                     "lower --ctx-size or the batch (tfm info -m " + dir + " prints the plan)");
 }
 
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {

@@ -1,7 +1,6 @@
 // Helpers shared by the commands that run a model directory.
 #pragma once
 
-#include <CLI/CLI.hpp>
 #include <chrono>
 #include <string>
 #include <vector>
@@ -26,9 +25,13 @@ void add_weight_options(CLI::App* cmd, WeightOptions& w);
 void apply_weight_options(Model& model, const WeightOptions& w);
 // quantize_model's fallback notes on stderr: the first three and a count of the rest.
 void print_fallbacks(const std::vector<std::string>& notes);
-// The model directory, with the adapter attached when `adapter` is not empty, and its
-// weights converted per `weights`, then q4_0 weights repacked for decoding (repack_for_decode).
-LoadedModel load_model(const std::string& dir, const std::string& adapter, const WeightOptions& weights = {});
+// The model (directory, hub directory or .gguf) through the library's load path (tfm/load.h):
+// the adapter attached when `adapter` is not empty, its weights converted per `weights`
+// (fallbacks on stderr), q4_0 repacked for decoding. A --max-memory spec (parsed here) refuses
+// to go on, before any weight is read, when the plan for ctx positions (0: the model's) x
+// batch sequences exceeds it (the error names the planner's breakdown, as tfm info -m prints it).
+LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights = {},
+                       const std::string& max_memory = "", std::int64_t ctx = 0, std::int64_t batch = 1);
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A
 // trailing '\r' is dropped.
@@ -36,12 +39,8 @@ std::vector<std::string> read_input_lines(const std::string& path);
 // One line on stderr before work starts: the model, the context and the KV cache's memory;
 // with verbose, the parameter and weight figures too.
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose);
-// --max-memory BYTES on an inference command (stored as given; parsed by check_model_memory).
+// --max-memory BYTES on an inference command (stored as given; load_model parses it).
 void add_max_memory_option(CLI::App* cmd, std::string& spec);
-// Refuses to go on (tfm::Error naming the memory planner's breakdown, as tfm info -m prints
-// it) when the plan for DIR's model with ctx positions (0: the model's) x batch sequences
-// exceeds the --max-memory limit. Reads DIR/config.json only, before any weight is loaded.
-void check_model_memory(const std::string& dir, const std::string& spec, std::int64_t ctx, std::int64_t batch);
 // Prefill and decode tokens/s on stderr.
 void report_timings(const Timings& t);
 // Runs fn (one forward pass over texts) and adds its time and the texts' token count to t's

@@ -33,8 +33,7 @@ void add_attention_command(CLI::App& app) {
   cmd->add_option("-o,--output", args->output, "SVG file to write")->required();
   add_max_memory_option(cmd, args->max_memory);
   cmd->callback([args] {
-    check_model_memory(args->model, args->max_memory, 0, 1);
-    LoadedModel m = load_model(args->model, args->adapter, args->weights);
+    LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, 1);
     const AttentionFigure f = attention_figure(m, args->q);
     const std::string svg = heat_maps_svg(f.maps, f.style);
     std::ofstream out(args->output, std::ios::binary);

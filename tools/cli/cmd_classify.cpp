@@ -28,20 +28,14 @@ void add_classify_command(CLI::App& app) {
   add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
-    check_model_memory(args->model, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
-    LoadedModel m = load_model(args->model, args->adapter, args->weights);
+    LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     Timings timings;
     auto print = [&](const std::vector<std::string>& texts) {
       const auto rs = timed_prefill(m.tokenizer, texts, timings, [&] { return classify(m, texts); });
       for (const auto& r : rs) std::printf("%s\t%.4f\n", r.name.c_str(), static_cast<double>(r.probability));
       std::fflush(stdout);
     };
-    if (cmd->count("text") > 0) {
-      print({args->text});
-    } else {
-      LineBatches lines(args->batch);
-      for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) print(batch);
-    }
+    for_each_input_batch(cmd->count("text") > 0 ? &args->text : nullptr, args->batch, print);
     if (args->verbose) report_timings(timings);
   });
 }

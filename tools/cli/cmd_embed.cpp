@@ -33,8 +33,7 @@ void add_embed_command(CLI::App& app) {
   add_max_memory_option(cmd, args->max_memory);
   cmd->add_flag("-v,--verbose", args->verbose, "Print tokens/s to stderr at the end");
   cmd->callback([cmd, args] {
-    check_model_memory(args->model, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
-    LoadedModel m = load_model(args->model, args->adapter, args->weights);
+    LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
     Timings timings;
     auto run = [&](const std::vector<std::string>& texts) {
@@ -51,12 +50,7 @@ void add_embed_command(CLI::App& app) {
       }
       std::fflush(stdout);
     };
-    if (cmd->count("text") > 0) {
-      run({args->text});
-    } else {
-      LineBatches lines(args->batch);
-      for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
-    }
+    for_each_input_batch(cmd->count("text") > 0 ? &args->text : nullptr, args->batch, run);
     if (args->verbose) report_timings(timings);
   });
 }

@@ -5,10 +5,12 @@
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "tfm/error.h"
+#include "tfm/load.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
 
@@ -58,47 +60,45 @@ void add_generate_command(CLI::App& app) {
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
               "--beam/--n-best work on one prompt (-p); --file samples or decodes greedily");
-    check_model_memory(a->model, a->max_memory, a->ctx, a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
+    // No flag is taken and ignored: those that shape sampling do nothing to a beam search, and
+    // --batch sizes --file's batches only.
+    if (cmd->count("--beam") + cmd->count("--n-best") > 0)
+      for (const char* f : {"--temp", "--top-k", "--top-p", "--min-p", "--repeat-penalty", "--repeat-last-n", "--seed",
+                            "--stop", "--no-context-shift"})
+        TFM_CHECK(cmd->count(f) == 0, f, "does not apply to beam search (--beam/--n-best)");
+    TFM_CHECK(cmd->count("--batch") == 0 || !a->file.empty(), "--batch", "sizes --file's batches; give --file");
     const auto load_start = std::chrono::steady_clock::now();
-    LoadedModel lm = load_model(a->model, a->adapter, a->weights);
+    LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx,
+                                a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
     if (a->verbose)
       std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
-    // A hub directory's generation_config.json sets what the command line leaves out, with
-    // transformers' meaning: no do_sample means greedy; max_length counts the prompt.
-    const GenerationDefaults& g = lm.generation;
+    // The flags given win; a hub directory's generation_config.json sets what they leave out
+    // (tfm/load.h), then the flags' defaults.
     const auto given = [&](const char* flag) { return cmd->count(flag) > 0; };
-    if (g.from_file) {
-      if (!given("--temp")) a->temp = g.do_sample.value_or(false) ? g.temperature.value_or(1.0) : 0.0;
-      if (!given("--top-k") && g.do_sample.value_or(false)) a->top_k = g.top_k.value_or(50);
-      if (!given("--top-p") && g.do_sample.value_or(false)) a->top_p = g.top_p.value_or(1.0);
-      if (!given("--min-p") && g.do_sample.value_or(false)) a->min_p = 0.0;
-      if (!given("--repeat-penalty") && g.repetition_penalty) a->repeat_penalty = *g.repetition_penalty;
-      if (!given("--beam") && !given("--file") && g.num_beams.value_or(1) > 1 && !g.do_sample.value_or(false))
-        a->beam = *g.num_beams;
-      if (!given("--n-predict")) {
-        if (g.max_new_tokens) a->n = *g.max_new_tokens;
-        else if (g.max_length && has_prompt)
-          a->n = std::max<std::int64_t>(0, *g.max_length - static_cast<std::int64_t>(lm.tokenizer.encode(a->prompt).size()));
-      }
-    }
+    auto flag = [&](const char* name, auto value) { return given(name) ? std::optional(value) : std::nullopt; };
+    DecodeRequest asked;
+    asked.temperature = flag("--temp", a->temp);
+    asked.top_k = flag("--top-k", a->top_k);
+    asked.top_p = flag("--top-p", a->top_p);
+    asked.min_p = flag("--min-p", a->min_p);
+    asked.repeat_penalty = flag("--repeat-penalty", a->repeat_penalty);
+    asked.max_new_tokens = flag("--n-predict", a->n);
+    asked.num_beams = given("--file") ? std::optional<std::int64_t>(1) : flag("--beam", a->beam);
+    const DecodeRequest defaults{a->temp, a->top_p, a->min_p, a->repeat_penalty, 1.0, a->top_k, a->n, a->beam, true};
+    const std::int64_t prompt_tokens = has_prompt ? static_cast<std::int64_t>(lm.tokenizer.encode(a->prompt).size()) : -1;
+    const Decoding d = plan_decoding(lm, asked, defaults, prompt_tokens);
+    a->beam = d.num_beams;
     SessionOptions so;
     so.cache_type = dtype_from_name(a->cache_type);
     so.ctx_size = a->ctx;
     so.max_batch = a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch;
     Generator gen(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, gen.cache(), a->verbose);
-    GenerateOptions o;
-    for (const std::int64_t id : g.eos_token_ids) o.eos_ids.push_back(static_cast<std::int32_t>(id));
-    o.max_new_tokens = a->n;
+    GenerateOptions o = d.generate;
     o.stop = a->stop;
     o.stop_at_eos = !a->ignore_eos;
     o.context_shift = !a->no_shift;
-    o.sampling.temperature = a->temp;
-    o.sampling.top_k = a->top_k;
-    o.sampling.top_p = a->top_p;
-    o.sampling.min_p = a->min_p;
-    o.sampling.repeat_penalty = a->repeat_penalty;
     o.sampling.repeat_last_n = a->repeat_last_n;
     o.sampling.seed = a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
                                    : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
@@ -116,12 +116,10 @@ void add_generate_command(CLI::App& app) {
       }
     } else if (a->beam > 1 || a->n_best > 1) {
       check_utf8(a->prompt, "-p");
-      BeamOptions b;
+      BeamOptions b = d.beam;
       b.beam_size = std::max(a->beam, a->n_best);
       b.n_best = a->n_best;
-      b.max_new_tokens = a->n;
-      b.eos_id = a->ignore_eos ? -1 : lm.tokenizer.eos_id();
-      if (!a->ignore_eos && b.eos_id < 0 && !g.eos_token_ids.empty()) b.eos_id = static_cast<std::int32_t>(g.eos_token_ids[0]);
+      if (a->ignore_eos) b.eos_id = -1, b.more_eos_ids.clear();
       const auto hyps = gen.beam(a->prompt, b);
       for (std::size_t i = 0; i < hyps.size(); ++i) {
         const std::string text = gen.decode(hyps[i].tokens);

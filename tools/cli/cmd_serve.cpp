@@ -16,6 +16,7 @@ void add_serve_command(CLI::App& app) {
   struct Args {
     server::ServeOptions o;
     std::string adapter, api_key_file, max_memory;
+    WeightOptions weights;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->o.model_dir, "Model directory")->required();
@@ -37,6 +38,9 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--cors", a->o.cors_origin, "Allow this browser origin (CORS headers); default: none");
   cmd->add_flag("--no-log", a->o.quiet, "No access log lines on stderr");
   add_max_memory_option(cmd, a->max_memory);
+  add_weight_options(cmd, a->weights);
+  cmd->add_option("--cache-type", a->o.cache_type, "KV cache type: f32, f16 or q8_0")
+      ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
   cmd->callback([a] {
     if (!a->api_key_file.empty()) {
       std::ifstream f(a->api_key_file);
@@ -45,8 +49,7 @@ void add_serve_command(CLI::App& app) {
       while (!a->o.api_key.empty() && (a->o.api_key.back() == '\r' || a->o.api_key.back() == ' ')) a->o.api_key.pop_back();
       TFM_CHECK(!a->o.api_key.empty(), "serve", "--api-key-file '", a->api_key_file, "' holds no key on its first line");
     }
-    check_model_memory(a->o.model_dir, a->max_memory, a->o.ctx_size, a->o.parallel);
-    LoadedModel lm = load_model(a->o.model_dir, a->adapter);
+    LoadedModel lm = load_model(a->o.model_dir, a->adapter, a->weights, a->max_memory, a->o.ctx_size, a->o.parallel);
     server::serve(lm, a->o);
   });
 }

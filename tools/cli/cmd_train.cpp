@@ -45,8 +45,11 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--max-memory", args->max_memory,
                   "Refuse to start when the training memory plan exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
-  cmd->callback([args] {
+  cmd->callback([cmd, args] {
     TrainConfig cfg = load_train_config(args->config);
+    // Without --out the model goes to runs/train: say so before the first step, not only at the end.
+    if (cmd->count("--out") == 0 && !args->quiet && dist::rank() == 0)
+      std::fprintf(stderr, "tfm train: writing the model to %s (no --out given)\n", args->out.c_str());
     if (args->checkpoint_activations) cfg.checkpoint_activations = true;
     if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);

@@ -3,9 +3,12 @@
 // its batch is done). --n-best N > 1 prints N lines per input: rank<TAB>score<TAB>text.
 #include <algorithm>
 #include <cstdio>
+#include <optional>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "tfm/error.h"
+#include "tfm/load.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
 
@@ -41,28 +44,29 @@ void add_translate_command(CLI::App& app) {
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
   add_max_memory_option(cmd, a->max_memory);
   cmd->callback([a, cmd] {
-    check_model_memory(a->model, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
-    LoadedModel lm = load_model(a->model, a->adapter, a->weights);
-    // generation_config.json (hub directories) sets what the command line leaves out.
-    const GenerationDefaults& g = lm.generation;
-    if (cmd->count("--beam") == 0 && g.num_beams) a->beam = *g.num_beams;
-    if (cmd->count("--length-penalty") == 0 && g.length_penalty) a->length_penalty = *g.length_penalty;
-    if (cmd->count("--max-tokens") == 0) {
-      if (g.max_new_tokens) a->max_tokens = *g.max_new_tokens;
-      else if (g.max_length) a->max_tokens = std::max<std::int64_t>(1, *g.max_length - 1);  // it counts the start token
-    }
-    BeamOptions b;
-    b.beam_size = std::max(a->beam, a->n_best);
+    LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
+    // The flags given win; generation_config.json (hub directories) sets what they leave out
+    // (tfm/load.h), then the flags' defaults.
+    auto flag = [&](const char* name, auto value) { return cmd->count(name) > 0 ? std::optional(value) : std::nullopt; };
+    DecodeRequest asked;
+    asked.num_beams = flag("--beam", a->beam);
+    asked.length_penalty = flag("--length-penalty", a->length_penalty);
+    asked.max_new_tokens = flag("--max-tokens", a->max_tokens);
+    DecodeRequest defaults{0.0, 1.0, 0.0, 1.0, a->length_penalty, 0, a->max_tokens, a->beam, true};
+    const Decoding d = plan_decoding(lm, asked, defaults, -1);
+    TFM_CHECK(cmd->count("--batch") == 0 || (d.num_beams == 1 && a->n_best == 1), "--batch",
+              "batches greedy decoding only; beam search translates one sentence at a time");
+    TFM_CHECK(cmd->count("--lp") == 0 || d.num_beams > 1 || a->n_best > 1, "--lp",
+              "is the length penalty's form: it applies to beam search (--beam > 1)");
+    BeamOptions b = d.beam;
+    b.beam_size = std::max(d.num_beams, a->n_best);
     b.n_best = a->n_best;
-    b.length_penalty = a->length_penalty;
     b.penalty_form = a->lp_form == "gnmt" ? LengthPenalty::gnmt : LengthPenalty::hf;
-    b.max_new_tokens = a->max_tokens > 0 ? a->max_tokens : lm.config.max_positions;
-    if (g.early_stopping) b.early_stopping = *g.early_stopping;
-    if (lm.tokenizer.eos_id() < 0 && !g.eos_token_ids.empty()) b.eos_id = static_cast<std::int32_t>(g.eos_token_ids[0]);
+    b.max_new_tokens = b.max_new_tokens > 0 ? b.max_new_tokens : lm.config.max_positions;
     SessionOptions so;
     so.cache_type = dtype_from_name(a->cache_type);
     so.ctx_size = a->ctx;
-    if (g.decoder_start_token_id) so.decoder_start_id = *g.decoder_start_token_id;
+    so = session_for(lm, so);
     so.max_batch = b.beam_size > 1 ? b.beam_size : a->batch;
     Translator tr(lm.model, lm.tokenizer, so);
     report_model(a->model, lm, tr.cache(), a->verbose);

@@ -59,4 +59,14 @@ std::vector<std::string> LineBatches::next() {
   return out;
 }
 
+void for_each_input_batch(const std::string* text, std::size_t max,
+                          const std::function<void(const std::vector<std::string>&)>& run) {
+  if (text != nullptr) {
+    run({*text});
+    return;
+  }
+  LineBatches lines(max);
+  for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
+}
+
 }  // namespace tfm::cli

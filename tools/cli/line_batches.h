@@ -3,6 +3,7 @@
 // as soon as the line is typed while a piped file runs in full batches.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -20,5 +21,10 @@ class LineBatches {
   std::string buf_;
   bool eof_ = false;
 };
+
+// classify's and embed's input: `text` when given (one batch of one), else stdin's lines in
+// LineBatches of up to `max`; `run` answers each batch.
+void for_each_input_batch(const std::string* text, std::size_t max,
+                          const std::function<void(const std::vector<std::string>&)>& run);
 
 }  // namespace tfm::cli

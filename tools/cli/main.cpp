@@ -1,37 +1,17 @@
 // tfm — the transformer.cpp command-line tool. Subcommands register in commands.h.
 #include <algorithm>
-#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <exception>
-
-#include <malloc.h>
-#include <unistd.h>
 
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/runtime.h"
 
 int main(int argc, char** argv) {
-  // Idle OpenMP threads sleep instead of spinning (unless the user chose): on a machine whose
-  // cores are shared, a spinning thread that gets descheduled stalls every small parallel
-  // region — measured 30 vs 2589 tokens/s decoding, 178 vs 51 s for 150 training steps
-  // (docs/benchmarks.md). libgomp reads its environment once, when it is loaded (before
-  // main), so the setting only takes effect in a fresh image: run this program again.
-  if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
-    setenv("OMP_WAIT_POLICY", "passive", 0);
-    setenv("TFM_OMP_DEFAULTED", "1", 1);  // tells child processes (PyTorch in tfm bench) it was not the user
-    execv("/proc/self/exe", argv);  // returns only if that failed: go on with the default
-  }
-  // A file-size limit (ulimit -f) makes write() fail with EFBIG, which the writers report,
-  // instead of killing the process with SIGXFSZ in the middle of a checkpoint.
-  std::signal(SIGXFSZ, SIG_IGN);
-  // Keep freed tensor memory in the heap: glibc's adaptive defaults hand blocks of a few MiB
-  // back to the kernel after every training step and fault them in again the next (page
-  // faults and page clearing were 3-4% of a Shakespeare training step). Blocks above 32 MiB
-  // (the largest mmap threshold glibc accepts) are still mapped and unmapped one by one.
-  mallopt(M_MMAP_THRESHOLD, 32 << 20);
-  mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  // OpenMP wait policy, SIGXFSZ, heap thresholds: the library's process set-up (runtime.h
+  // says why each; the wait policy re-executes this program once).
+  tfm::setup_process(argv);
   CLI::App app{"tfm — build, train, evaluate and run Transformers on the CPU"};
   app.set_version_flag("--version", std::string("tfm ") + tfm::version_string());
   app.require_subcommand(1);

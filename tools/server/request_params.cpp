@@ -91,13 +91,15 @@ std::optional<std::string> get_string(const Json& b, const char* key) {
 GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool chat) {
   GenerationParams p;
   SamplingOptions& s = p.options.sampling;
-  // OpenAI's defaults (temperature 1, top_p 1) with llama.cpp's extras off unless asked.
-  s.temperature = get_number(b, "temperature", 0, 2).value_or(1.0);
-  s.top_p = get_number(b, "top_p", 0, 1).value_or(1.0);
-  if (s.top_p <= 0) bad_param("top_p", "top_p must be > 0");
-  s.top_k = get_int(b, "top_k", 0, 1 << 30).value_or(0);
-  s.min_p = get_number(b, "min_p", 0, 1).value_or(0.0);
-  s.repeat_penalty = get_number(b, "repeat_penalty", 1e-3, 100).value_or(1.0);
+  DecodeRequest& a = p.asked;
+  a.temperature = get_number(b, "temperature", 0, 2);
+  a.top_p = get_number(b, "top_p", 0, 1);
+  if (a.top_p && *a.top_p <= 0) bad_param("top_p", "top_p must be > 0");
+  a.top_k = get_int(b, "top_k", 0, 1 << 30);
+  a.min_p = get_number(b, "min_p", 0, 1);
+  a.repeat_penalty = get_number(b, "repeat_penalty", 1e-3, 100);
+  a.num_beams = get_int(b, "num_beams", 1, 16);
+  a.length_penalty = get_number(b, "length_penalty", -10, 10);
   s.repeat_last_n = get_int(b, "repeat_last_n", -1, 1 << 30).value_or(64);
   s.frequency_penalty = get_number(b, "frequency_penalty", -2, 2).value_or(0.0);
   s.presence_penalty = get_number(b, "presence_penalty", -2, 2).value_or(0.0);
@@ -108,7 +110,13 @@ GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool ch
   if (const auto best_of = get_int(b, "best_of", 1, so.max_n); best_of && *best_of != p.n)
     throw ApiError(400, "invalid_request_error", "unsupported_value", "best_of other than n is not supported", "best_of");
   p.max_tokens = get_int(b, "max_tokens", 0, so.max_tokens_limit);
-  if (chat && !p.max_tokens) p.max_tokens = get_int(b, "max_completion_tokens", 0, so.max_tokens_limit);
+  if (chat) {  // OpenAI's newer name; the two must not disagree (one would be ignored)
+    const auto completion = get_int(b, "max_completion_tokens", 0, so.max_tokens_limit);
+    if (completion && p.max_tokens && *completion != *p.max_tokens)
+      bad_param("max_completion_tokens", "give max_tokens or max_completion_tokens, not both");
+    if (completion) p.max_tokens = completion;
+  }
+  a.max_new_tokens = p.max_tokens;
   p.stream = get_bool(b, "stream").value_or(false);
   if (const auto it = b.find("stream_options"); it != b.end() && !it->is_null()) {
     if (!it->is_object()) bad_param("stream_options", "stream_options must be an object");
@@ -139,6 +147,24 @@ GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool ch
   p.options.stop_at_eos = !get_bool(b, "ignore_eos").value_or(false);
   p.options.context_shift = false;
   return p;
+}
+
+Decoding resolve_generation(const GenerationParams& p, const LoadedModel& lm, std::int64_t default_max_tokens,
+                            std::int64_t prompt_tokens) {
+  const DecodeRequest openai{1.0, 1.0, 0.0, 1.0, 1.0, 0, default_max_tokens, 1, true};
+  Decoding d = plan_decoding(lm, p.asked, openai, prompt_tokens);
+  GenerateOptions o = p.options;
+  const SamplingOptions& s = d.generate.sampling;
+  o.sampling.temperature = s.temperature;
+  o.sampling.top_p = s.top_p;
+  o.sampling.top_k = s.top_k;
+  o.sampling.min_p = s.min_p;
+  o.sampling.repeat_penalty = s.repeat_penalty;
+  o.max_new_tokens = d.generate.max_new_tokens;
+  o.eos_ids = d.generate.eos_ids;
+  d.generate = o;
+  if (!o.stop_at_eos) d.beam.eos_id = -1, d.beam.more_eos_ids.clear();
+  return d;
 }
 
 }  // namespace tfm::server

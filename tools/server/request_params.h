@@ -13,6 +13,7 @@
 
 #include "serve_options.h"
 #include "tfm/generate.h"
+#include "tfm/load.h"
 #include "tfm/session.h"
 
 namespace tfm::server {
@@ -32,7 +33,11 @@ std::optional<std::string> get_string(const Json& b, const char* key);
 
 // What both generation endpoints share, read from the body.
 struct GenerationParams {
-  GenerateOptions options;                // sampling, stop, max_new_tokens (resolved later)
+  // The body's temperature, top_p, top_k, min_p, repeat_penalty, max_tokens, num_beams and
+  // length_penalty as given: resolve_generation puts the model's generation_config.json under
+  // them, then OpenAI's defaults.
+  DecodeRequest asked;
+  GenerateOptions options;                // seed, penalties' window, OpenAI penalties, stop, ignore_eos
   std::optional<std::int64_t> max_tokens; // as asked (completions: default 16; chat: the rest of the context)
   std::int64_t n = 1;
   bool stream = false, include_usage = false;
@@ -40,6 +45,11 @@ struct GenerationParams {
 };
 // `max_tokens_key`: "max_tokens" (chat also accepts "max_completion_tokens").
 GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool chat);
+// The decoding of a request: what the body asked, over the model's generation_config.json
+// (tfm/load.h: its end ids always, its sampling settings when the body leaves them out), over
+// OpenAI's defaults (temperature 1, top_p 1, top_k and min_p off, `default_max_tokens`).
+Decoding resolve_generation(const GenerationParams& p, const LoadedModel& lm, std::int64_t default_max_tokens,
+                            std::int64_t prompt_tokens);
 
 // The text a JSON value holds, dumped with invalid UTF-8 replaced (never throws).
 std::string dump(const Json& j);

@@ -37,6 +37,7 @@ struct ServerContext {
 // What the access log line reports about the request being handled on this thread.
 struct AccessInfo {
   std::string id;
+  std::string user;  // the body's "user" (an end-user id), logged
   std::int64_t prompt_tokens = 0, completion_tokens = 0;
 };
 AccessInfo& access_info();
@@ -47,6 +48,22 @@ void send_error(httplib::Response& res, const ApiError& e);
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);
 
 void add_generation_routes(httplib::Server& svr, ServerContext& cx);  // routes_generate.cpp
+
+// Every key the generation endpoints take (a request with any other is a 400 naming it). Each
+// is honoured or refused with a 400 that names it: tests/server/request_keys.js walks them.
+inline const std::initializer_list<const char*> kCompletionKeys = {
+    "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "logprobs", "echo",
+    "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "seed", "suffix", "user", "top_k",
+    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty"};
+inline const std::initializer_list<const char*> kChatKeys = {
+    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
+    "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
+    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format"};
+// The completion keys that only shape sampling or streaming: refused for translation models.
+inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
+    "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",
+    "frequency_penalty", "seed", "stop", "logprobs", "echo", "stream_options", "ignore_eos", "best_of", "logit_bias",
+    "suffix"};
 void add_model_routes(httplib::Server& svr, ServerContext& cx);       // routes_model.cpp
 void add_static_routes(httplib::Server& svr);                          // routes_static.cpp
 bool is_static_path(const std::string& path);                          // a playground file (no key needed)

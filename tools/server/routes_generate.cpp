@@ -11,14 +11,14 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-const std::initializer_list<const char*> kCompletionKeys = {
-    "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "logprobs", "echo",
-    "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "seed", "suffix", "user", "top_k",
-    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty"};
-const std::initializer_list<const char*> kChatKeys = {
-    "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
-    "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format"};
+// "model" names the model this server serves (OpenAI answers 404 for any other); "user" (an
+// end-user id) goes to the access log line.
+void check_model_and_user(ServerContext& cx, const Json& b) {
+  if (const auto model = get_string(b, "model"); model && *model != cx.model_id)
+    throw ApiError(404, "invalid_request_error", "model_not_found",
+                   "The model '" + *model + "' does not exist; this server serves '" + cx.model_id + "'", "model");
+  if (const auto user = get_string(b, "user")) access_info().user = *user;
+}
 
 std::string finish_reason(const std::string& stop_reason) {
   if (stop_reason == "eos" || stop_reason == "stop") return "stop";
@@ -310,25 +310,31 @@ void whole_response(const std::shared_ptr<Call>& call, const httplib::Request& r
 }
 
 // Encoder-decoder models: the prompt is translated (beam search when num_beams > 1), as a job.
+// Beam search neither samples nor streams: the keys that only shape sampling are refused.
 void translate_completion(ServerContext& cx, const Json& b, httplib::Response& res) {
+  for (const char* key : kSamplingOnlyKeys)
+    if (const auto it = b.find(key); it != b.end() && !it->is_null())
+      throw ApiError(400, "invalid_request_error", "unsupported_value",
+                     std::string(key) + " is not supported for translation models (beam search: use num_beams, "
+                     "length_penalty, max_tokens, n)", key);
   const GenerationParams p = parse_generation(b, cx.opt, false);
   if (p.stream) throw ApiError(400, "invalid_request_error", "unsupported_value", "stream is not supported for translation models", "stream");
   std::string text;
   const auto it = b.find("prompt");
   if (it == b.end() || !it->is_string() || it->get<std::string>().empty()) bad_param("prompt", "prompt must be a non-empty string");
   text = it->get<std::string>();
-  BeamOptions bo;
-  bo.beam_size = std::max(get_int(b, "num_beams", 1, 16).value_or(1), p.n);
+  const Decoding d = resolve_generation(p, cx.lm, 256, -1);
+  BeamOptions bo = d.beam;
+  bo.beam_size = std::max(d.num_beams, p.n);
   bo.n_best = p.n;
-  bo.length_penalty = get_number(b, "length_penalty", -10, 10).value_or(1.0);
-  bo.max_new_tokens = p.max_tokens.value_or(256);
   std::vector<TranslateResult> r;
   cx.sched.run_job([&] {
     if (!cx.translator) {
       SessionOptions so;
       so.max_batch = 16;
       so.ctx_size = cx.opt.ctx_size;
-      cx.translator = std::make_unique<Translator>(cx.lm.model, cx.lm.tokenizer, so);
+      so.cache_type = dtype_from_name(cx.opt.cache_type);
+      cx.translator = std::make_unique<Translator>(cx.lm.model, cx.lm.tokenizer, session_for(cx.lm, so));
     }
     r = cx.translator->translate({text}, bo);
   });
@@ -336,7 +342,7 @@ void translate_completion(ServerContext& cx, const Json& b, httplib::Response& r
   std::int64_t gen_tokens = 0;
   for (std::size_t i = 0; i < r[0].texts.size(); ++i) {
     const auto& h = r[0].hypotheses[i];
-    const bool eos = !h.tokens.empty() && h.tokens.back() == cx.lm.tokenizer.eos_id();
+    const bool eos = !h.tokens.empty() && bo.ends_on(h.tokens.back());
     gen_tokens += static_cast<std::int64_t>(h.tokens.size());
     choices.push_back({{"index", i}, {"text", r[0].texts[i]}, {"logprobs", Json()}, {"finish_reason", eos ? "stop" : "length"},
                        {"score", h.score}});
@@ -352,7 +358,7 @@ void translate_completion(ServerContext& cx, const Json& b, httplib::Response& r
 void generate(ServerContext& cx, const httplib::Request& req, httplib::Response& res, bool chat) {
   const Json b = parse_body(req.body, cx.opt.max_json_depth);
   reject_unknown(b, chat ? kChatKeys : kCompletionKeys);
-  if (const auto it = b.find("model"); it != b.end() && !it->is_string()) bad_param("model", "model must be a string");
+  check_model_and_user(cx, b);
   const ModelConfig& mc = cx.lm.model.config();
   if (!cx.sched.generates()) {
     if (!chat && mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm) return translate_completion(cx, b, res);
@@ -360,6 +366,13 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
                    std::string("this model (") + to_string(mc.architecture) + ") does not generate text" +
                        (chat ? "" : "; use /v1/embeddings or /v1/classify"));
   }
+  // The continuous batch samples (or decodes greedily); beam search is the translators'.
+  if (const auto nb = get_int(b, "num_beams", 1, 16); nb && *nb > 1)
+    throw ApiError(400, "invalid_request_error", "unsupported_value",
+                   "num_beams > 1 is supported for encoder-decoder (translation) models; this model samples", "num_beams");
+  if (const auto it = b.find("length_penalty"); it != b.end() && !it->is_null())
+    throw ApiError(400, "invalid_request_error", "unsupported_value",
+                   "length_penalty applies to beam search, which this model does not run", "length_penalty");
   auto call = std::make_shared<Call>(cx);
   call->chat = chat;
   call->params = parse_generation(b, cx.opt, chat);
@@ -381,9 +394,10 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
                    "This model's maximum context length is " + std::to_string(ctx) + " tokens. However, your prompt is " +
                        std::to_string(np) + " tokens.",
                    chat ? "messages" : "prompt");
-  // Completions default to OpenAI's 16 tokens; chat to the rest of the context. A sequence
-  // that fills the context ends with finish_reason "length".
-  call->params.options.max_new_tokens = call->params.max_tokens.value_or(chat ? ctx - np : 16);
+  // Completions default to OpenAI's 16 tokens; chat to the rest of the context; the model's
+  // generation_config.json comes between the body and those. A sequence that fills the
+  // context ends with finish_reason "length".
+  call->params.options = resolve_generation(call->params, cx.lm, chat ? ctx - np : 16, np).generate;
   auto g = std::make_shared<Generation>();
   g->prompt_tokens = np;
   for (std::int64_t i = 0; i < call->params.n; ++i)

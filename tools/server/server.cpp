@@ -12,6 +12,18 @@
 
 namespace tfm::server {
 
+namespace {
+
+// The "user" field as one log token: printable ASCII only (others as '?'), at most 64 bytes,
+// so that a client cannot forge or split log lines.
+std::string user_for_log(const std::string& user) {
+  std::string out;
+  for (const char ch : user.substr(0, 64)) out += (ch > ' ' && ch < 127) ? ch : '?';
+  return out;
+}
+
+}  // namespace
+
 AccessInfo& access_info() {
   thread_local AccessInfo info;  // httplib handles a request, and streams it, on one worker thread
   return info;
@@ -79,6 +91,8 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   SessionOptions so;
   so.ctx_size = opt.ctx_size;
   so.max_batch = opt.parallel;
+  so.cache_type = dtype_from_name(opt.cache_type);
+  so = session_for(lm, so);
   Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics);
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
@@ -155,9 +169,10 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
     const AccessInfo& a = access_info();
     // The request's id, route, status, token counts and latency; never headers (the key).
     if (!opt.quiet)
-      std::fprintf(stderr, "tfm serve: %s %s %s %d prompt_tokens=%lld completion_tokens=%lld %.1f ms\n",
+      std::fprintf(stderr, "tfm serve: %s %s %s %d prompt_tokens=%lld completion_tokens=%lld %.1f ms%s%s\n",
                    a.id.empty() ? "-" : a.id.c_str(), req.method.c_str(), req.path.c_str(), res.status,
-                   static_cast<long long>(a.prompt_tokens), static_cast<long long>(a.completion_tokens), s * 1e3);
+                   static_cast<long long>(a.prompt_tokens), static_cast<long long>(a.completion_tokens), s * 1e3,
+                   a.user.empty() ? "" : " user=", user_for_log(a.user).c_str());
     access_info() = AccessInfo{};
   });
   add_generation_routes(svr, cx);
