@@ -57,7 +57,7 @@ ActivationMemoryPlan plan_activation_memory(const ModelConfig& cfg, std::int64_t
 // what the tape keeps for one micro-batch (plan_activation_memory, with or without
 // checkpointing) and the backward pass's working set on top of it (one layer's activation
 // gradients and the logits' gradient). Checked against the allocator's measured peak of real
-// steps in tests/unit/test_memory_limit.cpp.
+// steps in tests/unit/infer/test_memory_limit.cpp.
 struct TrainingMemoryPlan {
   std::int64_t batch = 0, seq_len = 0;
   std::int64_t weight_bytes = 0, gradient_bytes = 0, optimizer_bytes = 0;

@@ -4,7 +4,7 @@
 // A pair word holds bf16(element 2i) in its low half and bf16(element 2i+1) in its high half.
 // VCVTNE2PS2BF16 rounds to nearest even, quiets NaNs and treats denormal inputs as zero — the
 // rule of gemm_bf16_isa::bf16_bits() (gemm_bf16_impl.h), bit for bit: checked over all 2^32
-// inputs when this was written; tests/unit/test_gemm_bf16.cpp checks ties, denormals and NaNs
+// inputs when this was written; tests/unit/kernels/test_gemm_bf16.cpp checks ties, denormals and NaNs
 // through every packing path against the scalar rule.
 #pragma once
 

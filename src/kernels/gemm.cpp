@@ -5,7 +5,7 @@
 // many rows there are — a sequence's activations, losses and gradients are then bit-identical
 // whatever batch it is trained or run in, on every ISA and thread count. oneDNN's sgemm does not
 // promise that and breaks it on AVX2 (rows in its M-tail kernels round differently: measured,
-// tests/unit/test_gemm.cpp). Each element of C is one chain of FMAs over k in order
+// tests/unit/kernels/test_gemm.cpp). Each element of C is one chain of FMAs over k in order
 // (gemm_tiles_impl.h), computed by one micro-kernel call whatever the blocking.
 //
 // The BLAS path partitions C itself: on this 2-core machine OpenBLAS's own threading gives

@@ -14,7 +14,7 @@
 // same sums. Each C element is one chain over all of K: results do not depend on the
 // thread count, the blocking or the ISA.
 //
-// Error bound (tests/unit/test_gemm_bf16.cpp): with u = 2^-8 (bf16) and v = 2^-24 (fp32),
+// Error bound (tests/unit/kernels/test_gemm_bf16.cpp): with u = 2^-8 (bf16) and v = 2^-24 (fp32),
 //   |C - A·B| <= (2u + u² + K v / (1 - K v)) · Σ_k |a_k b_k|     (alpha = 1, beta = 0).
 #pragma once
 

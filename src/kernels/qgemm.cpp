@@ -8,7 +8,7 @@
 // Many rows (prefill): block types on AVX-512 VNNI stay on the integer tiles (faster at every
 // M measured); elsewhere weight tiles are dequantized to f32 and multiplied by the f32 GEMM,
 // whose compute rate beats those integer kernels once each weight is reused by enough rows
-// (docs/benchmarks.md, "qgemm"); batch invariance is not promised there.
+// (docs/benchmarks.md, "`tfm bench qgemm`: compact-weight kernel rates"); batch invariance is not promised there.
 #include <algorithm>
 #include <atomic>
 #include <cstdint>

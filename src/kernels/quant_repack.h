@@ -2,7 +2,7 @@
 //
 // Why: a q4_0 block keeps its fp16 scale beside its 16 bytes of nibbles, so a kernel that walks
 // one row gathers 16-byte runs 18 bytes apart and packs scalar scales: measured compute-bound
-// at ~16 GB/s of weights per core, below the memory's read rate (docs/benchmarks.md, issue 14).
+// at ~16 GB/s of weights per core, below the memory's read rate (docs/benchmarks.md, "q4_0 repacked at load").
 // Interleaving 16 rows per block puts one output row in each 32-bit lane: per block of 16 rows
 // (288 bytes) one 32-byte load of scales, four 64-byte loads of nibbles, no shuffles and no
 // horizontal sums, and the weights stream as one sequential run.
