@@ -140,7 +140,9 @@ StepFigure run_ours(const BenchOptions& o, const ModelConfig& cfg) {
 
 void run_bench_train_step(const BenchOptions& options, int threads) {
   const BenchOptions o = step_options(options);
-  const auto presets = model_preset_names();
+  std::vector<std::string> presets;  // the text presets: their PyTorch twin reads token ids
+  for (const auto& p : model_preset_names())
+    if (!model_preset(p).reads_images()) presets.push_back(p);
   std::vector<ModelConfig> cfgs;
   nlohmann::json spec = nlohmann::json::array();
   for (const auto& p : presets) {

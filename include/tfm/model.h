@@ -45,6 +45,7 @@ struct ModelInputs {
   Tensor token_type_ids;      // (B, T), optional: BERT segment ids
   Tensor decoder_input_ids;   // (B, T') for encoder-decoder models
   Tensor decoder_valid_lens;  // (B), optional: padding of decoder_input_ids
+  Tensor pixel_values;        // (B, channels, H, W) f32: the encoder's input for image models (ViT)
   std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
 };
 

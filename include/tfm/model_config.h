@@ -6,7 +6,7 @@
 //   "gpt2", "llama", "mistral", "qwen2", "bert", "t5"  Hugging Face's keys for those
 //                  models, so their config.json files (and checkpoints, see parameter_specs)
 //                  line up; mistral and qwen2 share llama's layout (sliding window; q/k/v biases).
-// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5) and the
+// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5, vit-b16) and the
 // remaining keys override it. Unknown keys and bad values are errors that name the key and
 // the allowed values.
 #pragma once
@@ -59,6 +59,9 @@ struct ModelConfig {
   std::int64_t d_ff = 512;
   std::int64_t max_positions = 512;     // learned tables and the default context size
   std::int64_t type_vocab_size = 0;     // BERT token types (0: none)
+  // Image models (ViT): the encoder reads pixel_values (B, num_channels, image_size, image_size)
+  // cut into patch_size x patch_size patches, one token each, after a [CLS] token. 0: text.
+  std::int64_t image_size = 0, patch_size = 0, num_channels = 3;
 
   // ---- normalisation ------------------------------------------------------------------
   NormKind norm = NormKind::layer_norm;
@@ -111,6 +114,8 @@ struct ModelConfig {
   std::int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
   std::int64_t dim_head() const { return head_dim > 0 ? head_dim : d_model / n_heads; }
   std::int64_t decoder_layers() const { return n_decoder_layers > 0 ? n_decoder_layers : n_layers; }
+  bool reads_images() const { return patch_size > 0; }
+  std::int64_t num_patches() const { return reads_images() ? (image_size / patch_size) * (image_size / patch_size) : 0; }
   bool gated_ffn() const {
     return activation == FfnActivation::swiglu || activation == FfnActivation::geglu ||
            activation == FfnActivation::reglu;
@@ -120,7 +125,7 @@ struct ModelConfig {
 // Parse config.json text (`where` names the source in errors); validates everything.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& where);
 ModelConfig load_model_config(const std::string& path);
-// A named preset: vaswani, gpt2, llama, bert, t5 (the sizes of the published base models).
+// A named preset: vaswani, gpt2, llama, bert, t5, vit-b16 (the sizes of the published base models).
 ModelConfig model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 // config.json text in the key set of cfg.model_type (round-trips through parse_model_config).

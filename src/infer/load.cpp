@@ -51,7 +51,9 @@ Decoding plan_decoding(const LoadedModel& lm, const DecodeRequest& asked, const 
   const bool file = g.from_file, sample = g.do_sample.value_or(false);
   const bool seq2seq = lm.config.architecture == Architecture::encoder_decoder;
   // The file's setting when it has one (only while sampling, for the sampling knobs).
-  auto pick = [](const auto& a, const auto& from_file, const auto& f) { return a ? *a : from_file ? *from_file : *f; };
+  auto pick = [](const auto& a, const auto& from_file, const auto& f) {
+    return a.has_value() ? a.value() : from_file.has_value() ? from_file.value() : f.value();
+  };
   using OD = std::optional<double>;
   using OI = std::optional<std::int64_t>;
   const OD temperature = file ? OD(sample ? g.temperature.value_or(1.0) : 0.0) : OD();
@@ -63,7 +65,8 @@ Decoding plan_decoding(const LoadedModel& lm, const DecodeRequest& asked, const 
     if (seq2seq) max_new = std::max<std::int64_t>(1, *g.max_length - 1);  // it counts the start token
     else if (prompt_tokens >= 0) max_new = std::max<std::int64_t>(0, *g.max_length - prompt_tokens);
   }
-  const OI beams = g.num_beams && !sample ? g.num_beams : OI();
+  OI beams;
+  if (g.num_beams.has_value() && !sample) beams.emplace(*g.num_beams);
 
   Decoding d;
   SamplingOptions& s = d.generate.sampling;

@@ -15,6 +15,7 @@ const std::vector<Family>& model_families() {
     f.push_back(bert_family());
     f.push_back(t5_family());
     f.push_back(marian_family());
+    f.push_back(vit_family());
     return f;
   }();
   return all;

@@ -33,6 +33,9 @@ struct Layout {
   Tensor tok_emb;   // (V, C)
   Tensor pos_emb;   // (P, C) learned positions, or undefined
   Tensor type_emb;  // (types, C), or undefined
+  // Image models: the patch embedding, a convolution with stride = kernel as stored (C, ch, p, p)
+  // + (C), the [CLS] token (1, 1, C); pos_emb is then (1, patches + 1, C), added as is.
+  Tensor patch_weight, patch_bias, cls_token;
   nn::Norm embed_norm;
   bool has_embed_norm = false;
   Stack encoder, decoder;

@@ -129,6 +129,43 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
   return rng.apply(x, c.embedding_dropout);
 }
 
+// The patches of (B, ch, H, W) pixels as rows (B, N, ch * p * p), in the order a convolution
+// with stride = kernel visits them (row-major patches, each flattened channel, row, column
+// like the kernel's (C, ch, p, p) weight), so one GEMM with the reshaped kernel computes it.
+Tensor image_patches(const Tensor& pixels, std::int64_t p) {
+  const Tensor x = pixels.dtype() == DType::f32 && pixels.is_contiguous() ? pixels : contiguous(cast(pixels, DType::f32));
+  const std::int64_t B = x.size(0), ch = x.size(1), H = x.size(2), W = x.size(3), gh = H / p, gw = W / p;
+  Tensor out = Tensor::empty({B, gh * gw, ch * p * p});
+  const float* in = x.data<float>();
+  float* o = out.data<float>();
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t py = 0; py < gh; ++py)
+      for (std::int64_t px = 0; px < gw; ++px)
+        for (std::int64_t c = 0; c < ch; ++c)
+          for (std::int64_t y = 0; y < p; ++y)
+            for (std::int64_t xx = 0; xx < p; ++xx)
+              *o++ = in[((b * ch + c) * H + py * p + y) * W + px * p + xx];
+  return out;
+}
+
+// ViT's embeddings: [CLS] then one token per patch, plus the learned positions.
+Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStream& rng) {
+  const ModelConfig& c = m.cfg;
+  const Layout& l = m.layout;
+  TFM_CHECK(pixels.defined() && pixels.dim() == 4 && dtype_is_float(pixels.dtype()), "model",
+            "pixel_values must be a (B, channels, H, W) float tensor, got ", pixels.defined() ? pixels.str() : std::string("nothing"));
+  TFM_CHECK(pixels.size(1) == c.num_channels && pixels.size(2) == c.image_size && pixels.size(3) == c.image_size, "model",
+            "pixel_values ", shape_str(pixels.shape()), " do not match the model's ", c.num_channels, " x ", c.image_size,
+            " x ", c.image_size, " images");
+  TFM_CHECK(!pixels.requires_grad(), "model", "pixel_values are an input: no gradient flows into them");
+  const std::int64_t B = pixels.size(0), C = c.d_model;
+  const Tensor kernel = reshape(l.patch_weight, {C, c.num_channels * c.patch_size * c.patch_size});
+  const Tensor tokens = linear(image_patches(pixels, c.patch_size), kernel, l.patch_bias);  // (B, N, C)
+  Tensor x = concat({expand(l.cls_token, {B, 1, C}), tokens}, 1);
+  x = add(x, l.pos_emb);  // (1, N + 1, C) broadcast
+  return rng.apply(x, c.embedding_dropout);
+}
+
 // Self-attention setup for one stack over T positions starting at `offset`.
 nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
                               const Tensor& valid_lens) {
@@ -246,8 +283,13 @@ using namespace model_detail;
 Tensor Model::encode(const ModelInputs& in) {
   Impl& m = *impl_;
   TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
-  check_ids(in.input_ids, "input_ids");
   nn::DropoutStream rng = m.stream();
+  if (m.cfg.reads_images()) {
+    const Tensor x = embed_patches(m, in.pixel_values, rng);
+    const auto setup = self_setup(m, m.layout.encoder, false, x.size(1), 0, Tensor());
+    return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);
+  }
+  check_ids(in.input_ids, "input_ids");
   const Tensor x = embed(m, in.input_ids, in.token_type_ids, 0, rng);
   const auto setup = self_setup(m, m.layout.encoder, false, in.input_ids.size(1), 0, in.valid_lens);
   return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);

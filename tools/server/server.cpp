@@ -124,7 +124,8 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   thread_local std::chrono::steady_clock::time_point request_start;
   svr.set_pre_routing_handler([&](const httplib::Request& req, httplib::Response& res) {
     request_start = std::chrono::steady_clock::now();
-    access_info() = AccessInfo{"req-" + std::to_string(cx.next_id++)};
+    access_info() = AccessInfo{};
+    access_info().id = "req-" + std::to_string(cx.next_id++);
     res.set_header("X-Request-Id", access_info().id);
     if (!opt.cors_origin.empty()) {
       res.set_header("Access-Control-Allow-Origin", opt.cors_origin);

@@ -17,6 +17,7 @@ Family llama_family(const std::string& model_type);  // llama, mistral, qwen2
 Family bert_family();
 Family t5_family();
 Family marian_family();
+Family vit_family();
 
 // Shared by the file-name tests of the hub families.
 inline bool ends_with(const std::string& s, const std::string& suffix) {

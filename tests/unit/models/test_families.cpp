@@ -27,6 +27,7 @@ ModelConfig tiny(const Family& f) {
   c.max_positions = 32;
   c.num_labels = 3;
   c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
+  if (c.reads_images()) c.image_size = 8, c.patch_size = 4, c.max_positions = c.num_patches() + 1;
   c.pad_token_id = c.pad_token_id >= 0 ? 1 : -1;
   c.bos_token_id = c.eos_token_id = c.decoder_start_token_id = 2;
   if (c.init_std == 0.0) c.init_std = 0.02;
@@ -52,21 +53,21 @@ TEST(Families, RegistryListsEveryModelTypeOnce) {
     EXPECT_TRUE(f.parameters && f.wire) << f.model_type;
     EXPECT_EQ(f.schema.base.model_type, f.model_type) << "the schema's base names its family";
   }
-  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian"})
+  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit"})
     EXPECT_EQ(seen.count(t), 1u) << t;
   const std::string e = error_of([] { model_family("gpt3", "config.json"); });
   EXPECT_NE(e.find("config.json"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown value 'gpt3'"), std::string::npos) << e;
-  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit"), std::string::npos) << e;
 }
 
 TEST(Families, PresetsComeFromTheirFamilies) {
-  EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5"}));
+  EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5", "vit-b16"}));
   for (const Family& f : model_families())
     for (const auto& [name, c] : f.presets) EXPECT_EQ(model_preset(name).model_type, f.model_type) << name;
   const std::string e = error_of([] { model_preset("gtp2"); });
   EXPECT_NE(e.find("did you mean 'gpt2'"), std::string::npos) << e;
-  EXPECT_NE(e.find("allowed: vaswani, gpt2, llama, bert, t5"), std::string::npos) << e;
+  EXPECT_NE(e.find("allowed: vaswani, gpt2, llama, bert, t5, vit-b16"), std::string::npos) << e;
 }
 
 // Every family builds, wires and runs a forward pass from its own parameter specs; its config
@@ -85,7 +86,8 @@ TEST(Families, EachBuildsWiresAndRunsFromItsSpecs) {
     }
     EXPECT_EQ(m.parameter_count(), n);
     ModelInputs in;
-    in.input_ids = Tensor::from_ints({3, 4, 5, 6}, {1, 4});
+    if (c.reads_images()) in.pixel_values = Tensor::randn({2, c.num_channels, c.image_size, c.image_size}, 3);
+    else in.input_ids = Tensor::from_ints({3, 4, 5, 6}, {1, 4});
     if (c.architecture == Architecture::encoder_decoder) in.decoder_input_ids = Tensor::from_ints({2, 7}, {1, 2});
     const ModelOutputs out = m.forward(in);
     ASSERT_TRUE(out.logits.defined());
