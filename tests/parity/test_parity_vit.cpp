@@ -1,5 +1,5 @@
 // ViT hub directories (tools/reference/ref_vit.py writes them with torch from modeling_vit's
-// forward): ViTForImageClassification's logits and ViTModel's last hidden state on the same
+// forward): ViTForImageClassification's logits and every gradient, ViTModel's last hidden state on the same
 // pixels, loaded as published (prefixed names; unprefixed names with the pooler).
 #include <gtest/gtest.h>
 
@@ -26,8 +26,15 @@ TEST(VitParity, ImageClassifierLogits) {
   EXPECT_EQ(w.config.id2label, (std::vector<std::string>{"cat", "dog", "bird"}));
   ModelInputs in;
   in.pixel_values = r.tensors.at("pixel_values");
+  for (auto& [name, p] : w.model.parameters()) p.requires_grad_();
   const ModelOutputs out = w.model.forward(in);
   test::expect_close(out.logits, r.tensors.at("logits"), 1e-4, 1e-4, "vit_cls logits");
+  // Every gradient, the patch kernel's through its reshape and the [CLS] token's through expand.
+  backward(out.logits, r.tensors.at("w"));
+  for (const auto& [name, p] : w.model.parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    test::expect_close(p.grad(), r.tensors.at("grad." + name), 1e-4, 2e-5, "vit_cls grad " + name);
+  }
 }
 
 TEST(VitParity, BaseModelHiddenStates) {

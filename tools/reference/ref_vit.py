@@ -4,7 +4,8 @@ as ref_hub.py does for the text families; transformers is not in Debian 12).
 Writes OUT/hub/vit_cls (ViTForImageClassification: "vit."-prefixed names, 3 labels) and
 OUT/hub/vit_model (ViTModel as published: unprefixed names and its pooler, which the engine's
 head "none" does not use), each with DIR.ref.safetensors: pixel_values (2, 3, 12, 12) f32 and
-logits (2, 3) or hidden (2, 10, 16): the last hidden state after vit.layernorm.
+logits (2, 3) or hidden (2, 10, 16): the last hidden state after vit.layernorm; for vit_cls also
+w and grad.<name>: every parameter's gradient of sum(logits * w).
 """
 import math
 import os
@@ -78,9 +79,15 @@ def make(out):
     cfg = vit_config()
     disk, p = stored(vit_params(cfg, classifier=True, pooler=False), torch.float32)
     write_dir(os.path.join(root, "vit_cls"), cfg, disk)
+    for t in p.values():
+        t.requires_grad_(True)
     hidden = vit_forward(cfg, p, pixels.double())
     logits = F.linear(hidden[:, 0], p["classifier.weight"], p["classifier.bias"])
-    save(os.path.join(root, "vit_cls.ref.safetensors"), {"pixel_values": pixels, "logits": logits.float()})
+    w = torch.randn(logits.shape, dtype=torch.float64)
+    (logits * w).sum().backward()  # every parameter's gradient of sum(logits * w)
+    grads = {"grad." + k: v.grad.float() for k, v in p.items()}
+    save(os.path.join(root, "vit_cls.ref.safetensors"),
+         {"pixel_values": pixels, "logits": logits.detach().float(), "w": w.float(), **grads})
 
     cfg = vit_config(architectures=["ViTModel"])
     del cfg["id2label"], cfg["label2id"]
