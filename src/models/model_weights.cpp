@@ -87,7 +87,8 @@ bool Model::has_compact_weights() const {
 void Model::convert_weights(const std::map<std::string, DType>& types) {
   const auto slots = model_detail::weight_matrices_of(impl_->cfg, impl_->params);
   for (const auto& [name, type] : types) {
-    auto slot = std::find_if(slots.begin(), slots.end(), [&](const auto& w) { return w.name == name; });
+    const std::string& wanted = name;  // clang 14 cannot capture a structured binding
+    auto slot = std::find_if(slots.begin(), slots.end(), [&](const auto& w) { return w.name == wanted; });
     TFM_CHECK(slot != slots.end(), "quantize", "'", name, "' is not a weight matrix of this model");
     TFM_CHECK(type == DType::f32 || type == DType::bf16 || type == DType::f16 || dtype_is_block(type), "quantize",
               "weights cannot be stored as ", dtype_name(type));
