@@ -59,7 +59,7 @@ struct PngRaw {
 
 // Returns false with state.message set on a libpng error. No C++ object with a destructor
 // lives across the setjmp (raw is the caller's).
-bool read_png_raw(PngReadState& state, PngRaw& raw, std::int64_t max_pixels, std::string& limit_error) {
+bool read_png_raw(PngReadState& state, PngRaw& raw, std::int64_t max_pixels) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, &state, png_error_fn, png_warning_fn);
   if (png == nullptr) {
     std::snprintf(state.message, sizeof state.message, "libpng could not start");
@@ -80,9 +80,8 @@ bool read_png_raw(PngReadState& state, PngRaw& raw, std::int64_t max_pixels, std
   raw.width = png_get_image_width(png, info);
   raw.height = png_get_image_height(png, info);
   if (static_cast<std::int64_t>(raw.width) > max_pixels / std::max<std::int64_t>(1, raw.height)) {
-    limit_error = "over the pixel limit";
     png_destroy_read_struct(&png, &info, nullptr);
-    return true;
+    return true;  // no pixels read: the caller's size check names the limit
   }
   const int color = png_get_color_type(png, info), depth = png_get_bit_depth(png, info);
   if (color == PNG_COLOR_TYPE_PALETTE) png_set_palette_to_rgb(png);
@@ -110,8 +109,7 @@ Image decode_png(std::span<const std::uint8_t> bytes, const std::string& where, 
   PngReadState state;
   state.bytes = bytes;
   PngRaw raw;
-  std::string limit_error;
-  if (!read_png_raw(state, raw, max_pixels, limit_error)) fail(where, "PNG: ", state.message);
+  if (!read_png_raw(state, raw, max_pixels)) fail(where, "PNG: ", state.message);
   check_size(raw.width, raw.height, max_pixels, where);
   Image img;
   img.width = raw.width;
@@ -148,8 +146,7 @@ struct JpegRaw {
   int orientation = 1;
 };
 
-bool read_jpeg_raw(std::span<const std::uint8_t> bytes, JpegError& err, JpegRaw& raw, std::int64_t max_pixels,
-                   bool& over_limit) {
+bool read_jpeg_raw(std::span<const std::uint8_t> bytes, JpegError& err, JpegRaw& raw, std::int64_t max_pixels) {
   jpeg_decompress_struct cinfo;
   cinfo.err = jpeg_std_error(&err.mgr);
   err.mgr.error_exit = jpeg_error_exit;
@@ -171,7 +168,7 @@ bool read_jpeg_raw(std::span<const std::uint8_t> bytes, JpegError& err, JpegRaw&
   }
   cinfo.out_color_space = JCS_RGB;
   if (static_cast<std::int64_t>(cinfo.image_width) > max_pixels / std::max<std::int64_t>(1, cinfo.image_height)) {
-    over_limit = true;
+    // no pixels read: the caller's size check names the limit
     raw.width = cinfo.image_width;
     raw.height = cinfo.image_height;
     jpeg_destroy_decompress(&cinfo);
@@ -224,8 +221,7 @@ Image orient(const Image& in, int orientation) {
 Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& where, std::int64_t max_pixels) {
   JpegError err;
   JpegRaw raw;
-  bool over_limit = false;
-  if (!read_jpeg_raw(bytes, err, raw, max_pixels, over_limit)) fail(where, "JPEG: ", err.message);
+  if (!read_jpeg_raw(bytes, err, raw, max_pixels)) fail(where, "JPEG: ", err.message);
   check_size(raw.width, raw.height, max_pixels, where);
   Image img;
   img.width = raw.width;
