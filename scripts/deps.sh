@@ -12,9 +12,10 @@ packages=(
   libpcre2-dev python3-sentencepiece     # the regex engine compared in docs/tokenizers.md; .model reference
   libgtest-dev libbenchmark-dev          # tests, benchmarks
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
-  libpng-dev libjpeg62-turbo-dev         # images: PNG and JPEG decoding (src/image; the libraries PIL decodes with)
+  libpng-dev libjpeg62-turbo-dev zlib1g-dev  # images: PNG and JPEG decoding (src/image; the libraries PIL decodes with), gzip IDX files
   python3-pil                            # image decoding/resampling reference (tools/reference/ref_image.py)
   libstb-dev                             # the image decoder not taken, measured beside ours (bench/micro/bench_image_decode.cpp)
+  dataset-fashion-mnist                  # real images: 70,000 28x28 clothing pictures, ten classes (configs/fashion-mnist-vit.json)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)

@@ -40,6 +40,33 @@ Image read_image(const std::string& path, std::int64_t max_pixels = 1LL << 28);
 std::string encode_png(const Image& img);
 void write_png(const std::string& path, const Image& img);
 
+// ---- labelled image sets ---------------------------------------------------------------
+// An IDX array (LeCun's MNIST format; Fashion-MNIST's too), gzip-compressed or not: big-endian
+// dimensions and unsigned bytes. Other element types, a short or long body, more than
+// `max_bytes` once uncompressed: one tfm::Error naming the file.
+struct IdxArray {
+  std::vector<std::int64_t> dims;
+  std::vector<std::uint8_t> data;
+};
+IdxArray read_idx(const std::string& path, std::int64_t max_bytes = 1LL << 31);
+// Images with their class ids; label_names[id] names a class.
+struct LabeledImages {
+  std::vector<Image> images;
+  std::vector<std::int64_t> labels;
+  std::vector<std::string> label_names;
+};
+// An IDX image file (count, rows, columns) of grey pixels, as RGB, and its IDX label file;
+// the classes are named "0".."N-1" (a config's labels name them).
+LabeledImages read_idx_images(const std::string& images_path, const std::string& labels_path);
+// root/<class>/<image>.png|.jpg: the classes are the sub-folders, sorted by name unless
+// `classes` lists them (a model's id2label order); files in name order.
+LabeledImages read_image_folder(const std::string& root, const std::vector<std::string>& classes = {});
+
+// ---- augmentation primitives (the training data pipeline draws their arguments) ----------
+Image pad_image(const Image& img, std::int64_t pad);  // zeros on every side
+Image crop_image(const Image& img, std::int64_t left, std::int64_t top, std::int64_t width, std::int64_t height);
+Image flip_horizontal(const Image& img);
+
 // ---- preprocessing ---------------------------------------------------------------------
 // PIL's resampling filters, with the ids transformers writes in preprocessor_config.json's
 // "resample" (PIL.Image.Resampling).
@@ -76,6 +103,10 @@ class ImageProcessor {
   Image prepare(const Image& img) const;  // the 8-bit steps only
   // (3, H, W) f32: prepare(), then rescale and normalise per channel.
   Tensor operator()(const Image& img) const;
+  // Rescale and normalise an image prepare() gave into out[(c * H + y) * W + x].
+  void to_pixels(const Image& prepared, float* out) const;
+  // The JSON it was read from (a trained model directory saves it as preprocessor_config.json).
+  const std::string& source_json() const { return source_json_; }
   std::string describe() const;
 
   double rescale_factor = 1.0 / 255.0;
@@ -84,6 +115,7 @@ class ImageProcessor {
 
  private:
   std::vector<std::shared_ptr<const ImageStep>> steps_;
+  std::string source_json_;
 };
 
 }  // namespace tfm

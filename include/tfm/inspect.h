@@ -34,6 +34,12 @@ struct Classification {
   std::vector<float> probabilities;  // (num_labels)
 };
 std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts);
+// Image classifiers: the images through the directory's preprocessor_config.json, one batch.
+std::vector<Classification> classify_images(LoadedModel& m, const std::vector<Image>& images);
+// (B, 3, H, W) pixel_values of images as the model's preprocessor makes them.
+Tensor pixel_values_for(const LoadedModel& m, const std::vector<Image>& images);
+// config.json's id2label name of a class, or its number.
+std::string label_name(const ModelConfig& c, std::int64_t label);
 
 // Pooled last hidden states (the encoder's for encoder-decoder models).
 enum class EmbedPooling { automatic, mean, first, last };  // automatic: config pooling (encoders), else mean

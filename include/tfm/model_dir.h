@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tfm/model.h"
+#include "tfm/image.h"
 #include "tfm/model_config.h"
 #include "tfm/tokenizer.h"
 
@@ -36,8 +37,9 @@ struct GenerationDefaults {
 struct LoadedModel {
   ModelConfig config;
   Model model;
-  Tokenizer tokenizer;
+  Tokenizer tokenizer;  // empty (vocab_size 0) for an image model without text
   GenerationDefaults generation = {};
+  std::optional<ImageProcessor> image_processor = {};  // DIR/preprocessor_config.json, when there
 };
 
 // The weights side of a directory, without its tokenizer (for callers that feed ids).
@@ -47,7 +49,7 @@ struct LoadedWeights {
   GenerationDefaults generation;
 };
 
-// Writes the three files, each atomically (temp file, fsync, rename). `metadata` goes into
+// Writes the three files (an image model without a tokenizer: no tokenizer.json), each atomically (temp file, fsync, rename). `metadata` goes into
 // the safetensors header's __metadata__.
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
                     const std::map<std::string, std::string>& metadata = {{"format", "pt"}});

@@ -91,7 +91,8 @@ struct ScheduleConfig {
 double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step, std::int64_t total_steps);
 
 // ---- train config ----------------------------------------------------------------------
-enum class TaskKind { lm, classifier, seq2seq };
+enum class TaskKind { lm, classifier, seq2seq, image_classifier };
+const char* task_name(TaskKind k);  // "lm", "classifier", "seq2seq", "image_classifier"
 
 // Knowledge distillation (docs/training.md): a frozen teacher runs on every training batch.
 // loss = alpha * T^2 * KL(softmax(teacher/T) || softmax(student/T)) + (1 - alpha) * hard loss,
@@ -156,6 +157,16 @@ struct TrainConfig {
   std::vector<std::string> labels;  // classifier: the label names in class order (default: the
                                     // sorted names found in the data; a model dir's
                                     // train_config.json records them)
+  // data (image_classifier): "train" is an IDX image file (Fashion-MNIST's; "train_labels" its
+  // IDX labels) or a folder of class folders; "test" (+ "test_labels") the same for the test
+  // split, which otherwise is a seeded test_fraction of the training images.
+  std::string train_labels_file, test_file, test_labels_file;
+  // "data.preprocessor": the preprocessor_config.json object the images go through (saved
+  // with the model); default: rescale to [0, 1], normalise by mean 0.5 and std 0.5.
+  std::string preprocessor_json = R"({"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]})";
+  // "data.augment": {"crop_padding": N, "horizontal_flip": bool} on the training images.
+  std::int64_t augment_crop_padding = 0;
+  bool augment_horizontal_flip = false;
   // optimisation
   OptimizerConfig optimizer;
   ScheduleConfig schedule;
@@ -204,6 +215,8 @@ struct TrainState {
   // Training-only tensors that are no part of the model (distillation's hidden-state
   // projections): checkpoint/training_tensors.safetensors, never in the inference copy.
   std::map<std::string, Tensor> training_tensors;
+  // More files of the model directory, by name (an image model's preprocessor_config.json).
+  std::map<std::string, std::string> model_files;
 };
 
 void save_checkpoint(const std::string& dir, const Model& model, const Tokenizer& tok,
@@ -268,6 +281,7 @@ struct EvalReport {
   std::map<std::string, std::string> signatures;  // seq2seq: sacreBLEU signature of "bleu" and "chrf"
   std::vector<std::string> hypotheses;  // seq2seq: the decoded translations that were scored, in order
   std::int64_t beam = 0;            // seq2seq: the beam size they were decoded with (1: greedy)
+  std::vector<std::vector<std::int64_t>> confusion;  // classifiers: [true class][predicted class] counts
 };
 EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt);
 

@@ -122,6 +122,7 @@ ImageProcessor ImageProcessor::from_json(const std::string& text, const std::str
   TFM_CHECK(!j.contains("do_convert_rgb") || j["do_convert_rgb"].is_null() || read_bool(j["do_convert_rgb"], "do_convert_rgb", where),
             where, "do_convert_rgb false is not supported: images are decoded to RGB");
   ImageProcessor p;
+  p.source_json_ = j.dump(2);
   // The class defaults: ViT's and DeiT's processors resample bilinearly, CLIP's bicubically.
   Resample r = clip ? Resample::bicubic : Resample::bilinear;
   if (j.contains("resample")) {
@@ -165,9 +166,13 @@ Image ImageProcessor::prepare(const Image& img) const {
 
 Tensor ImageProcessor::operator()(const Image& img) const {
   const Image x = prepare(img);
+  Tensor out = Tensor::empty({3, x.height, x.width});
+  to_pixels(x, out.data<float>());
+  return out;
+}
+
+void ImageProcessor::to_pixels(const Image& x, float* o) const {
   const std::int64_t H = x.height, W = x.width;
-  Tensor out = Tensor::empty({3, H, W});
-  float* o = out.data<float>();
   for (int c = 0; c < 3; ++c)
     for (std::int64_t y = 0; y < H; ++y)
       for (std::int64_t xx = 0; xx < W; ++xx) {
@@ -176,7 +181,6 @@ Tensor ImageProcessor::operator()(const Image& img) const {
         if (do_normalize) v = (v - mean[c]) / std[c];
         o[(c * H + y) * W + xx] = v;
       }
-  return out;
 }
 
 std::string ImageProcessor::describe() const {

@@ -74,18 +74,20 @@ ModelInputs eval_inputs(LoadedModel& m, const std::vector<std::string>& texts) {
 }
 }  // namespace
 
-std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts) {
-  const ModelConfig& c = m.config;
+namespace {
+
+void check_classifier(const ModelConfig& c) {
   TFM_CHECK(c.head == HeadKind::classifier, "classify", "the model's head is '", to_string(c.head),
             "'; classify needs a classifier head");
   TFM_CHECK(c.architecture != Architecture::encoder_decoder, "classify", "encoder-decoder classifiers are not supported");
-  if (texts.empty()) return {};
-  NoGradGuard no_grad;
-  const ModelInputs in = eval_inputs(m, texts);
-  const std::vector<float> logits = contiguous(m.model.forward(in).logits).to_floats();  // (B, L)
+}
+
+// Softmax of each row of logits (B, num_labels), the best label named by id2label.
+std::vector<Classification> classifications(const ModelConfig& c, const Tensor& logits_tensor) {
+  const std::vector<float> logits = contiguous(logits_tensor).to_floats();
   const std::size_t L = static_cast<std::size_t>(c.num_labels);
   std::vector<Classification> out;
-  for (std::size_t b = 0; b < texts.size(); ++b) {
+  for (std::size_t b = 0; b < logits.size() / L; ++b) {
     const float* row = logits.data() + b * L;
     const double mx = *std::max_element(row, row + L);
     double z = 0;
@@ -94,11 +96,53 @@ std::vector<Classification> classify(LoadedModel& m, const std::vector<std::stri
     for (std::size_t j = 0; j < L; ++j) r.probabilities.push_back(static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / z));
     r.label = std::max_element(r.probabilities.begin(), r.probabilities.end()) - r.probabilities.begin();
     r.probability = r.probabilities[static_cast<std::size_t>(r.label)];
-    r.name = static_cast<std::size_t>(r.label) < c.id2label.size() ? c.id2label[static_cast<std::size_t>(r.label)]
-                                                                   : std::to_string(r.label);
+    r.name = label_name(c, r.label);
     out.push_back(std::move(r));
   }
   return out;
+}
+
+}  // namespace
+
+std::string label_name(const ModelConfig& c, std::int64_t label) {
+  return label >= 0 && static_cast<std::size_t>(label) < c.id2label.size() ? c.id2label[static_cast<std::size_t>(label)]
+                                                                          : std::to_string(label);
+}
+
+std::vector<Classification> classify(LoadedModel& m, const std::vector<std::string>& texts) {
+  check_classifier(m.config);
+  TFM_CHECK(!m.config.reads_images(), "classify", "this is an image model: give it images (--image)");
+  if (texts.empty()) return {};
+  NoGradGuard no_grad;
+  const ModelInputs in = eval_inputs(m, texts);
+  return classifications(m.config, m.model.forward(in).logits);
+}
+
+Tensor pixel_values_for(const LoadedModel& m, const std::vector<Image>& images) {
+  const ModelConfig& c = m.config;
+  TFM_CHECK(c.reads_images(), "images", "the model reads text, not images");
+  TFM_CHECK(m.image_processor.has_value(), "images", "the model directory has no preprocessor_config.json: it does not "
+            "say how images are resized and normalised");
+  const auto B = static_cast<std::int64_t>(images.size());
+  Tensor px = Tensor::empty({B, 3, c.image_size, c.image_size});
+  for (std::int64_t b = 0; b < B; ++b) {
+    const Image x = m.image_processor->prepare(images[static_cast<std::size_t>(b)]);
+    TFM_CHECK(x.width == c.image_size && x.height == c.image_size && c.num_channels == 3, "images",
+              "preprocessor_config.json gives ", x.width, "x", x.height, " images; the model reads ", c.num_channels,
+              " x ", c.image_size, " x ", c.image_size);
+    m.image_processor->to_pixels(x, px.data<float>() + b * 3 * c.image_size * c.image_size);
+  }
+  return px;
+}
+
+std::vector<Classification> classify_images(LoadedModel& m, const std::vector<Image>& images) {
+  check_classifier(m.config);
+  if (images.empty()) return {};
+  NoGradGuard no_grad;
+  m.model.set_training(false);
+  ModelInputs in;
+  in.pixel_values = pixel_values_for(m, images);
+  return classifications(m.config, m.model.forward(in).logits);
 }
 
 EmbedPooling embed_pooling_from_name(const std::string& name) {

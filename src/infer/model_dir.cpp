@@ -8,6 +8,7 @@
 #include "infer/model_source.h"
 #include "tfm/error.h"
 #include "tfm/gguf_model.h"
+#include "tfm/image.h"
 #include "tfm/safetensors.h"
 
 namespace tfm {
@@ -41,7 +42,8 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
                     const std::map<std::string, std::string>& metadata) {
   fs::create_directories(dir);
   write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
-  write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
+  // An image model reads no text: it has no tokenizer unless one was given (CLIP's text tower).
+  if (!model.config().reads_images() || tok.vocab_size() > 0) write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
   if (!model.has_lora() && !model.has_bottleneck() && !model.has_prefix()) {
     // Compact weights (bf16, f16, q8_0, ...) as U8 bytes, their type in __metadata__
     // (docs/formats.md, "Quantized weights"; decode_compact_tensors reads them back).
@@ -95,10 +97,13 @@ LoadedModel load_model_dir(const std::string& dir) {
   ModelSource src = read_model_source(dir);
   Model model = build_model(src);
   if (fs::exists(join(dir, "adapter_config.json"))) load_adapter(dir, model);  // saved with its adapter
-  Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : load_dir_tokenizer(dir);
+  const bool text_free = src.config.reads_images() && !fs::exists(join(dir, "tokenizer.json"));
+  Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : text_free ? Tokenizer() : load_dir_tokenizer(dir);
   TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
             " tokens but the model's vocab_size is ", src.config.vocab_size);
-  return {std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
+  LoadedModel lm{std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
+  if (fs::exists(join(dir, "preprocessor_config.json"))) lm.image_processor = ImageProcessor::load(dir);
+  return lm;
 }
 
 }  // namespace tfm

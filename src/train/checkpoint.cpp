@@ -55,7 +55,7 @@ void sync_dir(const fs::path& dir) {
 // The files this code writes into DIR; a temp file of theirs ("NAME.tmp.PID", write_file_atomic)
 // left by a killed run is removed by the next save.
 constexpr const char* kDirFiles[] = {"config.json", "tokenizer.json", "model.safetensors", "train_config.json",
-                                     "metrics.jsonl", "curves.svg"};
+                                     "metrics.jsonl", "curves.svg", "confusion.svg", "preprocessor_config.json"};
 
 void remove_stale_temp_files(const fs::path& out) {
   std::error_code ec;
@@ -96,6 +96,7 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
                    {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
   save_model_dir(dir, model, tok, {{"format", "pt"}, {"step", step}});
+  for (const auto& [name, text] : state.model_files) write_file_atomic(join(dir, name.c_str()), text);
   if (!state.training_tensors.empty())  // distillation's projections: resumed, never part of the model
     save_safetensors(join(dir, "training_tensors.safetensors"), state.training_tensors, {{"step", step}});
   json j;
@@ -115,9 +116,11 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   committed = true;
   fs::remove_all(old);
   // The inference copy; config.json last (see the top of the file).
+  // Adapters exist for adapter runs only, tokenizer.json for text models only.
+  for (const auto& [name, text] : state.model_files) publish(out, final_dir, name.c_str());
   for (const char* name : {"tokenizer.json", "model.safetensors", "adapter_model.safetensors", "adapter_config.json",
                            "config.json"})
-    if (name[0] != 'a' || fs::exists(final_dir / name)) publish(out, final_dir, name);  // adapters: LoRA runs only
+    if (fs::exists(final_dir / name)) publish(out, final_dir, name);
   // The training config beside it: tfm eval reproduces the held-out split from it.
   write_file_atomic(join(out.string(), "train_config.json"), json::parse(state.train_config_json).dump(2) + "\n");
   sync_dir(out);

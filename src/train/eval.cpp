@@ -19,12 +19,8 @@ namespace fs = std::filesystem;
 using namespace train_detail;
 
 TaskKind task_of(const ModelConfig& c) {
-  if (c.head == HeadKind::classifier) return TaskKind::classifier;
+  if (c.head == HeadKind::classifier) return c.reads_images() ? TaskKind::image_classifier : TaskKind::classifier;
   return c.architecture == Architecture::encoder_decoder ? TaskKind::seq2seq : TaskKind::lm;
-}
-
-const char* task_name(TaskKind k) {
-  return k == TaskKind::lm ? "lm" : k == TaskKind::classifier ? "classifier" : "seq2seq";
 }
 
 }  // namespace
@@ -64,6 +60,8 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     cfg.block_size = std::min<std::int64_t>(lm.config.max_positions, 128);
     cfg.max_length = std::min<std::int64_t>(lm.config.max_positions, 128);
     cfg.source = dir;
+    cfg.labels = lm.config.id2label;  // an image folder's classes are the model's
+    if (lm.image_processor) cfg.preprocessor_json = lm.image_processor->source_json();
   }
   if (opt.batch_size > 0) cfg.batch_size = opt.batch_size;
   if (opt.context > 0) {
@@ -77,12 +75,14 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   rep.task = task;
   TaskData d = opt.data_file.empty() ? make_task_data(cfg, tok) : make_eval_data(cfg, *tok, opt.data_file, opt.header);
   d.tok = &*tok;
-  rep.data = opt.data_file.empty() ? "held-out split of " + cfg.train_file : opt.data_file;
+  rep.data = !opt.data_file.empty() ? opt.data_file
+             : !cfg.test_file.empty() ? "test split " + cfg.test_file
+             : "held-out split of " + cfg.train_file;
   if (task == TaskKind::lm) {
     rep.examples = d.lm->val_sequences() * cfg.block_size;
     cfg.eval_batches = d.lm->val_sequences() / cfg.batch_size + 1;  // every window
-  } else if (task == TaskKind::classifier) {
-    rep.examples = d.cls->test_size();
+  } else if (task == TaskKind::classifier || task == TaskKind::image_classifier) {
+    rep.examples = d.images ? d.images->test_size() : d.cls->test_size();
     rep.positive_label = d.label_names.at(static_cast<std::size_t>(d.positive));
   } else {
     rep.examples = static_cast<std::int64_t>(d.s2s->test().size());
@@ -98,6 +98,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   rep.metrics = evaluate(d, lm.model, cfg, &detail);
   rep.signatures = std::move(detail.signatures);
   rep.hypotheses = std::move(detail.hypotheses);
+  rep.confusion = std::move(detail.confusion);
   return rep;
 }
 

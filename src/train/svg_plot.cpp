@@ -5,6 +5,7 @@
 #include <string>
 
 #include "io/svg.h"
+#include "tfm/plot.h"
 #include "train/train_internal.h"
 
 namespace tfm::train_detail {
@@ -81,6 +82,25 @@ std::string loss_curves_svg(const Curves& c, const std::string& title) {
   line(c.val_loss, "#d62728", "eval loss", 1);
   out += svg::close();
   return out;
+}
+
+// The confusion matrix as the attention pictures draw theirs: each true class's row scaled to
+// fractions of that class, so rare and common classes read alike; its recall beside its name.
+std::string confusion_matrix_svg(const std::vector<std::vector<std::int64_t>>& counts, const std::vector<std::string>& names,
+                                 const std::string& title) {
+  HeatMap h;
+  for (std::size_t i = 0; i < counts.size(); ++i) {
+    std::int64_t total = 0;
+    for (std::int64_t v : counts[i]) total += v;
+    for (std::int64_t v : counts[i]) h.values.push_back(total > 0 ? static_cast<float>(v) / static_cast<float>(total) : 0.0f);
+    char recall[32];
+    std::snprintf(recall, sizeof recall, " (%.1f%%)", total > 0 ? 100.0 * static_cast<double>(counts[i][i]) / static_cast<double>(total) : 0.0);
+    const std::string name = i < names.size() ? names[i] : std::to_string(i);
+    h.row_labels.push_back(name + recall);
+    h.col_labels.push_back(name);
+  }
+  return heat_maps_svg({h}, {.title = "confusion matrix — " + title, .row_axis = "true class (recall)",
+                             .col_axis = "predicted class", .columns = 1});
 }
 
 }  // namespace tfm::train_detail

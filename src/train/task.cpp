@@ -144,6 +144,60 @@ TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   return d;
 }
 
+// IDX files (a labels file beside) or a folder of class folders. `classes` names the classes
+// (IDX files number them; a folder's names must be these).
+LabeledImages read_images(const std::string& images, const std::string& labels, const std::vector<std::string>& classes,
+                          const std::string& key) {
+  if (std::filesystem::is_directory(images)) {
+    TFM_CHECK(labels.empty(), key + "_labels", "is for IDX image files; '", images, "' is a folder of class folders");
+    return read_image_folder(images, classes);
+  }
+  TFM_CHECK(!labels.empty(), key, "'", images, "' is not a folder of class folders, so it is an IDX image file and needs \"",
+            key.substr(key.rfind('.') + 1), "_labels\": its IDX label file");
+  LabeledImages li = read_idx_images(images, labels);
+  if (!classes.empty()) {
+    TFM_CHECK(li.label_names.size() <= classes.size(), labels, "holds class ids up to ", li.label_names.size() - 1,
+              " but data.labels names ", classes.size(), " classes");
+    li.label_names = classes;
+  }
+  return li;
+}
+
+TaskData image_data(const TrainConfig& cfg) {
+  const std::string where = cfg.source + ".data";
+  LabeledImages train = read_images(cfg.train_file, cfg.train_labels_file, cfg.labels, where + ".train");
+  LabeledImages test;
+  if (!cfg.test_file.empty()) {
+    test = read_images(cfg.test_file, cfg.test_labels_file, train.label_names, where + ".test");
+  } else {  // a seeded split of the training images, as for text classifiers
+    const auto n = static_cast<std::int64_t>(train.images.size());
+    const std::int64_t n_test = cfg.test_size > 0 ? cfg.test_size : static_cast<std::int64_t>(static_cast<double>(n) * cfg.test_fraction);
+    TFM_CHECK(n_test >= 1 && n_test < n, where, "a test split of ", n_test, " leaves no training images of ", n);
+    const auto perm = seeded_permutation(n, cfg.seed ^ 0x7e57ull);
+    LabeledImages kept;
+    kept.label_names = test.label_names = train.label_names;
+    for (std::int64_t i = 0; i < n; ++i) {
+      const auto j = static_cast<std::size_t>(perm[static_cast<std::size_t>(i)]);
+      LabeledImages& to = i < n_test ? test : kept;
+      to.images.push_back(std::move(train.images[j]));
+      to.labels.push_back(train.labels[j]);
+    }
+    train = std::move(kept);
+  }
+  // IDX labels number the classes; names come from data.labels, and the larger set of ids wins.
+  if (test.label_names.size() > train.label_names.size()) train.label_names = test.label_names;
+  TFM_CHECK(train.label_names.size() >= 2, where, "needs at least two classes, found ", train.label_names.size());
+  TFM_CHECK(static_cast<std::int64_t>(train.images.size()) >= cfg.batch_size, cfg.source, "the training split holds ",
+            train.images.size(), " images: too few for one batch of ", cfg.batch_size);
+  TaskData d;
+  d.kind = TaskKind::image_classifier;
+  d.label_names = train.label_names;
+  d.positive = positive_class(cfg, d.label_names);
+  d.images.emplace(std::move(train), std::move(test), ImageProcessor::from_json(cfg.preprocessor_json, where + ".preprocessor"),
+                   ImageAugment{cfg.augment_crop_padding, cfg.augment_horizontal_flip}, cfg.seed);
+  return d;
+}
+
 // Decoding for BLEU with the KV-cache Translator: greedy (batched) or beam search. Sources
 // are the rows of the padded batch src (B, S), each cut to its valid length.
 std::vector<std::vector<std::int32_t>> decode_for_bleu(Model& m, const Tokenizer& tok, const Tensor& src, const Tensor& lens,
@@ -177,15 +231,29 @@ TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
          (std::filesystem::current_path() / cfg.train_file).lexically_normal().string(), "' and '",
          beside.lexically_normal().string(), "', beside the config)");
   }
+  if (cfg.task == TaskKind::image_classifier) {
+    tok.emplace();  // no text: an empty tokenizer keeps the model directory's shape
+    return image_data(cfg);
+  }
   if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
   if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
   return lm_data(cfg, tok);
 }
 
 TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std::string& path, bool header) {
-  TFM_CHECK(std::filesystem::is_regular_file(path), "eval", "data file '", path, "' not found");
+  TFM_CHECK(std::filesystem::exists(path), "eval", "data '", path, "' not found");
   TaskData d;
   d.kind = cfg.task;
+  if (cfg.task == TaskKind::image_classifier) {
+    TFM_CHECK(std::filesystem::is_directory(path), "eval", "--data '", path,
+              "' must be a folder of class folders for an image classifier");
+    LabeledImages test = read_image_folder(path, cfg.labels);
+    d.label_names = test.label_names;
+    d.positive = positive_class(cfg, d.label_names);
+    d.images.emplace(LabeledImages{{}, {}, test.label_names}, std::move(test),
+                     ImageProcessor::from_json(cfg.preprocessor_json, cfg.source + ".data.preprocessor"), ImageAugment{}, cfg.seed);
+    return d;
+  }
   if (cfg.task == TaskKind::lm) {
     TokenStore ids(tok.vocab_size());
     TextReader in(path);
@@ -221,11 +289,23 @@ TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std:
 
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab) {
   json m = json::parse(cfg.model_json);
-  if (!m.contains("vocab_size")) m["vocab_size"] = vocab;
-  if (d.kind == TaskKind::classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
+  const bool classifier = d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier;
+  if (!m.contains("vocab_size") && d.kind != TaskKind::image_classifier) m["vocab_size"] = vocab;
+  if (classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
   const std::string where = cfg.source + ".model";
   ModelConfig mc = parse_model_config(m.dump(), where);
-  if (d.kind == TaskKind::classifier && mc.id2label.empty()) mc.id2label = d.label_names;  // saved in config.json
+  if (classifier && mc.id2label.empty()) mc.id2label = d.label_names;  // saved in config.json
+  if (d.kind == TaskKind::image_classifier) {
+    TFM_CHECK(mc.reads_images() && mc.head == HeadKind::classifier, where,
+              "task 'image_classifier' needs an image model (e.g. model_type \"vit\") with a classifier head");
+    TFM_CHECK(mc.num_labels == static_cast<std::int64_t>(d.label_names.size()), where, "num_labels ", mc.num_labels,
+              " but the data has ", d.label_names.size(), " classes");
+    const auto [h, w] = d.images->pixel_size();
+    TFM_CHECK(h == mc.image_size && w == mc.image_size && mc.num_channels == 3, where, "the model reads ", mc.num_channels,
+              " x ", mc.image_size, " x ", mc.image_size, " images but data.preprocessor gives 3 x ", h, " x ", w,
+              " (set image_size, num_channels 3, or the preprocessor's size)");
+    return mc;
+  }
   TFM_CHECK(mc.vocab_size >= vocab, where, "vocab_size ", mc.vocab_size, " < the tokenizer's ", vocab);
   if (d.kind == TaskKind::lm) {
     TFM_CHECK(mc.architecture == Architecture::decoder_only && mc.head == HeadKind::lm, where,
@@ -260,6 +340,9 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   } else if (d.kind == TaskKind::seq2seq) {
     d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
     tokens = in.decoder_input_ids.numel();
+  } else if (d.kind == TaskKind::image_classifier) {
+    d.images->train_batch(cursor, cfg.batch_size, in.pixel_values, targets);
+    tokens = cfg.batch_size * (m.config().num_patches() + 1);
   } else {
     d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
     tokens = 0;
@@ -276,7 +359,7 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   }
   m.set_hidden_capture(nullptr);
   const auto ls = static_cast<float>(cfg.label_smoothing);
-  const Tensor hard = d.kind == TaskKind::classifier
+  const Tensor hard = d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier
                           ? cross_entropy(out.logits, targets, -100, ls)  // logits (B, num_labels)
                           : cross_entropy(reshape(out.logits, {-1, out.logits.size(-1)}), reshape(targets, {-1}), -100, ls);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
@@ -340,10 +423,12 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     }
   } else {
     std::vector<std::int64_t> pred, truth;
-    for (std::int64_t first = 0; first < d.cls->test_size(); first += cfg.batch_size) {  // the whole test split
+    const std::int64_t n = d.images ? d.images->test_size() : d.cls->test_size();
+    for (std::int64_t first = 0; first < n; first += cfg.batch_size) {  // the whole test split
       ModelInputs in;
       Tensor y;
-      d.cls->test_batch(first, cfg.batch_size, in.input_ids, in.valid_lens, y);
+      if (d.images) d.images->test_batch(first, cfg.batch_size, in.pixel_values, y);
+      else d.cls->test_batch(first, cfg.batch_size, in.input_ids, in.valid_lens, y);
       const Tensor logits = m.forward(in).logits;
       sum += cross_entropy(logits, y, -100, 0.0f, LossReduction::sum).item();
       for (std::int64_t p : argmax(logits, -1).to_ints()) pred.push_back(p);
@@ -352,6 +437,13 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     const ClassScores s = class_scores(pred, truth, d.positive);
     out["loss"] = sum / static_cast<double>(truth.size());
     out["accuracy"] = s.accuracy, out["precision"] = s.precision, out["recall"] = s.recall, out["f1"] = s.f1;
+    if (detail) {
+      const std::size_t k = d.label_names.size();
+      detail->confusion.assign(k, std::vector<std::int64_t>(k, 0));
+      for (std::size_t i = 0; i < truth.size(); ++i)
+        if (static_cast<std::size_t>(truth[i]) < k && static_cast<std::size_t>(pred[i]) < k)
+          ++detail->confusion[static_cast<std::size_t>(truth[i])][static_cast<std::size_t>(pred[i])];
+    }
   }
   m.set_training(true);
   return out;

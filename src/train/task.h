@@ -16,6 +16,7 @@ struct TaskData {
   std::optional<LmData> lm;
   std::optional<ClsData> cls;
   std::optional<Seq2SeqData> s2s;
+  std::optional<ImageData> images;
   std::vector<std::string> label_names;
   std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
   const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs
@@ -42,6 +43,7 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
 struct EvalDetail {
   std::vector<std::string> hypotheses;
   std::map<std::string, std::string> signatures;  // "bleu", "chrf"
+  std::vector<std::vector<std::int64_t>> confusion;  // classifiers: [true class][predicted class] counts
 };
 // Held-out metrics: always "loss"; LM adds "perplexity"; classifier "accuracy", "precision",
 // "recall", "f1"; seq2seq "bleu" and "chrf" (sacreBLEU's, src/metrics) of the first

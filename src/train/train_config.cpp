@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfm/error.h"
+#include "tfm/image.h"
 #include "tfm/safetensors.h"
 #include "tfm/train.h"
 
@@ -96,6 +97,16 @@ const json& section(const json& root, const char* name) {
 
 }  // namespace
 
+const char* task_name(TaskKind k) {
+  switch (k) {
+    case TaskKind::lm: return "lm";
+    case TaskKind::classifier: return "classifier";
+    case TaskKind::seq2seq: return "seq2seq";
+    case TaskKind::image_classifier: return "image_classifier";
+  }
+  return "?";
+}
+
 TrainConfig parse_train_config(const std::string& json_text, const std::string& where) {
   json root;
   try {
@@ -110,8 +121,9 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
                                   "training", "eval", "checkpoint", "sample", "init_from", "init_skip", "lora", "adapter", "trainable",
                                   "distributed", "distill"});
   std::string task = "lm";
-  top.get_string("task", task, {"lm", "classifier", "seq2seq"});
-  c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq : TaskKind::lm;
+  top.get_string("task", task, {"lm", "classifier", "seq2seq", "image_classifier"});
+  c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq
+           : task == "image_classifier" ? TaskKind::image_classifier : TaskKind::lm;
   std::int64_t seed = static_cast<std::int64_t>(c.seed);
   top.get_int("seed", seed, 0);
   c.seed = static_cast<std::uint64_t>(seed);
@@ -219,7 +231,9 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
             "isolate_cjk applies to kind \"bpe\" only (char is per character already)");
 
   const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
-                                                                    "max_length", "header", "positive_label", "test_size", "labels"});
+                                                                    "max_length", "header", "positive_label", "test_size", "labels",
+                                                                    "train_labels", "test", "test_labels", "preprocessor",
+                                                                    "augment"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -230,6 +244,22 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   data.get_bool("header", c.header);
   data.get_int("test_size", c.test_size, 0);
   data.get_string("positive_label", c.positive_label);
+  data.get_string("train_labels", c.train_labels_file);
+  data.get_string("test", c.test_file);
+  data.get_string("test_labels", c.test_labels_file);
+  const bool image_task = c.task == TaskKind::image_classifier;
+  for (const char* k : {"train_labels", "test", "test_labels", "preprocessor", "augment"})
+    TFM_CHECK(image_task || !data.has(k), data.key(k), "applies to task \"image_classifier\" only");
+  if (data.has("preprocessor")) {
+    TFM_CHECK(data.at("preprocessor").is_object(), data.key("preprocessor"), "must be an object (preprocessor_config.json's keys)");
+    c.preprocessor_json = data.at("preprocessor").dump();
+  }
+  ImageProcessor::from_json(c.preprocessor_json, data.key("preprocessor"));  // every key checked now, before any work
+  if (data.has("augment")) {
+    const Section a(data.at("augment"), data.key("augment"), {"crop_padding", "horizontal_flip"});
+    a.get_int("crop_padding", c.augment_crop_padding, 0, 1 << 12);
+    a.get_bool("horizontal_flip", c.augment_horizontal_flip);
+  }
   if (data.has("labels")) {
     const json& l = data.at("labels");
     TFM_CHECK(l.is_array() && l.size() >= 2, data.key("labels"), "must be a list of at least two label names");
@@ -323,6 +353,9 @@ std::string beside_config(const std::string& path, const std::string& config) {
 TrainConfig load_train_config(const std::string& path) {
   TrainConfig c = parse_train_config(read_file(path), path);
   c.train_file = beside_config(c.train_file, path);
+  c.train_labels_file = beside_config(c.train_labels_file, path);
+  c.test_file = beside_config(c.test_file, path);
+  c.test_labels_file = beside_config(c.test_labels_file, path);
   c.tokenizer_path = beside_config(c.tokenizer_path, path);
   return c;
 }

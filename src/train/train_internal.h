@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/image.h"
 #include "tfm/tensor.h"
 
 namespace tfm::train_detail {
@@ -80,6 +81,35 @@ class ClsData {
   std::vector<ClsExample> train_, test_;
   std::uint64_t seed_;
   std::int32_t pad_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Image classifier data: labelled images, a test split (a file of its own or a seeded
+// fraction), training images visited in a seeded order per epoch. Each training image is
+// augmented with draws that depend only on (seed, cursor) (random crop from a zero-padded
+// copy, horizontal flip), then goes through the processor (resize/crop, rescale, normalise).
+struct ImageAugment {
+  std::int64_t crop_padding = 0;  // > 0: pad by this many pixels, crop back to the size at a random place
+  bool horizontal_flip = false;   // flip half of the images
+};
+class ImageData {
+ public:
+  ImageData(LabeledImages train, LabeledImages test, ImageProcessor processor, ImageAugment augment, std::uint64_t seed);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.images.size()); }
+  std::int64_t test_size() const { return static_cast<std::int64_t>(test_.images.size()); }
+  const ImageProcessor& processor() const { return processor_; }
+  // pixel_values (B, 3, H, W) f32, labels (B) i64.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& pixels, Tensor& labels);
+  void test_batch(std::int64_t first, std::int64_t batch, Tensor& pixels, Tensor& labels) const;
+  // The processed size (H, W) of the images.
+  std::pair<std::int64_t, std::int64_t> pixel_size() const;
+
+ private:
+  LabeledImages train_, test_;
+  ImageProcessor processor_;
+  ImageAugment augment_;
+  std::uint64_t seed_;
   std::int64_t cached_epoch_ = -1;
   std::vector<std::int64_t> order_;
 };
@@ -170,5 +200,8 @@ class OutputDirLock {
 
 // curves.svg: train and eval loss against step, with axes and ticks (hand-written SVG).
 std::string loss_curves_svg(const Curves& c, const std::string& title);
+// confusion.svg: counts[true][predicted] as a heat map of per-class fractions.
+std::string confusion_matrix_svg(const std::vector<std::vector<std::int64_t>>& counts, const std::vector<std::string>& names,
+                                 const std::string& title);
 
 }  // namespace tfm::train_detail

@@ -50,9 +50,15 @@ struct Run {
 std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   if (cfg.json.empty()) return "{}";
   json j = json::parse(cfg.json);
-  std::error_code ec;
-  const fs::path abs = fs::absolute(cfg.train_file, ec);
-  j["data"]["train"] = ec ? cfg.train_file : abs.lexically_normal().string();
+  auto absolute = [](const std::string& path) {
+    std::error_code ec;
+    const fs::path abs = fs::absolute(path, ec);
+    return ec ? path : abs.lexically_normal().string();
+  };
+  j["data"]["train"] = absolute(cfg.train_file);
+  for (const auto& [key, path] : {std::pair<const char*, const std::string*>{"train_labels", &cfg.train_labels_file},
+                                  {"test", &cfg.test_file}, {"test_labels", &cfg.test_labels_file}})
+    if (!path->empty()) j["data"][key] = absolute(*path);
   // The fields that fix the held-out split and the evaluation, as this run used them (a
   // caller may have changed them after parsing, e.g. --seed).
   j["seed"] = cfg.seed;
@@ -64,7 +70,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   data["max_length"] = cfg.max_length;
   data["header"] = cfg.header;
   if (!cfg.positive_label.empty()) data["positive_label"] = cfg.positive_label;
-  if (d.kind == TaskKind::classifier) data["labels"] = d.label_names;
+  if (d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
   j["training"]["precision"] = precision_name(cfg.precision);
   j["eval"]["bleu_examples"] = cfg.bleu_examples;
@@ -106,11 +112,14 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   // A distilled student without a tokenizer of its own (init_from, tokenizer section) takes
   // the teacher's: the two must share one.
   if (cfg.distill && !r.tok && !json::parse(cfg.json).contains("tokenizer")) r.tok = Tokenizer::load(cfg.distill->teacher);
+  TFM_CHECK(!cfg.distill || cfg.task != TaskKind::image_classifier, cfg.source,
+            "distill: distillation into image classifiers is not supported yet (docs/vision.md)");
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
-    const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length;
+    const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
+                             : cfg.task == TaskKind::image_classifier ? mc.num_patches() + 1 : cfg.max_length;
     const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
@@ -165,6 +174,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   r.state.training_tensors = r.distill ? r.distill->parameters() : std::map<std::string, Tensor>{};
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
+  if (r.data.images) r.state.model_files["preprocessor_config.json"] = r.data.images->processor().source_json() + "\n";
   return r;
 }
 
@@ -191,6 +201,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   const bool writer = dp.writes();
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
   const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
+  const std::string confusion_path = (fs::path(opt.out_dir) / "confusion.svg").string();
   Curves curves;
   if (writer && r.state.step > 0) curves = reload_metrics(metrics_path, r.state.step);
   if (writer && r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
@@ -206,8 +217,9 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                                             std::to_string(model.bottleneck_config().size(model.config().d_model)) + ")"
                                       : model.has_prefix() ? " (prefix tuning, " + std::to_string(model.prefix_length()) +
                                             " virtual tokens)" : ""));
-  progress.message("training " + std::to_string(model.parameter_count()) + " parameters, vocab " +
-                   std::to_string(r.tok->vocab_size()) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
+  progress.message("training " + std::to_string(model.parameter_count()) + " parameters, " +
+                   (r.data.images ? std::to_string(r.data.images->train_size()) + " training images"
+                                  : "vocab " + std::to_string(r.tok->vocab_size())) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
                    (cfg.checkpoint_activations ? ", activation checkpointing" : ""));
   if (r.distill) progress.message(r.distill->summary());
@@ -295,6 +307,9 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       append_metrics_line(metrics_path, line + "}");
       curves.val_loss.push_back({r.state.step, result.val_loss});
       write_file_atomic(svg_path, loss_curves_svg(curves, "loss — " + cfg.source));
+      if (!detail.confusion.empty())
+        write_file_atomic(confusion_path, confusion_matrix_svg(detail.confusion, r.data.label_names,
+                                                               "test split, step " + std::to_string(r.state.step)));
       progress.message("step " + std::to_string(r.state.step) + ": eval " + text);
     }
     if ((r.state.step % cfg.eval_every == 0 || last) && cfg.checkpoint_every == 0) checkpoint();

@@ -13,6 +13,15 @@
 
 namespace tfm::test {
 
+std::string error_message(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "no error";
+}
+
 bool expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what) {
   if (!got.defined() || !want.defined()) {
     ADD_FAILURE() << what << ": undefined tensor (got " << got.str() << ", want " << want.str() << ")";

@@ -14,6 +14,9 @@ namespace tfm::test {
 // Compare element-wise: passes when |got - want| <= atol + rtol * |want| everywhere (and the
 // shapes match). On failure, reports max-abs and max-relative error and the first mismatches.
 // Returns true when close.
+// The message of the tfm::Error that fn throws, or "no error".
+std::string error_message(const std::function<void()>& fn);
+
 bool expect_close(const Tensor& got, const Tensor& want, double rtol, double atol, const std::string& what);
 // Bit-for-bit equality (same shape, same float values including -0/NaN payloads).
 bool expect_bitwise_equal(const Tensor& a, const Tensor& b, const std::string& what);

@@ -38,7 +38,7 @@ void add_eval_command(CLI::App& app) {
   add_weight_options(cmd, args->weights);
   cmd->add_flag("--kl-divergence", args->kl, "With --dtype and --stride: mean KL divergence from the f32 model");
   cmd->add_option("--data", args->opt.data_file,
-                  "Text file (LM), label<TAB>text lines (classifier) or source<TAB>target lines (seq2seq)");
+                  "Text file (LM), label<TAB>text lines (classifier), source<TAB>target lines (seq2seq) or a folder of class folders (image classifier)");
   cmd->add_flag("--header", args->opt.header, "--data's first line is a header");
   cmd->add_option("--batch", args->opt.batch_size, "Batch size (default: the training config's)")
       ->check(CLI::PositiveNumber);
@@ -81,7 +81,7 @@ void add_eval_command(CLI::App& app) {
       std::fprintf(stderr, "tfm: scored %lld %s in %.3f s (%.1f/s)\n", static_cast<long long>(r.examples),
                    r.task == TaskKind::lm ? "tokens" : "examples", s, s > 0 ? static_cast<double>(r.examples) / s : 0.0);
     }
-    const char* task = r.task == TaskKind::lm ? "lm" : r.task == TaskKind::classifier ? "classifier" : "seq2seq";
+    const char* task = task_name(r.task);
     if (args->json) {
       nlohmann::json j{{"model", args->dir}, {"task", task}, {"data", r.data}, {"examples", r.examples},
                        {"threads", num_threads()}};
@@ -89,11 +89,12 @@ void add_eval_command(CLI::App& app) {
       for (const auto& [k, sig] : r.signatures) j[k + "_signature"] = sig;
       if (!r.positive_label.empty()) j["positive_label"] = r.positive_label;
       if (r.task == TaskKind::seq2seq) j["beam"] = r.beam;
+      if (!r.confusion.empty()) j["confusion"] = r.confusion;
       std::printf("%s\n", j.dump().c_str());
       return;
     }
     std::printf("model    %s (%s)\ndata     %s\n%-8s %lld\n", args->dir.c_str(), task, r.data.c_str(),
-                r.task == TaskKind::lm ? "tokens" : r.task == TaskKind::classifier ? "examples" : "pairs",
+                r.task == TaskKind::lm ? "tokens" : r.task == TaskKind::seq2seq ? "pairs" : "examples",
                 static_cast<long long>(r.examples));
     if (!r.positive_label.empty()) std::printf("positive %s (precision, recall, f1)\n", r.positive_label.c_str());
     // The decoding is printed because it moves BLEU: tfm translate's default is beam 4, eval's
