@@ -46,6 +46,9 @@ enum class EmbedPooling { automatic, mean, first, last };  // automatic: config 
 EmbedPooling embed_pooling_from_name(const std::string& name);  // "auto" | "mean" | "first" | "last"
 std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts,
                                       EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
+// Image models: the last hidden states ([CLS] and the patches) pooled the same way.
+std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images,
+                                             EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
 
 // Attention heat maps of one layer: one map per head (or the one head asked for).
 struct AttentionQuery {
@@ -64,5 +67,21 @@ struct AttentionFigure {
 // Defaults: decoder-only -> decoder self; encoder-only -> encoder self; encoder-decoder ->
 // cross (needs target). Errors name the valid layer/head range.
 AttentionFigure attention_figure(LoadedModel& m, const AttentionQuery& q);
+
+// Attention rollout (Abnar & Zuidema 2020) of an image model: for each image of pixel_values
+// (B, 3, H, W), the share of the [CLS] token's last state that flows from each patch through
+// every layer (heads averaged, each layer mixed half-and-half with the identity for the
+// residual path, rows renormalised), patches in row-major order.
+std::vector<std::vector<float>> attention_rollout(Model& model, const Tensor& pixel_values);
+struct ImageAttention {
+  std::int64_t grid = 0;       // patches per side
+  std::vector<float> rollout;  // grid x grid, row-major
+  Image seen;                  // the image as the model saw it (after resize and crop)
+};
+// One image through the directory's preprocessor.
+ImageAttention attention_rollout(LoadedModel& m, const Image& img);
+// The image the model saw, enlarged so its shorter side is at least min_side, with the map
+// (scaled to its maximum, bilinear between patch centres) laid over it in a heat colour ramp.
+Image attention_overlay(const ImageAttention& a, std::int64_t min_side = 224);
 
 }  // namespace tfm

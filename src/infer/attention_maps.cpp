@@ -23,6 +23,7 @@ AttentionFigure attention_figure(LoadedModel& m, const AttentionQuery& q) {
   const ModelConfig& c = m.config;
   const char* op = "attention";
   const bool enc_dec = c.architecture == Architecture::encoder_decoder;
+  TFM_CHECK(!c.reads_images(), op, "this is an image model: draw its attention with --image FILE");
   TFM_CHECK(!q.prompt.empty(), op, "the prompt is empty");
   TFM_CHECK(q.stack.empty() || q.stack == "encoder" || q.stack == "decoder", op, "unknown stack '", q.stack,
             "' (allowed: encoder, decoder)");

@@ -153,22 +153,21 @@ EmbedPooling embed_pooling_from_name(const std::string& name) {
   fail("embed", "unknown pooling '", name, "' (allowed: auto, mean, first, last)");
 }
 
-std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, EmbedPooling pooling,
-                                      bool normalize) {
-  const ModelConfig& c = m.config;
-  if (texts.empty()) return {};
-  if (pooling == EmbedPooling::automatic)
-    pooling = c.architecture == Architecture::encoder_only && c.pooling == Pooling::first ? EmbedPooling::first
-                                                                                           : EmbedPooling::mean;
-  NoGradGuard no_grad;
-  const ModelInputs in = eval_inputs(m, texts);
-  const Tensor hidden = contiguous(c.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor())
-                                                                                 : m.model.encode(in));  // (B, T, C)
+namespace {
+
+EmbedPooling resolve_pooling(const ModelConfig& c, EmbedPooling pooling) {
+  if (pooling != EmbedPooling::automatic) return pooling;
+  return c.architecture == Architecture::encoder_only && c.pooling == Pooling::first ? EmbedPooling::first : EmbedPooling::mean;
+}
+
+// One vector per row of hidden (B, T, C): its first, last (of lens[b]) or mean state.
+std::vector<std::vector<float>> pool_rows(const Tensor& hidden_tensor, const std::vector<std::int64_t>& lens,
+                                          EmbedPooling pooling, bool normalize) {
+  const Tensor hidden = contiguous(hidden_tensor);
   const std::int64_t T = hidden.size(1), C = hidden.size(2);
   const std::vector<float> h = hidden.to_floats();
-  const std::vector<std::int64_t> lens = in.valid_lens.to_ints();
   std::vector<std::vector<float>> out;
-  for (std::size_t b = 0; b < texts.size(); ++b) {
+  for (std::size_t b = 0; b < lens.size(); ++b) {
     const std::int64_t n = lens[b];
     std::vector<double> acc(static_cast<std::size_t>(C), 0.0);
     auto add_row = [&](std::int64_t t) {
@@ -189,6 +188,31 @@ std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::str
     out.push_back(std::move(e));
   }
   return out;
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, EmbedPooling pooling,
+                                      bool normalize) {
+  const ModelConfig& c = m.config;
+  TFM_CHECK(!c.reads_images(), "embed", "this is an image model: give it images (--image)");
+  if (texts.empty()) return {};
+  NoGradGuard no_grad;
+  const ModelInputs in = eval_inputs(m, texts);
+  const Tensor hidden = c.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor()) : m.model.encode(in);
+  return pool_rows(hidden, in.valid_lens.to_ints(), resolve_pooling(c, pooling), normalize);
+}
+
+std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images, EmbedPooling pooling,
+                                             bool normalize) {
+  if (images.empty()) return {};
+  NoGradGuard no_grad;
+  m.model.set_training(false);
+  ModelInputs in;
+  in.pixel_values = pixel_values_for(m, images);
+  const Tensor hidden = m.model.encode(in);  // (B, 1 + patches, C) after the final norm
+  return pool_rows(hidden, std::vector<std::int64_t>(images.size(), hidden.size(1)), resolve_pooling(m.config, pooling),
+                   normalize);
 }
 
 }  // namespace tfm

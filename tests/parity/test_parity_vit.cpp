@@ -6,6 +6,7 @@
 #include <cstdlib>
 
 #include "support/test_support.h"
+#include "tfm/inspect.h"
 #include "tfm/tfm.h"
 
 using namespace tfm;
@@ -34,6 +35,18 @@ TEST(VitParity, ImageClassifierLogits) {
   for (const auto& [name, p] : w.model.parameters()) {
     ASSERT_TRUE(p.grad().defined()) << name;
     test::expect_close(p.grad(), r.tensors.at("grad." + name), 1e-4, 2e-5, "vit_cls grad " + name);
+  }
+}
+
+TEST(VitParity, AttentionRolloutOverThePatches) {
+  LoadedWeights w = load_model_weights(hub_dir("vit_cls"));
+  const SafetensorsFile r = load_safetensors(hub_dir("vit_cls") + ".ref.safetensors");
+  const auto got = attention_rollout(w.model, r.tensors.at("pixel_values"));
+  const std::vector<float> want = r.tensors.at("rollout").to_floats();  // (2, 9)
+  ASSERT_EQ(got.size(), 2u);
+  for (std::size_t b = 0; b < 2; ++b) {
+    ASSERT_EQ(got[b].size(), 9u);
+    for (std::size_t j = 0; j < 9; ++j) EXPECT_NEAR(got[b][j], want[b * 9 + j], 1e-5) << "image " << b << " patch " << j;
   }
 }
 

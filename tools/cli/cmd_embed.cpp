@@ -1,11 +1,15 @@
 // tfm embed -m DIR [TEXT] [--pooling auto|mean|first|last] [--normalize] — pooled hidden states
-// as JSON lines {"text": ..., "embedding": [...]} for TEXT or each line of stdin.
+// as JSON lines {"text": ..., "embedding": [...]} for TEXT or each line of stdin;
+// --image FILE... for an image model: {"image": FILE, "embedding": [...]} per image.
+#include <algorithm>
 #include <cstdio>
 #include <nlohmann/json.hpp>
 
 #include "cli_common.h"
 #include "commands.h"
 #include "line_batches.h"
+#include "tfm/error.h"
+#include "tfm/image.h"
 #include "tfm/inspect.h"
 #include "tfm/model_dir.h"
 
@@ -15,6 +19,7 @@ void add_embed_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("embed", "Pooled embeddings of TEXT, or each line of stdin, as JSON lines");
   struct Args {
     std::string model, adapter, text, pooling = "auto";
+    std::vector<std::string> images;
     WeightOptions weights;
     bool normalize = false, verbose = false;
     std::size_t batch = 32;
@@ -25,6 +30,7 @@ void add_embed_command(CLI::App& app) {
   add_adapter_option(cmd, args->adapter);
   add_weight_options(cmd, args->weights);
   cmd->add_option("text", args->text, "Text to embed (default: each line of stdin)");
+  cmd->add_option("--image", args->images, "PNG or JPEG files for an image model (ViT)");
   cmd->add_option("--pooling", args->pooling,
                   "auto (encoders: the config's pooling; else mean) | mean (valid tokens) | first | last")
       ->check(CLI::IsMember({"auto", "mean", "first", "last"}));
@@ -35,19 +41,33 @@ void add_embed_command(CLI::App& app) {
   cmd->callback([cmd, args] {
     LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     const EmbedPooling pooling = embed_pooling_from_name(args->pooling);
+    auto print = [](const char* key, const std::string& input, const std::vector<float>& vec) {
+      std::string line = "{\"" + std::string(key) + "\": " +
+                         nlohmann::json(input).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
+                         ", \"embedding\": [";
+      char buf[32];
+      for (std::size_t k = 0; k < vec.size(); ++k) {
+        std::snprintf(buf, sizeof buf, k ? ", %.6g" : "%.6g", static_cast<double>(vec[k]));
+        line += buf;
+      }
+      std::printf("%s]}\n", line.c_str());
+    };
+    if (!args->images.empty()) {
+      TFM_CHECK(cmd->count("text") == 0, "embed", "give either TEXT or --image, not both");
+      for (std::size_t first = 0; first < args->images.size(); first += args->batch) {
+        const std::size_t last = std::min(args->images.size(), first + args->batch);
+        std::vector<Image> batch;
+        for (std::size_t i = first; i < last; ++i) batch.push_back(read_image(args->images[i]));
+        const auto vecs = embed_images(m, batch, pooling, args->normalize);
+        for (std::size_t i = 0; i < vecs.size(); ++i) print("image", args->images[first + i], vecs[i]);
+        std::fflush(stdout);
+      }
+      return;
+    }
     Timings timings;
     auto run = [&](const std::vector<std::string>& texts) {
       const auto vecs = timed_prefill(m.tokenizer, texts, timings, [&] { return embed(m, texts, pooling, args->normalize); });
-      for (std::size_t i = 0; i < texts.size(); ++i) {
-        std::string line = "{\"text\": " + nlohmann::json(texts[i]).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) +
-                           ", \"embedding\": [";
-        char buf[32];
-        for (std::size_t k = 0; k < vecs[i].size(); ++k) {
-          std::snprintf(buf, sizeof buf, k ? ", %.6g" : "%.6g", static_cast<double>(vecs[i][k]));
-          line += buf;
-        }
-        std::printf("%s]}\n", line.c_str());
-      }
+      for (std::size_t i = 0; i < texts.size(); ++i) print("text", texts[i], vecs[i]);
       std::fflush(stdout);
     };
     for_each_input_batch(cmd->count("text") > 0 ? &args->text : nullptr, args->batch, run);

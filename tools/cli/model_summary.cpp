@@ -47,9 +47,17 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
                 static_cast<long long>(c.decoder_layers()));
   else
     std::printf(", %lld layers\n", static_cast<long long>(c.n_layers));
-  std::printf("width:        d_model %lld, d_ff %lld, vocab %lld, max positions %lld\n",
-              static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff), static_cast<long long>(c.vocab_size),
-              static_cast<long long>(c.max_positions));
+  if (c.reads_images()) {
+    std::printf("width:        d_model %lld, d_ff %lld\n", static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff));
+    std::printf("images:       %lld x %lld x %lld, %lldx%lld patches: %lld tokens with [CLS]\n",
+                static_cast<long long>(c.num_channels), static_cast<long long>(c.image_size),
+                static_cast<long long>(c.image_size), static_cast<long long>(c.patch_size),
+                static_cast<long long>(c.patch_size), static_cast<long long>(c.num_patches() + 1));
+  } else {
+    std::printf("width:        d_model %lld, d_ff %lld, vocab %lld, max positions %lld\n",
+                static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff), static_cast<long long>(c.vocab_size),
+                static_cast<long long>(c.max_positions));
+  }
   std::printf("attention:    %lld heads x %lld dims, %lld kv heads (%s)%s%s\n", static_cast<long long>(c.n_heads),
               static_cast<long long>(c.dim_head()), static_cast<long long>(c.kv_heads()),
               c.kv_heads() == c.n_heads ? "multi-head" : c.kv_heads() == 1 ? "multi-query" : "grouped-query",

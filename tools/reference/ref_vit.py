@@ -5,7 +5,9 @@ Writes OUT/hub/vit_cls (ViTForImageClassification: "vit."-prefixed names, 3 labe
 OUT/hub/vit_model (ViTModel as published: unprefixed names and its pooler, which the engine's
 head "none" does not use), each with DIR.ref.safetensors: pixel_values (2, 3, 12, 12) f32 and
 logits (2, 3) or hidden (2, 10, 16): the last hidden state after vit.layernorm; for vit_cls also
-w and grad.<name>: every parameter's gradient of sum(logits * w).
+w and grad.<name>: every parameter's gradient of sum(logits * w), and rollout (2, 9): the
+[CLS] token's attention rollout over the patches (Abnar & Zuidema 2020, as jacobgil's
+vit-explain computes it: heads averaged, 0.5 A + 0.5 I, rows renormalised, layers multiplied).
 """
 import math
 import os
@@ -51,8 +53,9 @@ def vit_params(cfg, classifier, pooler):
     return p
 
 
-def vit_forward(cfg, p, pixels):
-    """modeling_vit: ViTEmbeddings, ViTLayer x L (pre-LayerNorm), vit.layernorm. Returns the hidden states."""
+def vit_forward(cfg, p, pixels, attentions=None):
+    """modeling_vit: ViTEmbeddings, ViTLayer x L (pre-LayerNorm), vit.layernorm. Returns the hidden states;
+    each layer's attention probabilities (B, H, T, T) are appended to `attentions` when given."""
     H, eps = cfg["num_attention_heads"], cfg["layer_norm_eps"]
     lin = lambda x, name: F.linear(x, p[name + ".weight"], p[name + ".bias"])
     x = F.conv2d(pixels, p["vit.embeddings.patch_embeddings.projection.weight"],
@@ -64,10 +67,22 @@ def vit_forward(cfg, p, pixels):
         pre = f"vit.encoder.layer.{i}."
         h = layer_norm(x, p[pre + "layernorm_before.weight"], p[pre + "layernorm_before.bias"], eps)
         q, k, v = (heads(lin(h, pre + "attention.attention." + m), H) for m in ("query", "key", "value"))
+        if attentions is not None:
+            attentions.append(torch.softmax(q @ k.transpose(-1, -2) / math.sqrt(q.shape[-1]), -1))
         x = x + lin(merge(attend(q, k, v, 1.0 / math.sqrt(q.shape[-1]))), pre + "attention.output.dense")
         h = layer_norm(x, p[pre + "layernorm_after.weight"], p[pre + "layernorm_after.bias"], eps)
         x = x + lin(F.gelu(lin(h, pre + "intermediate.dense")), pre + "output.dense")
     return layer_norm(x, p["vit.layernorm.weight"], p["vit.layernorm.bias"], eps)
+
+
+def rollout(attentions):
+    T = attentions[0].shape[-1]
+    r = torch.eye(T, dtype=torch.float64).expand(attentions[0].shape[0], T, T)
+    for a in attentions:
+        a = 0.5 * a.mean(1) + 0.5 * torch.eye(T, dtype=torch.float64)
+        a = a / a.sum(-1, keepdim=True)
+        r = a @ r
+    return r[:, 0, 1:]
 
 
 def make(out):
@@ -86,8 +101,12 @@ def make(out):
     w = torch.randn(logits.shape, dtype=torch.float64)
     (logits * w).sum().backward()  # every parameter's gradient of sum(logits * w)
     grads = {"grad." + k: v.grad.float() for k, v in p.items()}
+    attentions = []
+    with torch.no_grad():
+        vit_forward(cfg, p, pixels.double(), attentions)
     save(os.path.join(root, "vit_cls.ref.safetensors"),
-         {"pixel_values": pixels, "logits": logits.detach().float(), "w": w.float(), **grads})
+         {"pixel_values": pixels, "logits": logits.detach().float(), "w": w.float(), **grads,
+          "rollout": rollout(attentions).float()})
 
     cfg = vit_config(architectures=["ViTModel"])
     del cfg["id2label"], cfg["label2id"]
