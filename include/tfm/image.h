@@ -14,6 +14,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "tfm/tensor.h"
@@ -36,6 +37,9 @@ struct Image {
 Image decode_image(std::span<const std::uint8_t> bytes, const std::string& where,
                    std::int64_t max_pixels = 1LL << 28);
 Image read_image(const std::string& path, std::int64_t max_pixels = 1LL << 28);
+// An image in an RFC 2397 data: URL ("data:image/png;base64,..."), as requests carry them;
+// anything else (an http URL included: nothing is fetched) is an error naming `where`.
+Image decode_data_url(std::string_view url, const std::string& where, std::int64_t max_pixels = 1LL << 28);
 // PNG bytes of an RGB image (pictures the CLI writes: attention over an image).
 std::string encode_png(const Image& img);
 void write_png(const std::string& path, const Image& img);

@@ -107,6 +107,72 @@ cmp -s "$DIR/cli_cls.txt" "$DIR/srv_cls.txt" || { echo "FAIL: classify differs";
 post "$CLS_PORT" /v1/completions '{"prompt": "hi"}' | grep -c '"model_not_supported"' >/dev/null || { echo "FAIL: completion on a classifier"; exit 1; }
 echo "translate (greedy, beam 3) and classify == the CLI's"
 
+# An image classifier (a tiny ViT on a folder of three picture classes): /v1/classify and
+# /v1/embeddings take images as data: URLs (and OpenAI's image_url objects) and answer what
+# tfm classify / tfm embed --image print; "rollout": true adds the attention over the patches;
+# a remote URL, bad base64, a broken picture or text are 400s naming the input, and the server
+# goes on serving.
+/usr/bin/python3 - "$DIR/pictures" <<'PY'
+import os, random, sys
+from PIL import Image
+root, rnd = sys.argv[1], random.Random(5)
+for name, on in (("top", lambda x, y: y < 6), ("left", lambda x, y: x < 6), ("diagonal", lambda x, y: abs(x - y) <= 1)):
+    os.makedirs(os.path.join(root, name))
+    for i in range(30):
+        img = Image.new("L", (12, 12))
+        img.putdata([(170 if on(x, y) else 40) + rnd.randrange(60) for y in range(12) for x in range(12)])
+        img.convert("RGB").save(os.path.join(root, name, "%02d.png" % i))
+PY
+cat > "$DIR/vit.json" <<JSON
+{"task": "image_classifier", "seed": 1, "model": {"model_type": "vit", "image_size": 12, "patch_size": 4,
+  "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32},
+ "data": {"train": "$DIR/pictures", "test_fraction": 0.2},
+ "training": {"batch_size": 16, "max_steps": 30}, "optimizer": {"lr": 0.01}, "eval": {"every": 1000}}
+JSON
+"$TFM" -t 1 train "$DIR/vit.json" -q --out "$DIR/vit" > /dev/null 2>&1
+start vit vit
+VIT_PORT=$PORT
+PICS=("$DIR/pictures/top/00.png" "$DIR/pictures/left/01.png" "$DIR/pictures/diagonal/02.png")
+"$TFM" -t 1 classify -m "$DIR/vit" --image "${PICS[@]}" | cut -f2,4 > "$DIR/cli_img.txt"
+"$TFM" -t 1 embed -m "$DIR/vit" --image "${PICS[@]}" > "$DIR/cli_emb.jsonl"
+/usr/bin/python3 - "$VIT_PORT" "$DIR" "${PICS[@]}" <<'PY' || { echo "FAIL: images over the server"; exit 1; }
+import base64, json, sys, urllib.request, urllib.error
+port, d, pics = sys.argv[1], sys.argv[2], sys.argv[3:]
+def post(path, body):
+    req = urllib.request.Request("http://127.0.0.1:%s%s" % (port, path), json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req) as r: return r.status, json.load(r)
+    except urllib.error.HTTPError as e: return e.code, json.load(e)
+urls = ["data:image/png;base64," + base64.b64encode(open(p, "rb").read()).decode() for p in pics]
+code, out = post("/v1/classify", {"input": [urls[0], {"type": "image_url", "image_url": {"url": urls[1]}}, urls[2]]})
+assert code == 200, out
+got = "".join("%s\t%.4f\n" % (r["label"], r["probability"]) for r in out["data"])
+want = open(d + "/cli_img.txt").read()
+assert got == want, (got, want)
+assert out["usage"]["prompt_tokens"] == 3 * 10, out["usage"]
+code, out = post("/v1/classify", {"input": urls[2], "rollout": True})
+r = out["data"][0]["rollout"]
+assert code == 200 and r["grid"] == 3 and len(r["values"]) == 9 and all(v > 0 for v in r["values"]), out
+code, out = post("/v1/embeddings", {"input": urls})
+cli = [json.loads(l)["embedding"] for l in open(d + "/cli_emb.jsonl")]
+assert code == 200 and len(out["data"]) == 3, out
+for a, b in zip(out["data"], cli):
+    assert max(abs(x - y) for x, y in zip(a["embedding"], b)) < 1e-4, (a["embedding"][:4], b[:4])
+for bad, words in ((["https://example.com/cat.png"], "remote URLs are not fetched"),
+                   (["data:image/png;base64,@@@@"], "input[0]"),
+                   ([urls[0], "data:image/png;base64," + base64.b64encode(b"\x89PNG\r\n\x1a\nbroken").decode()], "input[1]"),
+                   (["just some text"], "data: URLs"),
+                   ([{"type": "image_url"}], "image_url")):
+    code, out = post("/v1/classify", {"input": bad})
+    assert code == 400 and words in out["error"]["message"], (bad, code, out)
+code, out = post("/v1/classify", {"input": ["hello"], "rollout": "yes"})
+assert code == 400, out
+code, out = post("/v1/classify", {"input": urls[:1]})
+assert code == 200, out
+PY
+echo "images: /v1/classify and /v1/embeddings == tfm classify/embed --image; bad images are 400s"
+
 # generation_config.json's end ids, honoured alike by the CLI and the server (one library path,
 # tfm/load.h): hub directories (tools/reference/hub_cli_fixture.py) whose generation_config lists
 # a second eos id, a token of the reference's greedy continuation, stop there in tfm generate,

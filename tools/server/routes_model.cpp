@@ -2,7 +2,10 @@
 // /v1/embeddings, /v1/classify and /v1/attention (the playground's heat map).
 #include <cstring>
 
+#include "base/base64.h"
 #include "routes.h"
+#include "tfm/error.h"
+#include "tfm/image.h"
 #include "tfm/inspect.h"
 
 namespace tfm::server {
@@ -27,6 +30,39 @@ std::vector<std::string> text_inputs(const Json& b, const ServeOptions& opt) {
   return out;
 }
 
+// An image model's `input`: an image or an array of them, each a data: URL string or OpenAI's
+// {"type": "image_url", "image_url": {"url": ...}}; at most max_inputs, each at most
+// kMaxRequestPixels pixels (checked from the header, before the pixels are decoded).
+constexpr std::int64_t kMaxRequestPixels = std::int64_t{1} << 24;
+
+std::vector<Image> image_inputs(ServerContext& cx, const Json& b) {
+  const auto it = b.find("input");
+  if (it == b.end() || !(it->is_string() || it->is_object() || (it->is_array() && !it->empty())))
+    bad_param("input", "input must be an image (a data: URL) or a non-empty array of them");
+  const Json items = it->is_array() ? *it : Json::array({*it});
+  if (static_cast<std::int64_t>(items.size()) > cx.opt.max_inputs)
+    bad_param("input", "at most " + std::to_string(cx.opt.max_inputs) + " inputs per request");
+  std::vector<Image> out;
+  for (std::size_t i = 0; i < items.size(); ++i) {
+    const std::string where = "input[" + std::to_string(i) + "]";
+    const Json& x = items[i];
+    std::string url;
+    if (x.is_string()) url = x.get<std::string>();
+    else if (x.is_object() && x.value("type", "") == "image_url" && x.contains("image_url") && x["image_url"].is_object() &&
+             x["image_url"].contains("url") && x["image_url"]["url"].is_string())
+      url = x["image_url"]["url"].get<std::string>();
+    else
+      bad_param("input", where + ": an image is a data: URL string or {\"type\": \"image_url\", \"image_url\": {\"url\": ...}}");
+    try {
+      out.push_back(decode_data_url(url, where, kMaxRequestPixels));
+    } catch (const tfm::Error& e) {
+      bad_param("input", e.what());
+    }
+  }
+  access_info().prompt_tokens = static_cast<std::int64_t>(out.size()) * (cx.lm.config.num_patches() + 1);
+  return out;
+}
+
 // Checks each input's token count against the model's positions.
 std::int64_t count_tokens(ServerContext& cx, const std::vector<std::string>& texts) {
   std::int64_t total = 0;
@@ -43,20 +79,9 @@ std::int64_t count_tokens(ServerContext& cx, const std::vector<std::string>& tex
 }
 
 std::string base64(const std::vector<float>& v) {
-  static const char* kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
   std::string bytes(v.size() * 4, '\0');
   std::memcpy(bytes.data(), v.data(), bytes.size());  // little-endian f32, as OpenAI's
-  std::string out;
-  for (std::size_t i = 0; i < bytes.size(); i += 3) {
-    const std::uint32_t n = (static_cast<unsigned char>(bytes[i]) << 16) |
-                            (i + 1 < bytes.size() ? static_cast<unsigned char>(bytes[i + 1]) << 8 : 0) |
-                            (i + 2 < bytes.size() ? static_cast<unsigned char>(bytes[i + 2]) : 0);
-    out += kAlphabet[(n >> 18) & 63];
-    out += kAlphabet[(n >> 12) & 63];
-    out += i + 1 < bytes.size() ? kAlphabet[(n >> 6) & 63] : '=';
-    out += i + 2 < bytes.size() ? kAlphabet[n & 63] : '=';
-  }
-  return out;
+  return base64_encode(bytes);
 }
 
 void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
@@ -70,10 +95,17 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
   if (pooling != "auto" && pooling != "mean" && pooling != "first" && pooling != "last")
     bad_param("pooling", "pooling must be auto, mean, first or last");
   const bool normalize = get_bool(b, "normalize").value_or(false);
-  const auto texts = text_inputs(b, cx.opt);
-  const std::int64_t tokens = count_tokens(cx, texts);
   std::vector<std::vector<float>> vecs;
-  cx.sched.run_job([&] { vecs = embed(cx.lm, texts, embed_pooling_from_name(pooling), normalize); });
+  std::int64_t tokens = 0;
+  if (cx.lm.config.reads_images()) {
+    const auto images = image_inputs(cx, b);
+    tokens = access_info().prompt_tokens;
+    cx.sched.run_job([&] { vecs = embed_images(cx.lm, images, embed_pooling_from_name(pooling), normalize); });
+  } else {
+    const auto texts = text_inputs(b, cx.opt);
+    tokens = count_tokens(cx, texts);
+    cx.sched.run_job([&] { vecs = embed(cx.lm, texts, embed_pooling_from_name(pooling), normalize); });
+  }
   Json data = Json::array();
   for (std::size_t i = 0; i < vecs.size(); ++i)
     data.push_back({{"object", "embedding"}, {"index", i},
@@ -84,13 +116,28 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
 
 void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
   const Json b = parse_body(req.body, cx.opt.max_json_depth);
-  reject_unknown(b, {"model", "input", "user"});
+  reject_unknown(b, {"model", "input", "user", "rollout"});
   if (cx.lm.config.head != HeadKind::classifier)
     throw ApiError(400, "invalid_request_error", "model_not_supported", "this model is not a classifier");
-  const auto texts = text_inputs(b, cx.opt);
-  const std::int64_t tokens = count_tokens(cx, texts);
+  const bool images = cx.lm.config.reads_images();
+  const bool rollout = get_bool(b, "rollout").value_or(false);
+  if (rollout && !images) bad_param("rollout", "rollout (the attention over an image's patches) is for image models");
   std::vector<Classification> rs;
-  cx.sched.run_job([&] { rs = classify(cx.lm, texts); });
+  std::vector<ImageAttention> maps;
+  std::int64_t tokens = 0;
+  if (images) {
+    const auto pictures = image_inputs(cx, b);
+    tokens = access_info().prompt_tokens;
+    cx.sched.run_job([&] {
+      rs = classify_images(cx.lm, pictures);
+      if (rollout)
+        for (const auto& p : pictures) maps.push_back(attention_rollout(cx.lm, p));
+    });
+  } else {
+    const auto texts = text_inputs(b, cx.opt);
+    tokens = count_tokens(cx, texts);
+    cx.sched.run_job([&] { rs = classify(cx.lm, texts); });
+  }
   Json data = Json::array();
   for (std::size_t i = 0; i < rs.size(); ++i) {
     Json probs = Json::object();
@@ -99,6 +146,7 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
       probs[k < names.size() ? names[k] : std::to_string(k)] = rs[i].probabilities[k];
     data.push_back({{"object", "classification"}, {"index", i}, {"label", rs[i].name}, {"label_id", rs[i].label},
                     {"probability", rs[i].probability}, {"probabilities", probs}});
+    if (rollout) data.back()["rollout"] = {{"grid", maps[i].grid}, {"values", maps[i].rollout}};
   }
   send_json(res, {{"object", "list"}, {"data", data}, {"model", cx.model_id},
                   {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
