@@ -6,23 +6,13 @@
 # errors that name what is wrong and exit non-zero.
 #   usage: image_commands.sh TFM SOURCE_DIR
 set -euo pipefail
-TFM=$1
+TFM=$1 SRC=$2
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 # Three classes of 12x12 pictures (a bright top half, left half, diagonal) on seeded noise.
-/usr/bin/python3 - "$DIR/pictures" <<'PY'
-import os, random, sys
-from PIL import Image
-root, rnd = sys.argv[1], random.Random(5)
-for name, on in (("top", lambda x, y: y < 6), ("left", lambda x, y: x < 6), ("diagonal", lambda x, y: abs(x - y) <= 1)):
-    os.makedirs(os.path.join(root, name))
-    for i in range(40):
-        img = Image.new("L", (12, 12))
-        img.putdata([(170 if on(x, y) else 40) + rnd.randrange(60) for y in range(12) for x in range(12)])
-        img.convert("RGB").save(os.path.join(root, name, "%02d.png" % i))
-PY
+/usr/bin/python3 "$SRC/tests/support/make_pictures.py" "$DIR/pictures" 40
 cat > "$DIR/pictures.json" <<JSON
 { "task": "image_classifier", "seed": 3,
   "model": { "model_type": "vit", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,

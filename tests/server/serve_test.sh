@@ -112,17 +112,7 @@ echo "translate (greedy, beam 3) and classify == the CLI's"
 # tfm classify / tfm embed --image print; "rollout": true adds the attention over the patches;
 # a remote URL, bad base64, a broken picture or text are 400s naming the input, and the server
 # goes on serving.
-/usr/bin/python3 - "$DIR/pictures" <<'PY'
-import os, random, sys
-from PIL import Image
-root, rnd = sys.argv[1], random.Random(5)
-for name, on in (("top", lambda x, y: y < 6), ("left", lambda x, y: x < 6), ("diagonal", lambda x, y: abs(x - y) <= 1)):
-    os.makedirs(os.path.join(root, name))
-    for i in range(30):
-        img = Image.new("L", (12, 12))
-        img.putdata([(170 if on(x, y) else 40) + rnd.randrange(60) for y in range(12) for x in range(12)])
-        img.convert("RGB").save(os.path.join(root, name, "%02d.png" % i))
-PY
+/usr/bin/python3 "$SRC/tests/support/make_pictures.py" "$DIR/pictures" 30
 cat > "$DIR/vit.json" <<JSON
 {"task": "image_classifier", "seed": 1, "model": {"model_type": "vit", "image_size": 12, "patch_size": 4,
   "hidden_size": 16, "num_hidden_layers": 2, "num_attention_heads": 2, "intermediate_size": 32},
