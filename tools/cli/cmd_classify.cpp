@@ -67,10 +67,7 @@ void add_classify_command(CLI::App& app) {
     LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     if (!args->images.empty()) {
       TFM_CHECK(cmd->count("text") == 0, "classify", "give either TEXT or --image, not both");
-      for (std::size_t first = 0; first < args->images.size(); first += args->batch) {
-        const std::size_t last = std::min(args->images.size(), first + args->batch);
-        std::vector<Image> batch;
-        for (std::size_t i = first; i < last; ++i) batch.push_back(read_image(args->images[i]));
+      for_each_image_batch(args->images, args->batch, [&](const std::vector<Image>& batch, std::size_t first) {
         const auto rs = classify_images(m, batch);
         for (std::size_t i = 0; i < rs.size(); ++i) {
           const std::string& file = args->images[first + i];
@@ -84,8 +81,7 @@ void add_classify_command(CLI::App& app) {
                         label_name(m.config, id).c_str(), static_cast<long long>(id),
                         static_cast<double>(rs[i].probabilities[static_cast<std::size_t>(id)]));
         }
-        std::fflush(stdout);
-      }
+      });
       return;
     }
     Timings timings;

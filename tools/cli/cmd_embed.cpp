@@ -54,14 +54,10 @@ void add_embed_command(CLI::App& app) {
     };
     if (!args->images.empty()) {
       TFM_CHECK(cmd->count("text") == 0, "embed", "give either TEXT or --image, not both");
-      for (std::size_t first = 0; first < args->images.size(); first += args->batch) {
-        const std::size_t last = std::min(args->images.size(), first + args->batch);
-        std::vector<Image> batch;
-        for (std::size_t i = first; i < last; ++i) batch.push_back(read_image(args->images[i]));
+      for_each_image_batch(args->images, args->batch, [&](const std::vector<Image>& batch, std::size_t first) {
         const auto vecs = embed_images(m, batch, pooling, args->normalize);
         for (std::size_t i = 0; i < vecs.size(); ++i) print("image", args->images[first + i], vecs[i]);
-        std::fflush(stdout);
-      }
+      });
       return;
     }
     Timings timings;

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <cerrno>
 
 #include "tfm/error.h"
@@ -67,6 +68,16 @@ void for_each_input_batch(const std::string* text, std::size_t max,
   }
   LineBatches lines(max);
   for (auto batch = lines.next(); !batch.empty(); batch = lines.next()) run(batch);
+}
+
+void for_each_image_batch(const std::vector<std::string>& files, std::size_t max,
+                          const std::function<void(const std::vector<Image>&, std::size_t first)>& run) {
+  for (std::size_t first = 0; first < files.size(); first += max) {
+    std::vector<Image> batch;
+    for (std::size_t i = first; i < std::min(files.size(), first + max); ++i) batch.push_back(read_image(files[i]));
+    run(batch, first);
+    std::fflush(stdout);
+  }
 }
 
 }  // namespace tfm::cli

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "tfm/image.h"
+
 namespace tfm::cli {
 
 class LineBatches {
@@ -26,5 +28,9 @@ class LineBatches {
 // LineBatches of up to `max`; `run` answers each batch.
 void for_each_input_batch(const std::string* text, std::size_t max,
                           const std::function<void(const std::vector<std::string>&)>& run);
+// classify's and embed's --image files: read in batches of up to `max`; `run` gets each batch
+// and the index of its first file, and the output is flushed after each.
+void for_each_image_batch(const std::vector<std::string>& files, std::size_t max,
+                          const std::function<void(const std::vector<Image>&, std::size_t first)>& run);
 
 }  // namespace tfm::cli
