@@ -10,7 +10,7 @@ namespace tfm {
 // q8_0, q4_0, q4_k and q6_k are llama.cpp's block-quantized weight formats (layouts in
 // src/kernels/quant_blocks.h): a row of n elements is n / dtype_block_elems blocks of
 // dtype_block_bytes bytes each. They exist as weights only (matmul operand, embedding rows).
-// q4_0x16 is q4_0 repacked at load for the AVX-512 VNNI batch-1 kernel (kernels/quant_repack.h):
+// q4_0x16 is q4_0 repacked at load for the AVX2 / AVX-512 VNNI decode kernel (kernels/quant_repack.h):
 // groups of 16 rows interleaved block by block, the same bytes per row on average. Internal
 // only: never read from or written to a file, and its rows are not separable.
 enum class DType : std::uint8_t { f32, bf16, f16, i32, i64, i8, u8, q8_0, q4_0, q4_k, q6_k, q4_0x16 };

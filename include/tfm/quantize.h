@@ -37,8 +37,8 @@ std::map<std::string, DType> plan_weight_types(const Model& model, const Quantiz
 std::vector<std::string> quantize_model(Model& model, const QuantizeOptions& opt);
 // Every weight matrix back to f32 (what training and LoRA merges need).
 void dequantize_model(Model& model);
-// Inference only: q4_0 weight matrices (not the token embedding; rows a multiple of 16)
-// repacked in place into q4_0x16 for the AVX-512 VNNI batch-1 kernel, where this CPU and
+// Inference only: q4_0 weight matrices (and a token table tied to the LM head)
+// repacked in place into q4_0x16 for the AVX2 / AVX-512 VNNI decode kernel, where this CPU and
 // TFM_ISA run it (kernels/quant_repack.h). Returns how many were repacked. The model can no
 // longer be saved or converted from them (they have no file type); reload the file for that.
 std::size_t repack_for_decode(Model& model);

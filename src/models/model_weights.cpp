@@ -95,8 +95,6 @@ void Model::convert_weights(const std::map<std::string, DType>& types) {
     Tensor& t = impl_->params.at(name);
     if (t.dtype() == type) continue;
     if (t.dtype() == DType::q4_0 && type == DType::q4_0x16) {  // in place: no second copy of the weights
-      TFM_CHECK(slot->role != WeightMatrix::Role::embedding, "quantize", "'", name, "' is gathered by rows: it cannot be ",
-                dtype_name(type));
       kernels::repack_q4_0x16(t.raw_data(), slot->rows, slot->cols);
       t = Tensor::from_storage(t.storage(), t.shape(), type, t.offset());
       t.requires_grad_(false);

@@ -3,6 +3,7 @@
 
 #include "kernels/embedding.h"
 #include "kernels/qgemm.h"
+#include "kernels/quant_repack.h"
 #include "ops/nn_util.h"
 #include "tfm/autograd.h"
 #include "tfm/ops/nn.h"
@@ -22,8 +23,13 @@ Tensor embedding_compact(const Tensor& ids, const Tensor& table, const std::vect
   const std::size_t row_bytes = dtype_row_bytes(table.dtype(), C);
   const auto* base = static_cast<const unsigned char*>(table.raw_data());
   float* o = out.data<float>();
-  for (std::size_t i = 0; i < idx.size(); ++i)
-    kernels::dequantize_rows(table.dtype(), base + static_cast<std::size_t>(idx[i]) * row_bytes, o + static_cast<std::int64_t>(i) * C, 1, C);
+  for (std::size_t i = 0; i < idx.size(); ++i) {
+    float* dst = o + static_cast<std::int64_t>(i) * C;
+    if (table.dtype() == DType::q4_0x16)  // a tied LM head repacked for decoding: rows interleaved in groups
+      kernels::dequantize_q4_0x16_row(base, table.size(0), idx[i], C, dst);
+    else
+      kernels::dequantize_rows(table.dtype(), base + static_cast<std::size_t>(idx[i]) * row_bytes, dst, 1, C);
+  }
   return out;
 }
 }  // namespace

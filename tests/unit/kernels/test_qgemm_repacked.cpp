@@ -1,9 +1,11 @@
 // q4_0 repacked in 16-row groups (DType::q4_0x16, kernels/quant_repack.h): the repack is
 // lossless (bytes and dequantized values), its kernel matches q4_0's scalar twin within
-// float reordering on every ISA, rows stay bit-identical at any M, and shapes that do not fit
+// float reordering on every ISA, its AVX2 and AVX-512 builds agree bit for bit, rows stay
+// bit-identical at any M, and shapes that do not fit
 // the groups are one-line errors.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 #include <vector>
@@ -74,7 +76,7 @@ TEST(QgemmRepacked, RepackIsLosslessAndDequantizesLikeQ4_0) {
 // float terms summed in another order, so within a few ulps of Σ |terms|.
 TEST(QgemmRepacked, EveryIsaMatchesTheQ4_0TwinAtOddSizes) {
   for (std::int64_t K : {32, 96, 288})
-    for (std::int64_t N : {16, 48})
+    for (std::int64_t N : {16, 29, 48})
       for (std::int64_t M : {1, 2, 5, 7, 33}) {
         const auto q = q4_0_rows(N, K, static_cast<unsigned>(M * 13 + N + K));
         const auto r = repacked(q, N, K);
@@ -99,8 +101,28 @@ TEST(QgemmRepacked, EveryIsaMatchesTheQ4_0TwinAtOddSizes) {
       }
 }
 
+// One kernel body over the vector types (qgemm_repacked_impl.h): exact integer block sums, then
+// the same float steps per lane, so every ISA build gives the same bits (on an AVX-512 VNNI
+// CPU this compares the AVX-512 and AVX2 builds; an AVX2 CPU has one fast build).
+TEST(QgemmRepacked, TheIsaBuildsAgreeBitForBit) {
+  const std::int64_t N = 48, K = 288;
+  const auto r = repacked(q4_0_rows(N, K, 21), N, K);
+  for (std::int64_t M : {1, 3, 6}) {
+    std::vector<float> x = normal(static_cast<std::size_t>(M * K), 22);
+    x[5] = -4.0f;
+    std::vector<float> first, y(static_cast<std::size_t>(M * N));
+    for (Isa isa : available_isas()) {
+      if (isa == Isa::generic) continue;  // the scalar twin sums its floats in another order
+      IsaScope scope(isa);
+      kernels::qgemm(DType::q4_0x16, M, N, K, x.data(), K, r.data(), y.data(), N);
+      if (first.empty()) first = y;
+      else EXPECT_EQ(y, first) << isa_name(isa) << " M=" << M;
+    }
+  }
+}
+
 TEST(QgemmRepacked, RowsAreIndependentOfTheBatch) {
-  const std::int64_t N = 32, K = 160;
+  const std::int64_t N = 37, K = 160;  // two groups and a tail
   const auto r = repacked(q4_0_rows(N, K, 9), N, K);
   for (Isa isa : available_isas()) {
     IsaScope scope(isa);
@@ -118,16 +140,37 @@ TEST(QgemmRepacked, RowsAreIndependentOfTheBatch) {
   }
 }
 
-TEST(QgemmRepacked, ShapesOutsideTheGroupsAreOneLineErrors) {
+// N % 16 rows after the groups stay plain q4_0 rows (a 50257-row vocabulary has one): their
+// bytes are untouched, and every row still unpacks and gathers as it was.
+TEST(QgemmRepacked, TailRowsStayQ4_0AndEveryRowGathers) {
+  const std::int64_t N = 37, K = 96;  // two groups and five tail rows
+  const auto q = q4_0_rows(N, K, 5);
+  const auto r = repacked(q, N, K);
+  const std::size_t row_bytes = dtype_row_bytes(DType::q4_0, K);
+  EXPECT_TRUE(std::equal(q.end() - 5 * static_cast<std::ptrdiff_t>(row_bytes), q.end(), r.end() - 5 * static_cast<std::ptrdiff_t>(row_bytes)));
+  std::vector<unsigned char> back(q.size());
+  kernels::unpack_q4_0x16(r.data(), back.data(), N, K);
+  EXPECT_EQ(back, q);
+  std::vector<float> want(static_cast<std::size_t>(K)), got(want.size());
+  for (std::int64_t n = 0; n < N; ++n) {
+    kernels::dequantize_rows(DType::q4_0, q.data() + static_cast<std::size_t>(n) * row_bytes, want.data(), 1, K);
+    kernels::dequantize_q4_0x16_row(r.data(), N, n, K, got.data());
+    ASSERT_EQ(got, want) << "row " << n;
+  }
+}
+
+TEST(QgemmRepacked, ShapesOutsideTheBlocksAreOneLineErrors) {
   std::vector<unsigned char> q = q4_0_rows(17, 64, 1);
-  try {
-    kernels::repack_q4_0x16(q.data(), 17, 64);
-    FAIL() << "17 rows repacked";
-  } catch (const Error& e) {
-    const std::string msg = e.what();
-    EXPECT_NE(msg.find("groups of 16 rows"), std::string::npos) << msg;
-    EXPECT_NE(msg.find("(17, 64)"), std::string::npos) << msg;
-    EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+  for (int what = 0; what < 2; ++what) {
+    try {
+      if (what == 0) kernels::repack_q4_0x16(q.data(), 17, 48);
+      else kernels::dequantize_q4_0x16_row(q.data(), 17, 17, 64, nullptr);
+      FAIL() << "no error for case " << what;
+    } catch (const Error& e) {
+      const std::string msg = e.what();
+      EXPECT_NE(msg.find(what == 0 ? "(17, 48)" : "row 17 of a q4_0x16 matrix of 17 rows"), std::string::npos) << msg;
+      EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
+    }
   }
 }
 
