@@ -26,7 +26,7 @@ void print_load() {
   const char* policy = std::getenv("OMP_WAIT_POLICY");
   const char* spin = std::getenv("GOMP_SPINCOUNT");
   if (std::getenv("TFM_OMP_DEFAULTED") != nullptr)
-    std::printf("OpenMP waiting: passive for tfm (its default), libgomp's default for PyTorch\n");
+    std::printf("OpenMP waiting: tfm's threads %s; libgomp's default for PyTorch\n", omp_waiting_description());
   else if (policy != nullptr || spin != nullptr)
     std::printf("OpenMP waiting: OMP_WAIT_POLICY=%s GOMP_SPINCOUNT=%s for both engines (set by the user)\n",
                 policy ? policy : "-", spin ? spin : "-");
@@ -36,9 +36,9 @@ nlohmann::json run_torch_script(const std::string& script, const std::string& ar
   const char* env_dir = std::getenv("TFM_SOURCE_DIR");
   const std::string path = std::string(env_dir ? env_dir : TFM_SOURCE_DIR) + "/bench/peers/torch/" + script;
   // PyTorch runs with its own default OpenMP waiting (libgomp's: spin a while, then sleep)
-  // unless the user chose a policy; the passive setting tfm gave itself is not passed on.
+  // unless the user chose a policy; the setting tfm gave itself is not passed on.
   const bool defaulted = std::getenv("TFM_OMP_DEFAULTED") != nullptr;
-  const std::string cmd = std::string(defaulted ? "env -u OMP_WAIT_POLICY " : "") + "/usr/bin/python3 '" + path +
+  const std::string cmd = std::string(defaulted ? "env -u OMP_WAIT_POLICY -u GOMP_SPINCOUNT " : "") + "/usr/bin/python3 '" + path +
                           "' " + args + " 2>/dev/null";
   std::fflush(stdout);  // the child's output must not interleave with ours
   std::string text;

@@ -15,7 +15,8 @@
 #   MODEL=llama1b TYPES=q4_k THREADS=1 REPS=2 flock /tmp/heavy.lock bench/quant/decode_vs_llamacpp.sh
 # (the first call writes the files: ~1 minute for the random hub directory, ~1 minute per type).
 set -euo pipefail
-export OMP_WAIT_POLICY=passive
+# OpenMP waiting is left to tfm (a bounded spin on an idle machine: src/base/process.cpp);
+# llama.cpp runs its own thread pool.
 root=$(pwd)
 bin=$root/build/bin
 work=${1:-/tmp/tfm-quant-bench}

@@ -18,17 +18,22 @@ int num_threads();
 // ---- process set-up --------------------------------------------------------------------
 // What a program that embeds the engine calls first in main (tfm's own main does), each part
 // measured in docs/benchmarks.md:
-//   - idle OpenMP threads sleep instead of spinning (OMP_WAIT_POLICY=passive unless the user
-//     set OMP_WAIT_POLICY or GOMP_SPINCOUNT): on shared cores a descheduled spinning thread
-//     stalls every small parallel region. libgomp reads its environment when it is loaded,
-//     so this re-executes the program (/proc/self/exe with argv) once; it returns only when
-//     that was not needed or failed;
+//   - idle OpenMP threads, unless the user set OMP_WAIT_POLICY or GOMP_SPINCOUNT: on a machine
+//     idle at start (other processes used under half a core over 50 ms) they spin a bounded
+//     while (GOMP_SPINCOUNT=10000) before sleeping, which halves the cost of the many small
+//     parallel regions of a decode step; otherwise they sleep at once (OMP_WAIT_POLICY=passive):
+//     on shared cores a descheduled spinning thread stalls every small parallel region.
+//     libgomp reads its environment when it is loaded, so this re-executes the program
+//     (/proc/self/exe with argv) once; it returns only when that was not needed or failed;
 //   - SIGXFSZ ignored: past a file-size limit, writes fail with EFBIG (which the writers
 //     report) instead of killing the process in the middle of a checkpoint;
 //   - glibc's heap keeps freed tensor memory (mmap threshold 32 MiB, trim threshold 256 MiB)
 //     rather than returning and faulting in blocks of a few MiB every training step.
-// Sets TFM_OMP_DEFAULTED=1 when it chose the wait policy (child processes may tell).
+// Sets TFM_OMP_DEFAULTED to "spin" or "passive" when it chose the waiting (child processes may
+// tell).
 void setup_process(char** argv);
+// How idle OpenMP threads wait in this process, in words (tfm info, tfm bench).
+const char* omp_waiting_description();
 
 // ---- instruction set -----------------------------------------------------------------
 enum class Isa { generic, avx2, avx512 };

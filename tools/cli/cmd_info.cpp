@@ -139,7 +139,7 @@ void add_info_command(CLI::App& app) {
                 c.avx512_bf16);
     std::printf("kernels:  %s (best on this CPU: %s; override with TFM_ISA=generic|avx2|avx512)\n",
                 isa_name(active_isa()), isa_name(cpu_best_isa()));
-    std::printf("threads:  %d (set with -t N)\n", num_threads());
+    std::printf("threads:  %d (set with -t N); idle threads %s\n", num_threads(), omp_waiting_description());
     std::printf("gemm:     %s\n", kernels::gemm_backend_name());
     std::printf("bf16:     %s (training \"precision\": \"bf16\"; override with TFM_BF16=native|onednn|emulated)\n",
                 bf16_path_description());
