@@ -37,10 +37,11 @@ std::map<std::string, DType> plan_weight_types(const Model& model, const Quantiz
 std::vector<std::string> quantize_model(Model& model, const QuantizeOptions& opt);
 // Every weight matrix back to f32 (what training and LoRA merges need).
 void dequantize_model(Model& model);
-// Inference only: q4_0 weight matrices (and a token table tied to the LM head)
-// repacked in place into q4_0x16 for the AVX2 / AVX-512 VNNI decode kernel, where this CPU and
-// TFM_ISA run it (kernels/quant_repack.h). Returns how many were repacked. The model can no
-// longer be saved or converted from them (they have no file type); reload the file for that.
+// Inference only: q4_0 and q8_0 weight matrices (and a token table tied to the LM head)
+// repacked in place into q4_0x16 / q8_0x16 for the decode kernels, where this CPU and TFM_ISA
+// run them (kernels/quant_repack.h: q4_0 on AVX2 and AVX-512 VNNI, q8_0 on AVX2). Returns how
+// many were repacked. The model can no longer be saved or converted from them (they have no
+// file type); reload the file for that.
 std::size_t repack_for_decode(Model& model);
 
 }  // namespace tfm

@@ -14,19 +14,20 @@ std::size_t dtype_size(DType t) {
     case DType::bf16: case DType::f16: return 2;
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
-    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: case DType::q4_0x16:
+    case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: case DType::q4_0x16: case DType::q8_0x16:
       fail("dtype", dtype_name(t), " is a block-quantized type: it has no per-element size (use dtype_row_bytes)");
   }
   return 0;
 }
 
 bool dtype_is_block(DType t) {
-  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k || t == DType::q4_0x16;
+  return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k || t == DType::q4_0x16 ||
+         t == DType::q8_0x16;
 }
 
 std::int64_t dtype_block_elems(DType t) {
   switch (t) {
-    case DType::q8_0: case DType::q4_0: case DType::q4_0x16: return 32;
+    case DType::q8_0: case DType::q4_0: case DType::q4_0x16: case DType::q8_0x16: return 32;
     case DType::q4_k: case DType::q6_k: return 256;
     default: return 1;
   }
@@ -36,8 +37,8 @@ std::size_t dtype_block_bytes(DType t) {
   // Sizes of ggml's block_q8_0, block_q4_0, block_q4_K, block_q6_K (static_asserts beside
   // their structs in src/kernels/quant_blocks.h).
   switch (t) {
-    case DType::q8_0: return 34;
-    case DType::q4_0: case DType::q4_0x16: return 18;  // q4_0x16: per row, on average
+    case DType::q8_0: case DType::q8_0x16: return 34;  // x16 types: per row, on average
+    case DType::q4_0: case DType::q4_0x16: return 18;
     case DType::q4_k: return 144;
     case DType::q6_k: return 210;
     default: return dtype_size(t);
@@ -65,6 +66,7 @@ const char* dtype_name(DType t) {
     case DType::q4_k: return "q4_k";
     case DType::q6_k: return "q6_k";
     case DType::q4_0x16: return "q4_0x16";
+    case DType::q8_0x16: return "q8_0x16";
   }
   return "?";
 }

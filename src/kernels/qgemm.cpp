@@ -51,6 +51,8 @@ void run_rows(qgemm_detail::RowsFn fn, DType wtype, std::int64_t M, std::int64_t
   const qgemm_detail::QuantizedActs& acts = buffer;
   if (fn == qgemm_detail::rows_avx512_vnni && qgemm_detail::act_block(wtype) != 0)
     qgemm_detail::prepare_acts_avx512_vnni(wtype, M, K, x, ldx, buffer);
+  else if (fn == qgemm_detail::rows_avx2)
+    qgemm_detail::prepare_acts_avx2(wtype, M, K, x, ldx, buffer);  // vectorized, the same values
   else
     qgemm_detail::quantize_acts(wtype, M, K, x, ldx, buffer);
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
@@ -94,7 +96,7 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
     if (M <= kRowInvariantMaxRows) return gemm_rows(true, M, N, K, 1.0f, x, ldx, wf, K, 0.0f, y, ldy);
     return gemm(false, true, M, N, K, 1.0f, x, ldx, wf, K, 0.0f, y, ldy);
   }
-  if (wtype == DType::q4_0x16) return qgemm_q4_0x16(M, N, K, x, ldx, w, y, ldy, false);  // repacked (quant_repack.h)
+  if (dtype_is_x16(wtype)) return qgemm_x16(wtype, M, N, K, x, ldx, w, y, ldy, false);  // repacked (quant_repack.h)
   if (wtype != DType::bf16 && wtype != DType::f16 && qgemm_detail::act_block(wtype) == 0)
     fail("qgemm", "weights of type ", dtype_name(wtype), " are not supported");
   const qgemm_detail::RowsFn fn = pick_rows_fn();
@@ -117,7 +119,7 @@ void qgemm(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const fl
 void qgemm_twin(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                 const void* w, float* y, std::int64_t ldy) {
   if (M <= 0 || N <= 0) return;
-  if (wtype == DType::q4_0x16) return qgemm_q4_0x16(M, N, K, x, ldx, w, y, ldy, true);
+  if (dtype_is_x16(wtype)) return qgemm_x16(wtype, M, N, K, x, ldx, w, y, ldy, true);
   qgemm_detail::QuantizedActs acts;
   qgemm_detail::quantize_acts(wtype, M, K, x, ldx, acts);
   qgemm_detail::rows_twin(wtype, M, 0, N, K, x, ldx, acts, w, dtype_row_bytes(wtype, K), y, ldy);

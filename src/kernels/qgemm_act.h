@@ -47,6 +47,10 @@ struct QuantizedActs {
 // (f16 multiplies the f32 activations, bf16 the activations rounded to bf16: qgemm_bf16.h).
 std::int64_t act_block(DType wtype);
 void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& out);
+// Its parts, shared with the vectorized quantizers (qgemm_act_impl.h): the buffers sized for
+// M rows of K, and row m's sums of 32 (and 16) q from its q.
+void size_acts(DType wtype, std::int64_t M, std::int64_t K, QuantizedActs& out);
+void block_sums(QuantizedActs& a, std::int64_t m);
 
 // One ISA's kernel over weight rows [n0, n1) for all M rows: y[m, n] for n in [n0, n1).
 // For block types `acts` holds the quantized activations; bf16/f16 read x.
@@ -68,6 +72,8 @@ using PrepareActsFn = void (*)(DType wtype, std::int64_t M, std::int64_t K, cons
 // AVX-512 VNNI tiles over several activation and weight rows (qgemm_blocks_avx512.cpp).
 extern const BlockRowsFn block_rows_avx512_vnni;
 extern const PrepareActsFn prepare_acts_avx512_vnni;
+// The AVX2 build: quantize_acts vectorized and threaded over rows (no derived layouts).
+extern const PrepareActsFn prepare_acts_avx2;
 // AVX2 (vpmaddubsw) and AVX-512 VNNI (vpdpbusd) builds; null where not compiled.
 extern const RowsFn rows_avx2, rows_avx512_vnni;
 

@@ -9,6 +9,7 @@
 #include <cstring>
 
 #include "kernels/qgemm_act.h"
+#include "kernels/qgemm_act_impl.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
 
@@ -32,6 +33,12 @@ float hsum128(__m128 s) {
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_movehdup_ps(s));
   return _mm_cvtss_f32(s);
+}
+// The vpshufb control that fills the low 128-bit lane with int16 element `lo` of the source
+// lane and the high one with element `hi`.
+__m256i spread16(int lo, int hi) {
+  return _mm256_set_m128i(_mm_set1_epi16(static_cast<short>(((2 * hi + 1) << 8) | (2 * hi))),
+                          _mm_set1_epi16(static_cast<short>(((2 * lo + 1) << 8) | (2 * lo))));
 }
 // Σ of 4 consecutive u8 x s8 products per int32 lane (vpdpbusd's result, in two steps)
 __m256i dot_u8s8(__m256i u, __m256i s) {
@@ -109,13 +116,16 @@ void q4_k_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
     std::uint8_t sm[16];  // 8 scales then 8 mins
     std::memcpy(sm, words, 16);
     const __m128i M16 = _mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm + 8)));
+    // The 8 scales widened once, then each spread over a vector by one byte shuffle (a
+    // broadcast from memory per scale cost three instructions each).
+    const __m256i S16 = _mm256_broadcastsi128_si256(_mm_cvtepu8_epi16(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(sm))));
     __m256i lo[4], hi[4], sc[8];
     for (int c = 0; c < 4; ++c) {
       const __m256i q = load256(w + 16 + 32 * c);
       lo[c] = _mm256_and_si256(q, m4);
       hi[c] = _mm256_and_si256(_mm256_srli_epi16(q, 4), m4);
     }
-    for (int s = 0; s < 8; ++s) sc[s] = _mm256_set1_epi16(sm[s]);
+    for (int s = 0; s < 8; ++s) sc[s] = _mm256_shuffle_epi8(S16, spread16(s, s));
     const float d = h2f(w), dmin = h2f(w + 2);
     for (int r = 0; r < R; ++r) {
       const std::int8_t* x = a.q[r] + 256 * b;
@@ -150,7 +160,11 @@ void q6_k_rows(const unsigned char* w, std::int64_t K, const RowPtrs& a, float* 
       u[4 * h + 3] =
           _mm256_or_si256(_mm256_and_si256(_mm256_srli_epi16(hi, 4), m4), _mm256_and_si256(_mm256_srli_epi16(qh, 2), m30));
     }
-    for (int j = 0; j < 8; ++j) sc[j] = _mm256_set_m128i(_mm_set1_epi16(scb[2 * j + 1]), _mm_set1_epi16(scb[2 * j]));
+    // sc[j]: scale 2j in the low 128-bit lane, 2j + 1 in the high one, by one byte shuffle of
+    // the widened scales 0-7 or 8-15 (a broadcast per scale cost three instructions each).
+    const __m256i S_lo = _mm256_broadcastsi128_si256(_mm256_castsi256_si128(S16));
+    const __m256i S_hi = _mm256_broadcastsi128_si256(_mm256_extracti128_si256(S16, 1));
+    for (int j = 0; j < 8; ++j) sc[j] = _mm256_shuffle_epi8(j < 4 ? S_lo : S_hi, spread16((2 * j) % 8, (2 * j + 1) % 8));
     const float d = h2f(w + 208);
     for (int r = 0; r < R; ++r) {
       const std::int8_t* x = a.q[r] + 256 * b;
@@ -248,5 +262,6 @@ void rows(DType wtype, std::int64_t M, std::int64_t n0, std::int64_t n1, std::in
 }  // namespace
 
 const RowsFn rows_avx2 = &rows;
+const PrepareActsFn prepare_acts_avx2 = &quantize_acts_vec<simd::Avx2>;
 
 }  // namespace tfm::kernels::qgemm_detail

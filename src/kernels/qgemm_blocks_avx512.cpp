@@ -37,7 +37,7 @@
 #include <cstring>
 #include <vector>
 
-#include "kernels/qgemm_act.h"
+#include "kernels/qgemm_act_impl.h"
 #include "kernels/qgemm_tile_shape.h"
 #include "kernels/quant_blocks.h"
 #include "tfm/error.h"
@@ -543,54 +543,9 @@ void block_rows(DType t, std::int64_t M, std::int64_t n0, std::int64_t n1, std::
   }
 }
 
-// quantize_acts (qgemm_twin.cpp) vectorized, with the same float operations per element: amax
-// of |x| per block, d = amax / 127, q = round-to-nearest-even(x * (1 / d)) — vcvtps2dq rounds
-// as nearbyint does under the default rounding mode — then the int8 group sums.
-void quantize(DType t, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& a) {
-  const std::int64_t block = act_block(t);
-  a.rows = M;
-  a.K = K;
-  a.block = block;
-  a.q.resize(static_cast<std::size_t>(M * K));
-  a.d.resize(static_cast<std::size_t>(M * (K / block)));
-  a.sum32.resize(static_cast<std::size_t>(M * (K / 32)));
-  a.bsum16.resize(block == 256 ? static_cast<std::size_t>(M * (K / 16)) : 0);
-  const __m512i ones8 = _mm512_set1_epi8(1);
-  for (std::int64_t m = 0; m < M; ++m) {
-    const float* xm = x + m * ldx;
-    std::int8_t* q = a.q.data() + m * K;
-    for (std::int64_t b = 0; b < K / block; ++b) {
-      const float* xb = xm + b * block;
-      __m512 amax = _mm512_setzero_ps();
-      for (std::int64_t j = 0; j < block; j += 16) amax = _mm512_max_ps(amax, _mm512_abs_ps(_mm512_loadu_ps(xb + j)));
-      const float d = _mm512_reduce_max_ps(amax) / 127.0f;
-      const __m512 id = _mm512_set1_ps(d != 0.0f ? 1.0f / d : 0.0f);
-      a.d[static_cast<std::size_t>(m * (K / block) + b)] = d;
-      for (std::int64_t j = 0; j < block; j += 16)
-        _mm_storeu_si128(reinterpret_cast<__m128i*>(q + b * block + j),
-                         _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(_mm512_mul_ps(_mm512_loadu_ps(xb + j), id))));
-    }
-    // sums of 16 (and 32) q: vpdpbusd by ones gives sums of 4, added in order below
-    for (std::int64_t g = 0; g < K / 16; g += 4) {
-      const std::int64_t n16 = std::min<std::int64_t>(4, K / 16 - g);
-      const __mmask64 mask = n16 == 4 ? ~__mmask64{0} : (__mmask64{1} << (16 * n16)) - 1;
-      const __m512i v = _mm512_maskz_loadu_epi8(mask, q + 16 * g);
-      const __m512i s4 = _mm512_dpbusd_epi32(_mm512_setzero_si512(), ones8, v);  // lane i: q[4i..4i+3]
-      alignas(64) std::int32_t l[16];
-      _mm512_store_si512(l, s4);
-      for (std::int64_t i = 0; i < n16; ++i) {
-        const int s16 = l[4 * i] + l[4 * i + 1] + l[4 * i + 2] + l[4 * i + 3];
-        if (block == 256) a.bsum16[static_cast<std::size_t>(m * (K / 16) + g + i)] = static_cast<std::int16_t>(s16);
-        if ((g + i) % 2 == 0) a.sum32[static_cast<std::size_t>(m * (K / 32) + (g + i) / 2)] = static_cast<std::int16_t>(s16);
-        else a.sum32[static_cast<std::size_t>(m * (K / 32) + (g + i) / 2)] += static_cast<std::int16_t>(s16);
-      }
-    }
-  }
-}
-
 // The activation layouts the tiles read, derived once per call from the int8 blocks.
 void prepare(DType t, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& a) {
-  quantize(t, M, K, x, ldx, a);
+  quantize_acts_vec<simd::Avx512>(t, M, K, x, ldx, a);  // qgemm_act_impl.h
   if (t == DType::q8_0) {
     const std::int64_t nb = K / 32, np = (nb + 1) / 2;
     a.xu_stride = 64 * np;

@@ -11,10 +11,10 @@
 namespace tfm::kernels {
 
 void dequantize_rows(DType type, const void* in, float* out, std::int64_t rows, std::int64_t K) {
-  if (type == DType::q4_0x16) {  // whole groups of 16 rows, back to q4_0 first (quant_repack.h)
-    std::vector<unsigned char> q4(static_cast<std::size_t>(rows) * dtype_row_bytes(DType::q4_0, K));
-    unpack_q4_0x16(in, q4.data(), rows, K);
-    return dequantize_rows(DType::q4_0, q4.data(), out, rows, K);
+  if (dtype_is_x16(type)) {  // a whole matrix (or groups), back to plain rows first (quant_repack.h)
+    std::vector<unsigned char> plain(static_cast<std::size_t>(rows) * dtype_row_bytes(x16_plain(type), K));
+    unpack_x16(type, in, plain.data(), rows, K);
+    return dequantize_rows(x16_plain(type), plain.data(), out, rows, K);
   }
   const std::size_t row_bytes = dtype_row_bytes(type, K);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -34,9 +34,9 @@ void dequantize_rows(DType type, const void* in, float* out, std::int64_t rows, 
 }
 
 void quantize_rows(DType type, const float* x, void* out, std::int64_t rows, std::int64_t K) {
-  if (type == DType::q4_0x16) {
-    quantize_rows(DType::q4_0, x, out, rows, K);
-    return repack_q4_0x16(out, rows, K);
+  if (dtype_is_x16(type)) {
+    quantize_rows(x16_plain(type), x, out, rows, K);
+    return repack_x16(x16_plain(type), out, rows, K);
   }
   const std::size_t row_bytes = dtype_row_bytes(type, K);
   for (std::int64_t r = 0; r < rows; ++r) {
@@ -61,10 +61,10 @@ void quantize_rows(DType type, const float* x, void* out, std::int64_t rows, std
 
 void qgemm_naive(DType wtype, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                  const void* w, float* y, std::int64_t ldy) {
-  if (wtype == DType::q4_0x16) {  // rows interleaved in groups: back to q4_0 rows
-    std::vector<unsigned char> q4(static_cast<std::size_t>(N) * dtype_row_bytes(DType::q4_0, K));
-    unpack_q4_0x16(w, q4.data(), N, K);
-    return qgemm_naive(DType::q4_0, M, N, K, x, ldx, q4.data(), y, ldy);
+  if (dtype_is_x16(wtype)) {  // rows interleaved in groups: back to plain rows
+    std::vector<unsigned char> plain(static_cast<std::size_t>(N) * dtype_row_bytes(x16_plain(wtype), K));
+    unpack_x16(wtype, w, plain.data(), N, K);
+    return qgemm_naive(x16_plain(wtype), M, N, K, x, ldx, plain.data(), y, ldy);
   }
   const std::size_t row_bytes = dtype_row_bytes(wtype, K);
   std::vector<float> row(static_cast<std::size_t>(K));

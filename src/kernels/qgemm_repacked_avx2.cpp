@@ -1,10 +1,12 @@
-// The q4_0x16 kernel's AVX2 build (qgemm_repacked_impl.h): a group of 16 rows is two vectors
-// of 8 lanes; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Two activation rows per pass: eight
-// nibble vectors and the accumulators then fit the sixteen ymm registers (four rows spill).
+// The x16 kernels' AVX2 build (qgemm_repacked_impl.h): a group of 16 rows is two vectors of 8
+// lanes; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Two activation rows per pass: for q4_0
+// the eight nibble vectors and the accumulators then fit the sixteen ymm registers (four rows
+// spill).
 #include "kernels/qgemm_repacked_impl.h"
 
 namespace tfm::kernels::qgemm_detail {
 
-const Q4x16Fn q4_0x16_avx2 = &q4_0x16_groups<simd::Avx2, 2>;
+const X16Fn q4_0x16_avx2 = &q4_0x16_groups<simd::Avx2, 2>;
+const X16Fn q8_0x16_avx2 = &q8_0x16_groups<simd::Avx2, 2>;
 
 }  // namespace tfm::kernels::qgemm_detail

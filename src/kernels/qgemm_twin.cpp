@@ -116,13 +116,13 @@ float dot_half(DType t, const unsigned char* w, std::int64_t K, const float* x) 
 
 std::int64_t act_block(DType wtype) {
   switch (wtype) {
-    case DType::q8_0: case DType::q4_0: case DType::q4_0x16: return 32;
+    case DType::q8_0: case DType::q4_0: case DType::q4_0x16: case DType::q8_0x16: return 32;
     case DType::q4_k: case DType::q6_k: return 256;
     default: return 0;
   }
 }
 
-void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& out) {
+void size_acts(DType wtype, std::int64_t M, std::int64_t K, QuantizedActs& out) {
   const std::int64_t block = act_block(wtype);
   out.rows = M;
   out.K = K;
@@ -132,6 +132,28 @@ void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, 
   out.d.resize(static_cast<std::size_t>(M * (K / block)));
   out.sum32.resize(static_cast<std::size_t>(M * (K / 32)));
   out.bsum16.resize(block == 256 ? static_cast<std::size_t>(M * (K / 16)) : 0);
+}
+
+void block_sums(QuantizedActs& a, std::int64_t m) {
+  const std::int64_t K = a.K;
+  const std::int8_t* q = a.qrow(m);
+  for (std::int64_t g = 0; g < K / 32; ++g) {
+    int s = 0;
+    for (int j = 0; j < 32; ++j) s += q[32 * g + j];
+    a.sum32[static_cast<std::size_t>(m * (K / 32) + g)] = static_cast<std::int16_t>(s);
+  }
+  if (a.block == 256)
+    for (std::int64_t g = 0; g < K / 16; ++g) {
+      int s = 0;
+      for (int j = 0; j < 16; ++j) s += q[16 * g + j];
+      a.bsum16[static_cast<std::size_t>(m * (K / 16) + g)] = static_cast<std::int16_t>(s);
+    }
+}
+
+void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, std::int64_t ldx, QuantizedActs& out) {
+  size_acts(wtype, M, K, out);
+  const std::int64_t block = out.block;
+  if (block == 0) return;
   for (std::int64_t m = 0; m < M; ++m) {
     const float* xm = x + m * ldx;
     std::int8_t* q = out.q.data() + m * K;
@@ -144,17 +166,7 @@ void quantize_acts(DType wtype, std::int64_t M, std::int64_t K, const float* x, 
       for (std::int64_t j = 0; j < block; ++j)
         q[b * block + j] = static_cast<std::int8_t>(std::nearbyint(xm[b * block + j] * id));
     }
-    for (std::int64_t g = 0; g < K / 32; ++g) {
-      int s = 0;
-      for (int j = 0; j < 32; ++j) s += q[32 * g + j];
-      out.sum32[static_cast<std::size_t>(m * (K / 32) + g)] = static_cast<std::int16_t>(s);
-    }
-    if (block == 256)
-      for (std::int64_t g = 0; g < K / 16; ++g) {
-        int s = 0;
-        for (int j = 0; j < 16; ++j) s += q[16 * g + j];
-        out.bsum16[static_cast<std::size_t>(m * (K / 16) + g)] = static_cast<std::int16_t>(s);
-      }
+    block_sums(out, m);
   }
 }
 

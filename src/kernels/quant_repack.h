@@ -1,20 +1,22 @@
-// q4_0 weights repacked for the decode kernel (DType::q4_0x16).
+// Block-quantized weights repacked at load for the decode kernels: q4_0 -> DType::q4_0x16,
+// q8_0 -> DType::q8_0x16 ("x16 types").
 //
-// Why: a q4_0 block keeps its fp16 scale beside its 16 bytes of nibbles, so a kernel that walks
-// one row gathers 16-byte runs 18 bytes apart and packs scalar scales: measured compute-bound
-// at ~16 GB/s of weights per core, below the memory's read rate (docs/benchmarks.md, "q4_0 repacked at load").
-// Interleaving 16 rows per block puts one output row in each 32-bit lane: per block of 16 rows
-// (288 bytes) one 32-byte load of scales, four 64-byte loads of nibbles, no shuffles and no
-// horizontal sums, and the weights stream as one sequential run.
+// Why: a q4_0 or q8_0 block keeps its fp16 scale beside its 16 or 32 bytes of weights, so a
+// kernel that walks one row gathers runs 18 or 34 bytes apart, converts scales one at a time and
+// sums each row horizontally: measured compute-bound below the memory's read rate
+// (docs/benchmarks.md, "q4_0 repacked at load"). Interleaving 16 rows per block puts one output
+// row in each 32-bit lane: per block of 16 rows one 32-byte load of scales, 64-byte loads of
+// weights, no shuffles and no horizontal sums, and the weights stream as one sequential run.
 //
-// Layout: the first N - N % 16 rows in groups of 16; group g is K / 32 blocks of 288 bytes,
-// block b =
+// Layout: the first N - N % 16 rows in groups of 16; group g is K / 32 blocks of 16 x the
+// plain block's bytes (288 for q4_0, 544 for q8_0), block b =
 //   bytes   0-31   the 16 rows' fp16 scales d (row r at 2r)
-//   bytes  32-287  four 64-byte vectors; vector i, 32-bit lane r = bytes 4i..4i+3 of row r's
-//                  16 nibble bytes (low nibbles: elements 4i..4i+3, high: 16+4i..16+4i+3)
-// The last N % 16 rows stay plain q4_0 rows after the groups (a vocabulary of 50257 rows has
-// one), so any N repacks. The same bytes as the q4_0 matrix, so repacking happens in place
-// (no second copy).
+//   then           V 64-byte vectors (V = 4 for q4_0, 8 for q8_0); vector i, 32-bit lane r =
+//                  bytes 4i..4i+3 of row r's weight bytes (q4_0: low nibbles are elements
+//                  4i..4i+3, high nibbles 16+4i..16+4i+3; q8_0: elements 4i..4i+3)
+// The last N % 16 rows stay plain rows after the groups (a vocabulary of 50257 rows has one),
+// so any N repacks. The same bytes as the plain matrix, so repacking happens in place (no
+// second copy).
 #pragma once
 
 #include <cstdint>
@@ -23,29 +25,35 @@
 
 namespace tfm::kernels {
 
-constexpr std::int64_t kQ4x16Rows = 16;  // rows per interleaved group
+constexpr std::int64_t kX16Rows = 16;  // rows per interleaved group
 
-// q4_0 (N, K) -> q4_0x16, in place; fails unless K % 32 == 0.
-void repack_q4_0x16(void* data, std::int64_t N, std::int64_t K);
-// q4_0x16 (rows, K) -> q4_0 rows (out may not alias in): a whole matrix, or whole groups.
-void unpack_q4_0x16(const void* in, void* out, std::int64_t rows, std::int64_t K);
-// Row `row` of a q4_0x16 matrix of N rows, dequantized to f32 (an embedding gather).
-void dequantize_q4_0x16_row(const void* matrix, std::int64_t N, std::int64_t row, std::int64_t K, float* out);
-// Whether this CPU and TFM_ISA run the repacked kernel (repacking elsewhere only costs time).
-bool q4_0x16_kernel_available();
+// The x16 type of a plain block type (q4_0 -> q4_0x16, q8_0 -> q8_0x16), or `plain` itself when
+// it has none; and back.
+DType x16_type(DType plain);
+DType x16_plain(DType x16);
+bool dtype_is_x16(DType t);
 
-// qgemm for q4_0x16 weights: the AVX-512 VNNI or AVX2 build of the kernel, or the scalar twin
-// (groups unpacked to q4_0, then qgemm_detail::rows_twin) under TFM_ISA=generic. Rows stay
-// independent.
-void qgemm_q4_0x16(std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx, const void* w,
-                   float* y, std::int64_t ldy, bool twin);
+// Plain (N, K) -> its x16 type, in place; fails unless K % 32 == 0.
+void repack_x16(DType plain, void* data, std::int64_t N, std::int64_t K);
+// An x16 matrix (rows, K) -> plain rows (out may not alias in): a whole matrix, or whole groups.
+void unpack_x16(DType x16, const void* in, void* out, std::int64_t rows, std::int64_t K);
+// Row `row` of an x16 matrix of N rows, dequantized to f32 (an embedding gather).
+void dequantize_x16_row(DType x16, const void* matrix, std::int64_t N, std::int64_t row, std::int64_t K, float* out);
+// Whether this CPU and TFM_ISA run a kernel for `plain`'s x16 type (repacking elsewhere only
+// costs time).
+bool x16_kernel_available(DType plain);
+
+// qgemm for x16 weights: the ISA's kernel (the tail rows by the plain type's row kernel), or
+// the scalar twin (groups unpacked, then qgemm_detail::rows_twin). Rows stay independent.
+void qgemm_x16(DType x16, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
+               const void* w, float* y, std::int64_t ldy, bool twin);
 
 namespace qgemm_detail {
 // Groups [g0, g1) of 16 rows for all M activation rows (activations as quantize_acts makes them
-// for q4_0; qgemm_repacked_impl.h).
-using Q4x16Fn = void (*)(std::int64_t M, std::int64_t g0, std::int64_t g1, std::int64_t K, const QuantizedActs& acts,
-                         const void* w, float* y, std::int64_t ldy);
-extern const Q4x16Fn q4_0x16_avx512_vnni, q4_0x16_avx2;
+// for the plain type; qgemm_repacked_impl.h).
+using X16Fn = void (*)(std::int64_t M, std::int64_t g0, std::int64_t g1, std::int64_t K, const QuantizedActs& acts,
+                       const void* w, float* y, std::int64_t ldy);
+extern const X16Fn q4_0x16_avx512_vnni, q4_0x16_avx2, q8_0x16_avx2;
 }  // namespace qgemm_detail
 
 }  // namespace tfm::kernels

@@ -94,8 +94,8 @@ void Model::convert_weights(const std::map<std::string, DType>& types) {
               "weights cannot be stored as ", dtype_name(type));
     Tensor& t = impl_->params.at(name);
     if (t.dtype() == type) continue;
-    if (t.dtype() == DType::q4_0 && type == DType::q4_0x16) {  // in place: no second copy of the weights
-      kernels::repack_q4_0x16(t.raw_data(), slot->rows, slot->cols);
+    if (kernels::dtype_is_x16(type) && t.dtype() == kernels::x16_plain(type)) {  // in place: no second copy
+      kernels::repack_x16(t.dtype(), t.raw_data(), slot->rows, slot->cols);
       t = Tensor::from_storage(t.storage(), t.shape(), type, t.offset());
       t.requires_grad_(false);
       continue;

@@ -25,8 +25,8 @@ Tensor embedding_compact(const Tensor& ids, const Tensor& table, const std::vect
   float* o = out.data<float>();
   for (std::size_t i = 0; i < idx.size(); ++i) {
     float* dst = o + static_cast<std::int64_t>(i) * C;
-    if (table.dtype() == DType::q4_0x16)  // a tied LM head repacked for decoding: rows interleaved in groups
-      kernels::dequantize_q4_0x16_row(base, table.size(0), idx[i], C, dst);
+    if (kernels::dtype_is_x16(table.dtype()))  // a tied LM head repacked for decoding: rows interleaved in groups
+      kernels::dequantize_x16_row(table.dtype(), base, table.size(0), idx[i], C, dst);
     else
       kernels::dequantize_rows(table.dtype(), base + static_cast<std::size_t>(idx[i]) * row_bytes, dst, 1, C);
   }

@@ -2,7 +2,7 @@
 // activations in, exact int32 sums out, one lane per Vec<Isa> float lane. A kernel written over
 // (Vec<Isa>, IVec<Isa>) is compiled per ISA like the float kernels (vec.h).
 //
-// The one operation that differs between instruction sets is the byte dot product
+// The operation that differs most between instruction sets is the byte dot product
 //   dot(acc, u, s):  acc[lane] + Σ over the lane's 4 bytes of u·s   (u unsigned, s signed)
 // which AVX-512 VNNI (and AVX-VNNI) do in one vpdpbusd, and AVX2 in two: vpmaddubsw multiplies
 // byte pairs into int16 sums, vpmaddwd by ones adds those pairs into int32. dot_sum takes
@@ -51,7 +51,23 @@ struct IVec<Avx2> {
       return acc;
     }
   }
+  // acc + Σ over each lane's 4 bytes of w·x, both signed (q8_0 weights): vpmaddubsw takes |w|
+  // as its unsigned operand and x with w's sign (vpsignb); |w| <= 128 and |x| <= 127 keep each
+  // int16 pair sum within range, so every term widens on its own.
+  static T dot_s8(T acc, T w, T x) {
+    const T pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
+    return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
+  }
   static __m256 to_float(T a) { return _mm256_cvtepi32_ps(a); }
+  // The 8 floats rounded to the nearest integer (ties to even, as std::nearbyint in the default
+  // rounding mode), saturated to int8, stored as 8 bytes.
+  static void store_i8(std::int8_t* dst, __m256 v) {
+    const __m256i i32 = _mm256_cvtps_epi32(v);
+    const __m256i i16 = _mm256_packs_epi32(i32, i32);  // per 128-bit lane: a0-3 a0-3 | a4-7 a4-7
+    const __m256i i8 = _mm256_packs_epi16(i16, i16);   // bytes 0-3 of each lane: a0-3 | a4-7
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(dst),
+                     _mm_unpacklo_epi32(_mm256_castsi256_si128(i8), _mm256_extracti128_si256(i8, 1)));
+  }
   // 8 fp16 values (F16C) to the float lanes.
   static __m256 load_f16(const void* p) { return _mm256_cvtph_ps(_mm_loadu_si128(static_cast<const __m128i*>(p))); }
 };
@@ -85,6 +101,9 @@ struct IVec<Avx512> {
     return _mm512_add_epi32(acc, other);
   }
   static __m512 to_float(T a) { return _mm512_cvtepi32_ps(a); }
+  static void store_i8(std::int8_t* dst, __m512 v) {
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst), _mm512_cvtsepi32_epi8(_mm512_cvtps_epi32(v)));
+  }
   static __m512 load_f16(const void* p) { return _mm512_cvtph_ps(_mm256_loadu_si256(static_cast<const __m256i*>(p))); }
 };
 #endif

@@ -145,33 +145,35 @@ TEST(QuantModel, CachedEqualsRecomputedAndBatchIsBitIdenticalForEveryFamilyAndTy
   }
 }
 
-// q4_0 repacked for decoding (q4_0x16): the same logits as q4_0 up to rounding, every
-// matrix repacked but a token table that is only gathered (a tied one is repacked and gathered
-// from its lanes), the 29-row heads in one group and a 13-row q4_0 tail, and still cached ==
-// recomputed and batch-invariant.
-TEST(QuantModel, RepackedQ4_0DecodesLikeQ4_0) {
-  for (const Family& f : {families()[0], families()[1]}) {  // gpt2 (tied head), llama_gqa (own head)
-    SCOPED_TRACE(f.name);
-    Model m = quantized(f.cfg, DType::q4_0, 21);
-    const auto seq = tokens(9, 2);
-    const Tensor before = full_logits(m, seq, {});
-    const std::size_t n = repack_for_decode(m);
-    if (n == 0) GTEST_SKIP() << "TFM_ISA=generic: nothing to repack";
-    std::size_t expected = 0;
-    for (const auto& w : m.weight_matrices()) {
-      const bool repack = w.role != WeightMatrix::Role::embedding || w.tied_output;
-      expected += repack;
-      EXPECT_EQ(m.parameters().at(w.name).dtype(), repack ? DType::q4_0x16 : DType::q4_0) << w.name;
+// q4_0 and q8_0 repacked for decoding (q4_0x16, q8_0x16): the same logits as the plain type up
+// to rounding, every matrix repacked but a token table that is only gathered (a tied one is
+// repacked and gathered from its lanes), the 29-row heads in one group and a 13-row plain tail,
+// and still cached == recomputed and batch-invariant.
+TEST(QuantModel, RepackedWeightsDecodeLikeThePlainType) {
+  for (DType plain : {DType::q4_0, DType::q8_0})
+    for (const Family& f : {families()[0], families()[1]}) {  // gpt2 (tied head), llama_gqa (own head)
+      SCOPED_TRACE(f.name + " " + dtype_name(plain));
+      Model m = quantized(f.cfg, plain, 21);
+      const auto seq = tokens(9, 2);
+      const Tensor before = full_logits(m, seq, {});
+      const std::size_t n = repack_for_decode(m);
+      if (n == 0) GTEST_SKIP() << "TFM_ISA=generic: nothing to repack";
+      const DType x16 = plain == DType::q4_0 ? DType::q4_0x16 : DType::q8_0x16;
+      std::size_t expected = 0;
+      for (const auto& w : m.weight_matrices()) {
+        const bool repack = w.role != WeightMatrix::Role::embedding || w.tied_output;
+        expected += repack;
+        EXPECT_EQ(m.parameters().at(w.name).dtype(), repack ? x16 : plain) << w.name;
+      }
+      EXPECT_EQ(n, expected);
+      EXPECT_EQ(n, f.name == "llama_gqa" ? 8u : 5u);  // q k v o gate up down head; qkv proj fc proj wte
+      // The kernels agree within float reordering (~1e-6, test_qgemm_repacked.cpp); through a
+      // model that reordering can move an activation across an int8 rounding boundary in a
+      // later layer (measured on AVX2: one position's logits off by up to 0.0066), so the bound
+      // here is the one that catches wiring faults (bytes read in the wrong layout are off by O(1)).
+      test::expect_close(full_logits(m, seq, {}), before, 2e-2, 2e-2, "repacked vs plain");
+      expect_cached_and_batch_invariant(m, f.cfg, f.name + " " + dtype_name(x16));
     }
-    EXPECT_EQ(n, expected);
-    EXPECT_EQ(n, f.name == "llama_gqa" ? 8u : 5u);  // q k v o gate up down head; qkv proj fc proj wte
-    // The kernels agree within float reordering (~1e-6, test_qgemm_repacked.cpp); through a
-    // model that reordering can move an activation across an int8 rounding boundary in a later
-    // layer (measured on AVX2: one position's logits off by up to 0.0066), so the bound here is
-    // the one that catches wiring faults (bytes read in the wrong layout are off by O(1)).
-    test::expect_close(full_logits(m, seq, {}), before, 2e-2, 2e-2, "repacked vs q4_0");
-    expect_cached_and_batch_invariant(m, f.cfg, f.name + " q4_0x16");
-  }
 }
 
 TEST(QuantModel, QuantizedLogitsStayCloseToF32AndRecipesPickTypes) {

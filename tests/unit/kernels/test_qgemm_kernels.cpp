@@ -90,7 +90,13 @@ std::vector<Isa> available_isas() {
   return out;
 }
 
-kernels::qgemm_detail::PrepareActsFn qgemm_detail_prepare() { return kernels::qgemm_detail::prepare_acts_avx512_vnni; }
+// The vectorized activation quantizers this CPU can run, by name.
+std::vector<std::pair<const char*, kernels::qgemm_detail::PrepareActsFn>> vector_quantizers() {
+  std::vector<std::pair<const char*, kernels::qgemm_detail::PrepareActsFn>> out;
+  if (cpu_info().avx2) out.emplace_back("avx2", kernels::qgemm_detail::prepare_acts_avx2);
+  if (cpu_info().avx512_vnni) out.emplace_back("avx512_vnni", kernels::qgemm_detail::prepare_acts_avx512_vnni);
+  return out;
+}
 
 struct IsaScope {
   Isa saved = active_isa();
@@ -206,24 +212,26 @@ TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
 // blocks bit for bit: int8 values, scales and group sums, with exact rounding ties (x = k + 0.5
 // steps), an all-zero block, a row stride larger than K and K with an odd count of 16-groups.
 TEST(QgemmKernels, VectorActivationQuantizationEqualsTheScalarOne) {
-  if (!cpu_info().avx512_vnni || qgemm_detail_prepare() == nullptr) GTEST_SKIP() << "no AVX-512 VNNI";
-  for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
-    const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : 256;
-    for (std::int64_t K : {block, 3 * block, 5 * block}) {
-      const std::int64_t M = 3, ldx = K + 5;
-      std::vector<float> x = normal(static_cast<std::size_t>(M * ldx), 21);
-      for (std::int64_t j = 0; j < block; ++j) x[static_cast<std::size_t>(ldx + j)] = 0.0f;  // row 1, block 0: zeros
-      for (std::int64_t j = 0; j < block; ++j)  // row 2, block 0: max 127 steps, ties at k + 0.5
-        x[static_cast<std::size_t>(2 * ldx + j)] = j == 0 ? 127.0f : static_cast<float>(j % 17) - 8.5f;
-      kernels::qgemm_detail::QuantizedActs want, got;
-      kernels::qgemm_detail::quantize_acts(t, M, K, x.data(), ldx, want);
-      qgemm_detail_prepare()(t, M, K, x.data(), ldx, got);
-      EXPECT_EQ(got.q, want.q) << dtype_name(t) << " K=" << K;
-      EXPECT_EQ(got.d, want.d) << dtype_name(t) << " K=" << K;
-      EXPECT_EQ(got.sum32, want.sum32) << dtype_name(t) << " K=" << K;
-      EXPECT_EQ(got.bsum16, want.bsum16) << dtype_name(t) << " K=" << K;
+  if (vector_quantizers().empty()) GTEST_SKIP() << "no AVX2";
+  for (const auto& [isa, prepare] : vector_quantizers())
+    for (DType t : {DType::q8_0, DType::q4_0, DType::q4_k, DType::q6_k}) {
+      const std::int64_t block = t == DType::q8_0 || t == DType::q4_0 ? 32 : 256;
+      // M = 70 rows of 256: split over the threads (tasks of >= 8K elements)
+      for (std::int64_t K : {block, 3 * block, 5 * block}) {
+        const std::int64_t M = K == 3 * block ? 70 : 3, ldx = K + 5;
+        std::vector<float> x = normal(static_cast<std::size_t>(M * ldx), 21);
+        for (std::int64_t j = 0; j < block; ++j) x[static_cast<std::size_t>(ldx + j)] = 0.0f;  // row 1, block 0: zeros
+        for (std::int64_t j = 0; j < block; ++j)  // row 2, block 0: max 127 steps, ties at k + 0.5
+          x[static_cast<std::size_t>(2 * ldx + j)] = j == 0 ? 127.0f : static_cast<float>(j % 17) - 8.5f;
+        kernels::qgemm_detail::QuantizedActs want, got;
+        kernels::qgemm_detail::quantize_acts(t, M, K, x.data(), ldx, want);
+        prepare(t, M, K, x.data(), ldx, got);
+        EXPECT_EQ(got.q, want.q) << isa << " " << dtype_name(t) << " K=" << K;
+        EXPECT_EQ(got.d, want.d) << isa << " " << dtype_name(t) << " K=" << K;
+        EXPECT_EQ(got.sum32, want.sum32) << isa << " " << dtype_name(t) << " K=" << K;
+        EXPECT_EQ(got.bsum16, want.bsum16) << isa << " " << dtype_name(t) << " K=" << K;
+      }
     }
-  }
 }
 
 // Against the f32-dequantized reference: the only approximation left is the activations'
