@@ -42,7 +42,8 @@ double busy_cores(std::chrono::milliseconds window) {
 
 void setup_process(char** argv) {
   if (std::getenv("OMP_WAIT_POLICY") == nullptr && std::getenv("GOMP_SPINCOUNT") == nullptr) {
-    // Idle OpenMP threads: on an idle machine they spin up to 10,000 rounds (~0.2 ms) before
+    // Idle OpenMP threads: on an idle machine they spin up to 10,000 rounds (libgomp's
+    // GOMP_SPINCOUNT; its duration in time was not measured) before
     // sleeping, so the next parallel region of the same decode step finds them awake; where
     // other processes already use at least half a core, they sleep at once (a spinning thread
     // that gets descheduled stalls every small parallel region). Measured on a 2-core Zen 3,

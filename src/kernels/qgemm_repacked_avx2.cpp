@@ -1,7 +1,7 @@
 // The x16 kernels' AVX2 build (qgemm_repacked_impl.h): a group of 16 rows is two vectors of 8
 // lanes; vpmaddubsw + vpmaddwd stand in for vpdpbusd. Two activation rows per pass: for q4_0
-// the eight nibble vectors and the accumulators then fit the sixteen ymm registers (four rows
-// spill).
+// the eight nibble vectors and four accumulators then fit the sixteen ymm registers (four rows
+// would need eight accumulators; two against four rows per pass was not measured).
 #include "kernels/qgemm_repacked_impl.h"
 
 namespace tfm::kernels::qgemm_detail {
