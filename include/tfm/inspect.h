@@ -46,7 +46,8 @@ enum class EmbedPooling { automatic, mean, first, last };  // automatic: config 
 EmbedPooling embed_pooling_from_name(const std::string& name);  // "auto" | "mean" | "first" | "last"
 std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts,
                                       EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
-// Image models: the last hidden states ([CLS] and the patches) pooled the same way.
+// Image models: the last hidden states pooled the same way, except that mean averages the
+// patches only (not [CLS] or DeiT's distillation token).
 std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images,
                                              EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
 

@@ -62,6 +62,9 @@ struct ModelOutputs {
   Tensor logits;          // lm: (B, T, V); classifier: (B, num_labels); masked_lm: (B, T, V)
   Tensor hidden;          // last hidden states (B, T, C) of the stack that feeds the head
   Tensor encoder_hidden;  // encoder-decoder: the encoder output (B, S, C)
+  // DeiT with its distillation head (distillation_head): each head's logits (B, num_labels);
+  // logits is their mean. Undefined otherwise.
+  Tensor cls_logits, distillation_logits;
 };
 
 class Model {

@@ -6,7 +6,7 @@
 //   "gpt2", "llama", "mistral", "qwen2", "bert", "t5"  Hugging Face's keys for those
 //                  models, so their config.json files (and checkpoints, see parameter_specs)
 //                  line up; mistral and qwen2 share llama's layout (sliding window; q/k/v biases).
-// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5, vit-b16) and the
+// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled) and the
 // remaining keys override it. Unknown keys and bad values are errors that name the key and
 // the allowed values.
 #pragma once
@@ -25,7 +25,8 @@ enum class Architecture { encoder_only, decoder_only, encoder_decoder };
 enum class NormKind { layer_norm, rms_norm, scale_norm };
 enum class NormPlacement { post, pre };  // post: x = norm(x + f(x)) (Vaswani, d2l AddNorm); pre: x + f(norm(x))
 enum class FfnActivation { relu, gelu, gelu_tanh, silu, swiglu, geglu, reglu };
-enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative };
+// sincos_2d: image models' fixed 2-D table (MAE's get_2d_sincos_pos_embed), computed for each grid.
+enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative, sincos_2d };
 enum class HeadKind { none, lm, classifier, masked_lm };
 enum class Pooling { first, mean };
 
@@ -59,9 +60,15 @@ struct ModelConfig {
   std::int64_t d_ff = 512;
   std::int64_t max_positions = 512;     // learned tables and the default context size
   std::int64_t type_vocab_size = 0;     // BERT token types (0: none)
-  // Image models (ViT): the encoder reads pixel_values (B, num_channels, image_size, image_size)
-  // cut into patch_size x patch_size patches, one token each, after a [CLS] token. 0: text.
+  // Image models (ViT): the encoder reads pixel_values (B, num_channels, H, W) cut into
+  // patch_size x patch_size patches, one token each, after a [CLS] token (when cls_token) and
+  // DeiT's distillation token (when distillation_token). image_size is the side the position
+  // table was learnt for; other sizes interpolate it. 0: text.
   std::int64_t image_size = 0, patch_size = 0, num_channels = 3;
+  bool cls_token = true, distillation_token = false;
+  // DeiT with its teacher's head: a second classifier on the distillation token; the logits are
+  // the two heads' mean (ModelOutputs has each), the distillation head learns the teacher's labels.
+  bool distillation_head = false;
 
   // ---- normalisation ------------------------------------------------------------------
   NormKind norm = NormKind::layer_norm;
@@ -116,6 +123,9 @@ struct ModelConfig {
   std::int64_t decoder_layers() const { return n_decoder_layers > 0 ? n_decoder_layers : n_layers; }
   bool reads_images() const { return patch_size > 0; }
   std::int64_t num_patches() const { return reads_images() ? (image_size / patch_size) * (image_size / patch_size) : 0; }
+  // The tokens before the patches ([CLS], distillation) and all of an image_size picture's.
+  std::int64_t prefix_tokens() const { return reads_images() ? std::int64_t{cls_token} + std::int64_t{distillation_token} : 0; }
+  std::int64_t image_tokens() const { return num_patches() + prefix_tokens(); }
   bool gated_ffn() const {
     return activation == FfnActivation::swiglu || activation == FfnActivation::geglu ||
            activation == FfnActivation::reglu;
@@ -125,7 +135,7 @@ struct ModelConfig {
 // Parse config.json text (`where` names the source in errors); validates everything.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& where);
 ModelConfig load_model_config(const std::string& path);
-// A named preset: vaswani, gpt2, llama, bert, t5, vit-b16 (the sizes of the published base models).
+// A named preset: vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled (the sizes of the published base models).
 ModelConfig model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 // config.json text in the key set of cfg.model_type (round-trips through parse_model_config).

@@ -108,7 +108,11 @@ struct DistillLayer {
 struct DistillConfig {
   std::string teacher;      // a model directory load_model_dir reads
   double temperature = 2.0;
-  double alpha = 0.5;       // weight of the soft (KL) term; 1 - alpha weighs the hard loss
+  double alpha = 0.5;       // weight of the teacher's term; 1 - alpha weighs the true labels' loss
+  // "kind": "soft" (KL to the teacher's softened distribution) or "hard" (cross-entropy to the
+  // teacher's argmax, DeiT's hard distillation). A DeiT student with its distillation head
+  // learns the teacher's term on that head and the true labels on its [CLS] head.
+  bool hard = false;
   std::vector<std::pair<DistillLayer, DistillLayer>> hidden;  // (student layer, teacher layer)
   double hidden_weight = 1.0;
 };

@@ -15,7 +15,7 @@ namespace tfm {
 
 std::vector<std::vector<float>> attention_rollout(Model& model, const Tensor& pixel_values) {
   const ModelConfig& c = model.config();
-  TFM_CHECK(c.reads_images(), "attention", "attention rollout needs an image model (its [CLS] token and patch grid)");
+  TFM_CHECK(c.reads_images(), "attention", "attention rollout needs an image model (its patch grid)");
   NoGradGuard no_grad;
   model.set_training(false);
   std::vector<AttentionMap> maps;
@@ -29,7 +29,9 @@ std::vector<std::vector<float>> attention_rollout(Model& model, const Tensor& pi
     throw;
   }
   model.set_attention_capture(nullptr);
-  const std::int64_t B = pixel_values.size(0), T = c.num_patches() + 1;
+  // T from the pictures' own grid (positions are resized for other sizes than image_size).
+  const std::int64_t B = pixel_values.size(0), prefix = c.prefix_tokens(),
+                     T = prefix + (pixel_values.size(2) / c.patch_size) * (pixel_values.size(3) / c.patch_size);
   std::vector<std::vector<float>> out;
   for (std::int64_t b = 0; b < B; ++b) {
     std::vector<double> rolled(static_cast<std::size_t>(T * T), 0.0), mixed(rolled.size()), next(rolled.size());
@@ -59,16 +61,27 @@ std::vector<std::vector<float>> attention_rollout(Model& model, const Tensor& pi
         }
       rolled.swap(next);
     }
-    std::vector<float> cls(rolled.begin() + 1, rolled.begin() + T);  // row 0, columns 1..N
-    out.emplace_back(cls.begin(), cls.end());
+    // The [CLS] row over the patch columns; without [CLS] the classifier reads the patches'
+    // mean, so the map is the mean of the patch rows.
+    std::vector<float> map(static_cast<std::size_t>(T - prefix));
+    const std::int64_t first_row = c.cls_token ? 0 : prefix, rows = c.cls_token ? 1 : T - prefix;
+    for (std::int64_t j = prefix; j < T; ++j) {
+      double s = 0;
+      for (std::int64_t i = first_row; i < first_row + rows; ++i) s += rolled[static_cast<std::size_t>(i * T + j)];
+      map[static_cast<std::size_t>(j - prefix)] = static_cast<float>(s / static_cast<double>(rows));
+    }
+    out.push_back(std::move(map));
   }
   return out;
 }
 
 ImageAttention attention_rollout(LoadedModel& m, const Image& img) {
   ImageAttention a;
-  a.grid = m.config.image_size / std::max<std::int64_t>(m.config.patch_size, 1);
-  a.rollout = attention_rollout(m.model, pixel_values_for(m, {img})).at(0);
+  const Tensor pixels = pixel_values_for(m, {img});
+  a.grid = pixels.size(2) / std::max<std::int64_t>(m.config.patch_size, 1);
+  TFM_CHECK(pixels.size(3) / std::max<std::int64_t>(m.config.patch_size, 1) == a.grid, "attention",
+            "the rollout picture needs a square patch grid; the preprocessor gives ", pixels.size(2), " x ", pixels.size(3));
+  a.rollout = attention_rollout(m.model, pixels).at(0);
   a.seen = m.image_processor->prepare(img);
   return a;
 }

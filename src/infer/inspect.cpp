@@ -160,9 +160,10 @@ EmbedPooling resolve_pooling(const ModelConfig& c, EmbedPooling pooling) {
   return c.architecture == Architecture::encoder_only && c.pooling == Pooling::first ? EmbedPooling::first : EmbedPooling::mean;
 }
 
-// One vector per row of hidden (B, T, C): its first, last (of lens[b]) or mean state.
+// One vector per row of hidden (B, T, C): its first, last (of lens[b]) or mean state; the
+// mean starts at position `from` (an image model's patches, after [CLS] and distillation).
 std::vector<std::vector<float>> pool_rows(const Tensor& hidden_tensor, const std::vector<std::int64_t>& lens,
-                                          EmbedPooling pooling, bool normalize) {
+                                          EmbedPooling pooling, bool normalize, std::int64_t from = 0) {
   const Tensor hidden = contiguous(hidden_tensor);
   const std::int64_t T = hidden.size(1), C = hidden.size(2);
   const std::vector<float> h = hidden.to_floats();
@@ -177,8 +178,8 @@ std::vector<std::vector<float>> pool_rows(const Tensor& hidden_tensor, const std
     if (pooling == EmbedPooling::first) add_row(0);
     else if (pooling == EmbedPooling::last) add_row(n - 1);
     else {
-      for (std::int64_t t = 0; t < n; ++t) add_row(t);
-      for (double& v : acc) v /= static_cast<double>(n);
+      for (std::int64_t t = from; t < n; ++t) add_row(t);
+      for (double& v : acc) v /= static_cast<double>(n - from);
     }
     double norm = 0;
     for (double v : acc) norm += v * v;
@@ -210,9 +211,9 @@ std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<I
   m.model.set_training(false);
   ModelInputs in;
   in.pixel_values = pixel_values_for(m, images);
-  const Tensor hidden = m.model.encode(in);  // (B, 1 + patches, C) after the final norm
+  const Tensor hidden = m.model.encode(in);  // (B, prefix + patches, C) after the final norm
   return pool_rows(hidden, std::vector<std::int64_t>(images.size(), hidden.size(1)), resolve_pooling(m.config, pooling),
-                   normalize);
+                   normalize, m.config.prefix_tokens());
 }
 
 }  // namespace tfm

@@ -116,6 +116,7 @@ std::string model_config_to_json(const ModelConfig& cfg) {
     written.push_back(k.name);
     if (k.write) {
       json v = k.write(cfg);
+      if (v.is_discarded()) continue;  // a key written only when it is not the default
       if (!v.is_null() || (k.name != "id2label" && k.name != "sparse_attention")) j[k.name] = std::move(v);  // optional keys left out when off
     }
   }

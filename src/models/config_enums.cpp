@@ -26,7 +26,7 @@ TFM_ENUM_NAMES(FfnActivation, {FfnActivation::relu, "relu"}, {FfnActivation::gel
                {FfnActivation::swiglu, "swiglu"}, {FfnActivation::geglu, "geglu"}, {FfnActivation::reglu, "reglu"})
 TFM_ENUM_NAMES(PositionKind, {PositionKind::none, "none"}, {PositionKind::sinusoidal, "sinusoidal"},
                {PositionKind::learned, "learned"}, {PositionKind::rope, "rope"}, {PositionKind::alibi, "alibi"},
-               {PositionKind::t5_relative, "t5_relative"})
+               {PositionKind::t5_relative, "t5_relative"}, {PositionKind::sincos_2d, "sincos_2d"})
 TFM_ENUM_NAMES(RopePairing, {RopePairing::halves, "halves"}, {RopePairing::adjacent, "adjacent"})
 TFM_ENUM_NAMES(HeadKind, {HeadKind::none, "none"}, {HeadKind::lm, "lm"}, {HeadKind::classifier, "classifier"},
                {HeadKind::masked_lm, "masked_lm"})

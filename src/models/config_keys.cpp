@@ -118,8 +118,10 @@ ConfigKey bool_key(std::string name, bool ModelConfig::*f) {
   return {name, [f, name](ModelConfig& c, const json& v, const std::string& w) { c.*f = read_bool(v, name, w); },
           [f](const ModelConfig& c) { return json(c.*f); }};
 }
-ConfigKey mapped_key(std::string name, FfnActivation ModelConfig::*f,
-                     std::vector<std::pair<std::string, FfnActivation>> table) {
+namespace {
+
+template <class E>
+ConfigKey mapped_enum_key(std::string name, E ModelConfig::*f, std::vector<std::pair<std::string, E>> table) {
   return {name,
           [f, name, table](ModelConfig& c, const json& v, const std::string& w) {
             const std::string s = read_string(v, name, w);
@@ -138,6 +140,17 @@ ConfigKey mapped_key(std::string name, FfnActivation ModelConfig::*f,
               if (e == c.*f) return json(text);
             return json(nullptr);
           }};
+}
+
+}  // namespace
+
+ConfigKey mapped_key(std::string name, FfnActivation ModelConfig::*f,
+                     std::vector<std::pair<std::string, FfnActivation>> table) {
+  return mapped_enum_key(std::move(name), f, std::move(table));
+}
+ConfigKey mapped_key(std::string name, PositionKind ModelConfig::*f,
+                     std::vector<std::pair<std::string, PositionKind>> table) {
+  return mapped_enum_key(std::move(name), f, std::move(table));
 }
 
 // "architectures": the task class names the hub's file records. Each known name picks the

@@ -19,7 +19,7 @@ namespace tfm {
 struct ConfigKey {
   std::string name;
   std::function<void(ModelConfig&, const nlohmann::json&, const std::string& where)> read;
-  std::function<nlohmann::json(const ModelConfig&)> write;  // null: accepted, never written
+  std::function<nlohmann::json(const ModelConfig&)> write;  // null: accepted, never written; a discarded value: not written
 };
 
 struct ConfigSchema {
@@ -42,6 +42,8 @@ ConfigKey bool_key(std::string name, bool ModelConfig::*f);
 // A string from a family-specific table (activation names, ...).
 ConfigKey mapped_key(std::string name, FfnActivation ModelConfig::*f,
                      std::vector<std::pair<std::string, FfnActivation>> table);
+ConfigKey mapped_key(std::string name, PositionKind ModelConfig::*f,
+                     std::vector<std::pair<std::string, PositionKind>> table);
 // "architectures": the task class names the hub's file records; each known name picks the
 // head and any other is refused (its weights and outputs would not be what the engine runs).
 ConfigKey architectures_key(std::vector<std::pair<std::string, HeadKind>> known);

@@ -16,6 +16,7 @@ const std::vector<Family>& model_families() {
     f.push_back(t5_family());
     f.push_back(marian_family());
     f.push_back(vit_family());
+    f.push_back(deit_family());
     return f;
   }();
   return all;

@@ -34,8 +34,9 @@ struct Layout {
   Tensor pos_emb;   // (P, C) learned positions, or undefined
   Tensor type_emb;  // (types, C), or undefined
   // Image models: the patch embedding, a convolution with stride = kernel as stored (C, ch, p, p)
-  // + (C), the [CLS] token (1, 1, C); pos_emb is then (1, patches + 1, C), added as is.
-  Tensor patch_weight, patch_bias, cls_token;
+  // + (C), the [CLS] and DeiT's distillation tokens (1, 1, C) or undefined; pos_emb is then
+  // (1, prefix tokens + patches, C) for image_size pictures, interpolated for other sizes.
+  Tensor patch_weight, patch_bias, cls_token, dist_token;
   nn::Norm embed_norm;
   bool has_embed_norm = false;
   Stack encoder, decoder;
@@ -44,6 +45,7 @@ struct Layout {
   Tensor logits_bias;    // (1, V) added to the LM logits (Marian's final_logits_bias), or undefined
   nn::Linear pooler;     // BERT's pooler (weight undefined elsewhere)
   nn::Linear classifier;
+  nn::Linear dist_classifier;  // DeiT's head on the distillation token (weight undefined elsewhere)
   nn::Linear mlm_dense;
   nn::Norm mlm_norm;
   Tensor mlm_decoder, mlm_bias;  // (V, C), (V)

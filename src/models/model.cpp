@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cmath>
 #include <tuple>
+#include <utility>
 
 #include "models/init.h"
 #include "models/layout.h"
@@ -129,43 +130,6 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
   return rng.apply(x, c.embedding_dropout);
 }
 
-// The patches of (B, ch, H, W) pixels as rows (B, N, ch * p * p), in the order a convolution
-// with stride = kernel visits them (row-major patches, each flattened channel, row, column
-// like the kernel's (C, ch, p, p) weight), so one GEMM with the reshaped kernel computes it.
-Tensor image_patches(const Tensor& pixels, std::int64_t p) {
-  const Tensor x = pixels.dtype() == DType::f32 && pixels.is_contiguous() ? pixels : contiguous(cast(pixels, DType::f32));
-  const std::int64_t B = x.size(0), ch = x.size(1), H = x.size(2), W = x.size(3), gh = H / p, gw = W / p;
-  Tensor out = Tensor::empty({B, gh * gw, ch * p * p});
-  const float* in = x.data<float>();
-  float* o = out.data<float>();
-  for (std::int64_t b = 0; b < B; ++b)
-    for (std::int64_t py = 0; py < gh; ++py)
-      for (std::int64_t px = 0; px < gw; ++px)
-        for (std::int64_t c = 0; c < ch; ++c)
-          for (std::int64_t y = 0; y < p; ++y)
-            for (std::int64_t xx = 0; xx < p; ++xx)
-              *o++ = in[((b * ch + c) * H + py * p + y) * W + px * p + xx];
-  return out;
-}
-
-// ViT's embeddings: [CLS] then one token per patch, plus the learned positions.
-Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStream& rng) {
-  const ModelConfig& c = m.cfg;
-  const Layout& l = m.layout;
-  TFM_CHECK(pixels.defined() && pixels.dim() == 4 && dtype_is_float(pixels.dtype()), "model",
-            "pixel_values must be a (B, channels, H, W) float tensor, got ", pixels.defined() ? pixels.str() : std::string("nothing"));
-  TFM_CHECK(pixels.size(1) == c.num_channels && pixels.size(2) == c.image_size && pixels.size(3) == c.image_size, "model",
-            "pixel_values ", shape_str(pixels.shape()), " do not match the model's ", c.num_channels, " x ", c.image_size,
-            " x ", c.image_size, " images");
-  TFM_CHECK(!pixels.requires_grad(), "model", "pixel_values are an input: no gradient flows into them");
-  const std::int64_t B = pixels.size(0), C = c.d_model;
-  const Tensor kernel = reshape(l.patch_weight, {C, c.num_channels * c.patch_size * c.patch_size});
-  const Tensor tokens = linear(image_patches(pixels, c.patch_size), kernel, l.patch_bias);  // (B, N, C)
-  Tensor x = concat({expand(l.cls_token, {B, 1, C}), tokens}, 1);
-  x = add(x, l.pos_emb);  // (1, N + 1, C) broadcast
-  return rng.apply(x, c.embedding_dropout);
-}
-
 // Self-attention setup for one stack over T positions starting at `offset`.
 nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
                               const Tensor& valid_lens) {
@@ -276,6 +240,12 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   return x;
 }
 
+// DeiT's two heads: the classifier on [CLS] and the distillation classifier on the token after it.
+std::pair<Tensor, Tensor> distilled_heads(const Model::Impl& m, const Tensor& hidden) {
+  const Layout& l = m.layout;
+  return {l.classifier(squeeze(slice(hidden, 1, 0, 1), 1)), l.dist_classifier(squeeze(slice(hidden, 1, 1, 2), 1))};
+}
+
 }  // namespace model_detail
 
 using namespace model_detail;
@@ -331,8 +301,14 @@ Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
       return linear(t, l.mlm_decoder, l.mlm_bias);
     }
     case HeadKind::classifier: {
+      if (l.dist_classifier.weight.defined()) {
+        const auto [cls, dist] = distilled_heads(m, hidden);
+        return mul_scalar(add(cls, dist), 0.5f);
+      }
       Tensor pooled;
-      if (c.pooling == Pooling::first) {
+      if (c.reads_images() && c.pooling == Pooling::mean) {
+        pooled = mean(slice(hidden, 1, c.prefix_tokens(), hidden.size(1)), 1);  // the patches' average
+      } else if (c.pooling == Pooling::first) {
         pooled = squeeze(slice(hidden, 1, 0, 1), 1);  // (B, C)
       } else {
         // Mean over valid positions: mask (B, T, 1) of 1s for t < valid_len.
@@ -361,7 +337,12 @@ ModelOutputs Model::forward(const ModelInputs& in) {
   switch (impl_->cfg.architecture) {
     case Architecture::encoder_only:
       out.hidden = encode(in);
-      out.logits = head(out.hidden, in.valid_lens);
+      if (impl_->layout.dist_classifier.weight.defined()) {  // DeiT: both heads kept for distillation
+        std::tie(out.cls_logits, out.distillation_logits) = distilled_heads(*impl_, out.hidden);
+        out.logits = mul_scalar(add(out.cls_logits, out.distillation_logits), 0.5f);
+      } else {
+        out.logits = head(out.hidden, in.valid_lens);
+      }
       break;
     case Architecture::decoder_only:
       out.hidden = decode(in, Tensor());

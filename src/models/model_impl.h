@@ -64,6 +64,9 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
 nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
                               const Tensor& valid_lens);
 nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_lens);
+// An image model's input tokens (B, prefix + patches, C) from pixel_values (B, ch, H, W),
+// positions included (model_image.cpp).
+Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStream& rng);
 
 }  // namespace model_detail
 }  // namespace tfm

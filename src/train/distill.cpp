@@ -50,6 +50,17 @@ Tensor target_mask(const Tensor& targets) {
   return Tensor::from_floats(m, targets.shape());
 }
 
+// The teacher's argmax at every counted position (N), -100 where targets are -100: the labels
+// of hard distillation (DeiT's y_t).
+Tensor hard_targets(const Tensor& teacher_logits, const Tensor& targets) {
+  std::vector<std::int64_t> labels = argmax(teacher_logits, -1).to_ints();
+  const std::vector<std::int64_t> t = targets.to_ints();
+  TFM_CHECK(labels.size() == t.size(), "distill", "the teacher gives ", labels.size(), " predictions for ", t.size(), " targets");
+  for (std::size_t i = 0; i < t.size(); ++i)
+    if (t[i] == -100) labels[i] = -100;
+  return Tensor::from_ints(labels, {static_cast<std::int64_t>(labels.size())});
+}
+
 double mask_count(const Tensor& mask) {
   double n = 0;
   for (float v : mask.to_floats()) n += v;
@@ -108,7 +119,7 @@ ModelConfig teacher_config(const DistillConfig& cfg, const std::string& where) {
 }
 
 Distiller::Distiller(const DistillConfig& cfg, const std::string& where, TaskKind task, const ModelConfig& student,
-                     const Tokenizer& student_tok, std::int64_t seq_len, std::uint64_t seed)
+                     const Tokenizer* student_tok, std::int64_t seq_len, std::uint64_t seed)
     : cfg_(cfg) {
   const std::string key = where + ".distill.teacher";
   teacher_config(cfg, where);  // the directory checks, with their messages
@@ -118,10 +129,16 @@ Distiller::Distiller(const DistillConfig& cfg, const std::string& where, TaskKin
             ", the student ", to_string(student.architecture), ": both must be the same kind of model");
   TFM_CHECK(t.head == student.head, key, "the teacher '", cfg.teacher, "' has a ", to_string(t.head), " head, the student a ",
             to_string(student.head), " head");
-  TFM_CHECK(teacher_->tokenizer.to_json() == student_tok.to_json(), key, "the teacher's tokenizer (", cfg.teacher,
-            "/tokenizer.json, vocab ", teacher_->tokenizer.vocab_size(), ") differs from the student's (vocab ",
-            student_tok.vocab_size(), "): distillation compares the two token by token, so both need the same one");
-  if (task == TaskKind::classifier) {
+  if (task == TaskKind::image_classifier) {
+    TFM_CHECK(t.reads_images(), key, "the teacher '", cfg.teacher, "' reads text; an image classifier needs one that reads images");
+    TFM_CHECK(cfg.hidden.empty(), where + ".distill.hidden", "is for text models (image models' tokens need not line up)");
+  } else {
+    TFM_CHECK(student_tok != nullptr && teacher_->tokenizer.to_json() == student_tok->to_json(), key,
+              "the teacher's tokenizer (", cfg.teacher, "/tokenizer.json, vocab ", teacher_->tokenizer.vocab_size(),
+              ") differs from the student's (vocab ", student_tok ? student_tok->vocab_size() : 0,
+              "): distillation compares the two token by token, so both need the same one");
+  }
+  if (task == TaskKind::classifier || task == TaskKind::image_classifier) {
     TFM_CHECK(t.num_labels == student.num_labels, key, "the teacher '", cfg.teacher, "' has ", t.num_labels,
               " labels, the student ", student.num_labels);
     TFM_CHECK(t.id2label.empty() || student.id2label.empty() || t.id2label == student.id2label, key, "the teacher '",
@@ -130,7 +147,7 @@ Distiller::Distiller(const DistillConfig& cfg, const std::string& where, TaskKin
     TFM_CHECK(t.vocab_size == student.vocab_size, key, "the teacher '", cfg.teacher, "' has vocab_size ", t.vocab_size,
               ", the student ", student.vocab_size, ": the logits must have the same width");
   }
-  TFM_CHECK(t.position != PositionKind::learned || t.max_positions >= seq_len, key, "the teacher '", cfg.teacher,
+  TFM_CHECK(task == TaskKind::image_classifier || t.position != PositionKind::learned || t.max_positions >= seq_len, key, "the teacher '", cfg.teacher,
             "' has max_positions ", t.max_positions, ", shorter than the training sequences (", seq_len, " tokens)");
   for (auto& [name, p] : teacher_->model.parameters()) p.requires_grad_(false);
   teacher_->model.set_training(false);
@@ -192,8 +209,12 @@ std::string Distiller::summary() const {
   s += cfg_.teacher;
   s += " (";
   s += buf;
-  std::snprintf(buf, sizeof buf, ", d_model %lld, frozen, weights %s), T %g, alpha %g", static_cast<long long>(t.d_model),
-                mib(n * 4).c_str(), cfg_.temperature, cfg_.alpha);
+  if (cfg_.hard)
+    std::snprintf(buf, sizeof buf, ", d_model %lld, frozen, weights %s), hard labels, alpha %g",
+                  static_cast<long long>(t.d_model), mib(n * 4).c_str(), cfg_.alpha);
+  else
+    std::snprintf(buf, sizeof buf, ", d_model %lld, frozen, weights %s), T %g, alpha %g", static_cast<long long>(t.d_model),
+                  mib(n * 4).c_str(), cfg_.temperature, cfg_.alpha);
   s += buf;
   if (cfg_.hidden.empty()) return s;
   s += "; hidden";
@@ -224,10 +245,13 @@ Tensor Distiller::loss(const ModelInputs& in, const Tensor& targets, const Model
     }
     tm.set_hidden_capture(nullptr);
   }
-  Tensor soft;
-  if (cfg_.alpha > 0) {
-    const std::int64_t V = out.logits.size(-1);
-    soft = soft_target_loss(reshape(out.logits, {-1, V}), reshape(teacher_logits, {-1, V}),
+  Tensor soft;  // the teacher's term
+  const Tensor& student = out.distillation_logits.defined() ? out.distillation_logits : out.logits;
+  if (cfg_.alpha > 0 && cfg_.hard) {
+    soft = cross_entropy(reshape(student, {-1, student.size(-1)}), hard_targets(teacher_logits, targets), -100);
+  } else if (cfg_.alpha > 0) {
+    const std::int64_t V = student.size(-1);
+    soft = soft_target_loss(reshape(student, {-1, V}), reshape(teacher_logits, {-1, V}),
                             reshape(target_mask(targets), {-1}), cfg_.temperature);
   }
   std::vector<Tensor> hidden;

@@ -40,8 +40,10 @@ class Distiller {
   // as a plain MSE), else Xavier-uniform from `seed`. `where` names the config in errors.
   // seq_len: the longest sequence a batch holds (block_size, max_length), which a teacher
   // with learned positions must reach.
+  // Image classifiers (student_tok null) need a teacher that reads images with the same labels
+  // instead of the same tokenizer; their positions are resized to any picture size.
   Distiller(const DistillConfig& cfg, const std::string& where, TaskKind task, const ModelConfig& student,
-            const Tokenizer& student_tok, std::int64_t seq_len, std::uint64_t seed);
+            const Tokenizer* student_tok, std::int64_t seq_len, std::uint64_t seed);
   // The projections: trained with the student, saved in the checkpoint, not in the model.
   std::map<std::string, Tensor>& parameters() { return proj_; }
   // Resume: the projections from a checkpoint's training tensors (names and shapes checked).
@@ -49,7 +51,9 @@ class Distiller {
   bool wants_hidden() const { return !cfg_.hidden.empty(); }
   // The distillation loss of one micro-batch: runs the teacher on `in` without gradients or
   // dropout, then mixes. targets: the hard loss's (-100 where not counted: padding); out and
-  // hs: the student's outputs and (when wants_hidden) its captured layer outputs.
+  // hs: the student's outputs and (when wants_hidden) its captured layer outputs; hard: the
+  // true labels' loss (on a DeiT student's [CLS] head). The teacher's term reads the student's
+  // distillation head when it has one, else its logits.
   Tensor loss(const ModelInputs& in, const Tensor& targets, const ModelOutputs& out, const HiddenStates& hs,
               const Tensor& hard);
   // One line for the start-up summary.

@@ -300,10 +300,12 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
               "task 'image_classifier' needs an image model (e.g. model_type \"vit\") with a classifier head");
     TFM_CHECK(mc.num_labels == static_cast<std::int64_t>(d.label_names.size()), where, "num_labels ", mc.num_labels,
               " but the data has ", d.label_names.size(), " classes");
+    // Another size than image_size is trained with resized positions (fine-tuning at a higher
+    // resolution, as DeiT and ViT do); fewer pixels than one patch make no token.
     const auto [h, w] = d.images->pixel_size();
-    TFM_CHECK(h == mc.image_size && w == mc.image_size && mc.num_channels == 3, where, "the model reads ", mc.num_channels,
-              " x ", mc.image_size, " x ", mc.image_size, " images but data.preprocessor gives 3 x ", h, " x ", w,
-              " (set image_size, num_channels 3, or the preprocessor's size)");
+    TFM_CHECK(h >= mc.patch_size && w >= mc.patch_size && mc.num_channels == 3, where, "the model reads ",
+              mc.num_channels, "-channel images of ", mc.patch_size, " x ", mc.patch_size,
+              " patches but data.preprocessor gives 3 x ", h, " x ", w, " (set num_channels 3, or the preprocessor's size)");
     return mc;
   }
   TFM_CHECK(mc.vocab_size >= vocab, where, "vocab_size ", mc.vocab_size, " < the tokenizer's ", vocab);
@@ -342,7 +344,8 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::image_classifier) {
     d.images->train_batch(cursor, cfg.batch_size, in.pixel_values, targets);
-    tokens = cfg.batch_size * (m.config().num_patches() + 1);
+    tokens = cfg.batch_size * (m.config().prefix_tokens() + (in.pixel_values.size(2) / m.config().patch_size) *
+                                                               (in.pixel_values.size(3) / m.config().patch_size));
   } else {
     d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
     tokens = 0;
@@ -359,8 +362,11 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   }
   m.set_hidden_capture(nullptr);
   const auto ls = static_cast<float>(cfg.label_smoothing);
+  // A DeiT student learns the true labels on its [CLS] head when its distillation head learns
+  // the teacher's; without a teacher both heads learn them through their mean.
+  const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
   const Tensor hard = d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier
-                          ? cross_entropy(out.logits, targets, -100, ls)  // logits (B, num_labels)
+                          ? cross_entropy(label_logits, targets, -100, ls)  // logits (B, num_labels)
                           : cross_entropy(reshape(out.logits, {-1, out.logits.size(-1)}), reshape(targets, {-1}), -100, ls);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }

@@ -199,11 +199,14 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   }
 
   if (top.has("distill")) {
-    const Section ds(section(root, "distill"), where + ".distill", {"teacher", "temperature", "alpha", "hidden",
+    const Section ds(section(root, "distill"), where + ".distill", {"teacher", "kind", "temperature", "alpha", "hidden",
                                                                    "hidden_weight"});
     DistillConfig dc;
     ds.get_string("teacher", dc.teacher);
     TFM_CHECK(!dc.teacher.empty(), ds.key("teacher"), "is required: the teacher's model directory");
+    std::string kind = "soft";
+    ds.get_string("kind", kind, {"soft", "hard"});
+    dc.hard = kind == "hard";
     ds.get_double("temperature", dc.temperature, 1e-3, 1e3);
     ds.get_double("alpha", dc.alpha, 0.0, 1.0);
     ds.get_double("hidden_weight", dc.hidden_weight, 0.0, 1e6);

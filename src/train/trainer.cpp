@@ -111,15 +111,14 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   // A distilled student without a tokenizer of its own (init_from, tokenizer section) takes
   // the teacher's: the two must share one.
-  if (cfg.distill && !r.tok && !json::parse(cfg.json).contains("tokenizer")) r.tok = Tokenizer::load(cfg.distill->teacher);
-  TFM_CHECK(!cfg.distill || cfg.task != TaskKind::image_classifier, cfg.source,
-            "distill: distillation into image classifiers is not supported yet (docs/vision.md)");
+  if (cfg.distill && cfg.task != TaskKind::image_classifier && !r.tok && !json::parse(cfg.json).contains("tokenizer"))
+    r.tok = Tokenizer::load(cfg.distill->teacher);
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
-                             : cfg.task == TaskKind::image_classifier ? mc.num_patches() + 1 : cfg.max_length;
+                             : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
     const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
@@ -140,7 +139,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   r.opt.emplace(cfg.optimizer);
   if (cfg.distill)
-    r.distill.emplace(*cfg.distill, cfg.source, cfg.task, mc, *r.tok,
+    r.distill.emplace(*cfg.distill, cfg.source, cfg.task, mc, cfg.task == TaskKind::image_classifier ? nullptr : &*r.tok,
                       cfg.task == TaskKind::lm ? cfg.block_size : cfg.max_length, cfg.seed);
   if (ck) {
     if (ck->model.config.id2label.empty()) ck->model.config.id2label = mc.id2label;  // written before id2label existed

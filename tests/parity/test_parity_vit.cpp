@@ -1,6 +1,8 @@
-// ViT hub directories (tools/reference/ref_vit.py writes them with torch from modeling_vit's
-// forward): ViTForImageClassification's logits and every gradient, ViTModel's last hidden state on the same
-// pixels, loaded as published (prefixed names; unprefixed names with the pooler).
+// ViT and DeiT hub directories (tools/reference/ref_vit.py writes them with torch from
+// modeling_vit's and modeling_deit's forward): the classifiers' logits and every gradient, at the
+// native size and on a larger patch grid (positions resized as interpolate_pos_encoding does),
+// the base models' last hidden states, loaded as published (prefixed names; unprefixed names
+// with the pooler); the engine's sin-cos / mean-pooling ViT against the same computation.
 #include <gtest/gtest.h>
 
 #include <cstdlib>
@@ -16,6 +18,38 @@ namespace {
 std::string hub_dir(const std::string& name) {
   const char* d = std::getenv("TFM_FIXTURE_DIR");
   return std::string(d ? d : "fixtures") + "/hub/" + name;
+}
+
+// The classifier's logits and every parameter's gradient of sum(logits * w) on the pixels the
+// reference file holds under `tag` ("" or "big_").
+void expect_classifier_matches(const std::string& dir, const std::string& tag) {
+  LoadedWeights w = load_model_weights(hub_dir(dir));
+  const SafetensorsFile r = load_safetensors(hub_dir(dir) + ".ref.safetensors");
+  ModelInputs in;
+  in.pixel_values = r.tensors.at(tag + "pixel_values");
+  for (auto& [name, p] : w.model.parameters()) p.requires_grad_();
+  const ModelOutputs out = w.model.forward(in);
+  test::expect_close(out.logits, r.tensors.at(tag + "logits"), 1e-4, 1e-4, dir + " " + tag + "logits");
+  if (r.tensors.count(tag + "cls_logits")) {
+    test::expect_close(out.cls_logits, r.tensors.at(tag + "cls_logits"), 1e-4, 1e-4, dir + " cls_logits");
+    test::expect_close(out.distillation_logits, r.tensors.at(tag + "distillation_logits"), 1e-4, 1e-4,
+                       dir + " distillation_logits");
+  }
+  backward(out.logits, r.tensors.at(tag + "w"));
+  for (const auto& [name, p] : w.model.parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    test::expect_close(p.grad(), r.tensors.at(tag + "grad." + name), 1e-4, 2e-5, dir + " " + tag + "grad " + name);
+  }
+}
+
+// A base model (head none, unprefixed names with the pooler) gives the last hidden state.
+void expect_base_model_matches(const std::string& dir) {
+  LoadedWeights w = load_model_weights(hub_dir(dir));
+  const SafetensorsFile r = load_safetensors(hub_dir(dir) + ".ref.safetensors");
+  EXPECT_EQ(w.config.head, HeadKind::none);
+  ModelInputs in;
+  in.pixel_values = r.tensors.at("pixel_values");
+  test::expect_close(w.model.forward(in).logits, r.tensors.at("hidden"), 1e-4, 1e-4, dir + " hidden");
 }
 
 }  // namespace
@@ -50,23 +84,56 @@ TEST(VitParity, AttentionRolloutOverThePatches) {
   }
 }
 
-TEST(VitParity, BaseModelHiddenStates) {
-  LoadedWeights w = load_model_weights(hub_dir("vit_model"));
-  const SafetensorsFile r = load_safetensors(hub_dir("vit_model") + ".ref.safetensors");
-  EXPECT_EQ(w.config.head, HeadKind::none);
-  ModelInputs in;
-  in.pixel_values = r.tensors.at("pixel_values");
-  test::expect_close(w.model.forward(in).logits, r.tensors.at("hidden"), 1e-4, 1e-4, "vit_model hidden");
+TEST(VitParity, BaseModelHiddenStates) { expect_base_model_matches("vit_model"); }
+
+TEST(VitParity, LargerPicturesResizeThePositionTable) {
+  // 16 x 16 pixels make a 4 x 4 grid; the table was learnt for 3 x 3. The gradient reaches the
+  // table through the bicubic resize.
+  expect_classifier_matches("vit_cls", "big_");
 }
+
+TEST(VitParity, SinCosPositionsWithoutClsTokenPoolTheMeanPatch) {
+  LoadedWeights w = load_model_weights(hub_dir("vit_sincos"));
+  EXPECT_EQ(w.config.position, PositionKind::sincos_2d);
+  EXPECT_FALSE(w.config.cls_token);
+  EXPECT_EQ(w.config.pooling, Pooling::mean);
+  EXPECT_EQ(w.config.image_tokens(), 9);
+  expect_classifier_matches("vit_sincos", "");
+  expect_classifier_matches("vit_sincos", "big_");
+  // The extension keys survive a round trip; a plain ViT's config.json stays without them.
+  const std::string text = model_config_to_json(w.config);
+  EXPECT_NE(text.find("\"position_embedding_type\": \"sincos_2d\""), std::string::npos) << text;
+  EXPECT_NE(text.find("\"use_cls_token\": false"), std::string::npos) << text;
+  const std::string plain = model_config_to_json(load_model_weights(hub_dir("vit_cls")).config);
+  EXPECT_EQ(plain.find("use_cls_token"), std::string::npos) << plain;
+  EXPECT_EQ(plain.find("position_embedding_type"), std::string::npos) << plain;
+}
+
+TEST(DeitParity, DistilledClassifierBothHeadsAndGradients) {
+  LoadedWeights w = load_model_weights(hub_dir("deit_teacher"));
+  EXPECT_EQ(w.config.model_type, "deit");
+  EXPECT_TRUE(w.config.distillation_token);
+  EXPECT_TRUE(w.config.distillation_head);
+  EXPECT_EQ(w.config.image_tokens(), 11);
+  expect_classifier_matches("deit_teacher", "");
+  expect_classifier_matches("deit_teacher", "big_");
+  const ModelConfig back = parse_model_config(model_config_to_json(w.config), "round trip");
+  EXPECT_TRUE(back.distillation_head);
+}
+
+TEST(DeitParity, BaseModelHiddenStates) { expect_base_model_matches("deit_model"); }
 
 TEST(VitParity, PixelValuesOfTheWrongShapeAreNamed) {
   LoadedWeights w = load_model_weights(hub_dir("vit_cls"));
-  ModelInputs in;
-  in.pixel_values = Tensor::zeros({1, 3, 16, 16});
-  try {
-    w.model.forward(in);
-    FAIL() << "no error";
-  } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("do not match the model's 3 x 12 x 12 images"), std::string::npos) << e.what();
+  for (const Shape& bad : {Shape{1, 1, 12, 12}, Shape{1, 3, 2, 12}}) {
+    ModelInputs in;
+    in.pixel_values = Tensor::zeros(bad);
+    try {
+      w.model.forward(in);
+      FAIL() << "no error for " << shape_str(bad);
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("do not fit the model's 3-channel images of 4 x 4 patches"), std::string::npos)
+          << e.what();
+    }
   }
 }

@@ -77,7 +77,7 @@ void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the build and CPU, or a model's architecture and memory");
   static std::string config, dir;
   static std::int64_t ctx = 0, batch = 1;
-  cmd->add_option("config", config, "A model config.json, a preset name (vaswani, gpt2, llama, bert, t5, vit-b16), a model directory or a .gguf file");
+  cmd->add_option("config", config, "A model config.json, a preset name (vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled), a model directory or a .gguf file");
   cmd->add_option("-m,--model", dir, "A model directory or .gguf file: its architecture, tensor types and the memory plan");
   cmd->add_option("-c,--ctx-size", ctx, "Memory plan: positions per sequence (0: the model's max_positions)");
   cmd->add_option("-b,--batch", batch, "Memory plan: sequences decoded together");

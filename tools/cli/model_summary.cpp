@@ -49,10 +49,13 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
     std::printf(", %lld layers\n", static_cast<long long>(c.n_layers));
   if (c.reads_images()) {
     std::printf("width:        d_model %lld, d_ff %lld\n", static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff));
-    std::printf("images:       %lld x %lld x %lld, %lldx%lld patches: %lld tokens with [CLS]\n",
+    const std::string prefix = c.cls_token && c.distillation_token ? " with [CLS] and distillation"
+                               : c.cls_token                        ? " with [CLS]"
+                                                                    : "";
+    std::printf("images:       %lld x %lld x %lld, %lldx%lld patches: %lld tokens%s\n",
                 static_cast<long long>(c.num_channels), static_cast<long long>(c.image_size),
                 static_cast<long long>(c.image_size), static_cast<long long>(c.patch_size),
-                static_cast<long long>(c.patch_size), static_cast<long long>(c.num_patches() + 1));
+                static_cast<long long>(c.patch_size), static_cast<long long>(c.image_tokens()), prefix.c_str());
   } else {
     std::printf("width:        d_model %lld, d_ff %lld, vocab %lld, max positions %lld\n",
                 static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff), static_cast<long long>(c.vocab_size),
@@ -72,7 +75,11 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
     std::printf(" (%lld buckets, max distance %lld)", static_cast<long long>(c.relative_buckets),
                 static_cast<long long>(c.relative_max_distance));
   std::printf("%s\n", c.scale_embeddings ? ", embeddings x sqrt(d_model)" : "");
-  std::printf("head:         %s%s\n", to_string(c.head), c.tie_embeddings ? " (tied to the token embedding)" : "");
+  if (c.reads_images())
+    std::printf("head:         %s%s\n", to_string(c.head),
+                c.head == HeadKind::classifier ? (c.pooling == Pooling::mean ? " on the patches' mean" : " on [CLS]") : "");
+  else
+    std::printf("head:         %s%s\n", to_string(c.head), c.tie_embeddings ? " (tied to the token embedding)" : "");
   std::printf("parameters:   %lld (%s)\n", static_cast<long long>(total), human_count(static_cast<double>(total)).c_str());
   for (const auto& [part, n] : by_part)
     std::printf("  %-24s %14lld\n", part.c_str(), static_cast<long long>(n));

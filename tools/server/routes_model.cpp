@@ -59,7 +59,7 @@ std::vector<Image> image_inputs(ServerContext& cx, const Json& b) {
       bad_param("input", e.what());
     }
   }
-  access_info().prompt_tokens = static_cast<std::int64_t>(out.size()) * (cx.lm.config.num_patches() + 1);
+  access_info().prompt_tokens = static_cast<std::int64_t>(out.size()) * cx.lm.config.image_tokens();
   return out;
 }
 

@@ -18,6 +18,14 @@ Family bert_family();
 Family t5_family();
 Family marian_family();
 Family vit_family();
+Family deit_family();
+
+// ViT's embeddings and encoder under `root` ("vit.", "deit."), shared with DeiT (vit.cpp):
+// the config checks every image family runs last, the parameter specs and the wiring.
+ConfigSchema vit_like_schema(const std::string& model_type);  // ViTConfig's keys, no architectures
+void finish_image_config(ModelConfig& c, const nlohmann::json& file, const std::string& where);
+std::vector<ParamSpec> vit_encoder_specs(const ModelConfig& c, const std::string& root);
+void wire_vit_encoder(Layout& l, const ModelConfig& c, const WireParams& P, const std::string& root);
 
 // Shared by the file-name tests of the hub families.
 inline bool ends_with(const std::string& s, const std::string& suffix) {

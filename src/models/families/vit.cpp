@@ -2,6 +2,10 @@
 // image cut into patch_size x patch_size patches, each a token through one convolution with
 // stride = kernel, a learned [CLS] token first, learned positions, a pre-LayerNorm encoder with
 // a final LayerNorm, and the classifier on the [CLS] token (ViTModel's pooler: dense + tanh).
+// Engine extensions (keys Hugging Face's ViTConfig does not have, written only when set):
+// "position_embedding_type": "sincos_2d" (MAE's fixed 2-D table instead of learned positions),
+// "use_cls_token": false (no [CLS]; then "pooling": "mean", the patches' average, which
+// Beyer et al. 2022's simple ViT uses). DeiT (deit.cpp) shares the encoder wiring below.
 #include "models/families/families.h"
 #include "tfm/error.h"
 
@@ -11,8 +15,54 @@ namespace {
 using json = nlohmann::json;
 
 ConfigSchema schema() {
+  ConfigSchema s = vit_like_schema("vit");
+  s.keys.push_back(architectures_key({{"ViTForImageClassification", HeadKind::classifier}, {"ViTModel", HeadKind::none}}));
+  return s;
+}
+
+std::vector<ParamSpec> parameters(const ModelConfig& c) {
+  std::vector<ParamSpec> s = vit_encoder_specs(c, "vit.");
+  if (c.head == HeadKind::classifier) add_linear_spec(s, "classifier", c.num_labels, c.d_model, true);
+  return s;
+}
+
+void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
+  wire_vit_encoder(l, c, P, "vit.");
+  if (c.head == HeadKind::classifier) l.classifier = P.linear("classifier");
+}
+
+// ViTModel's pooler (add_pooling_layer), which the classifier does not use.
+bool hub_drops(const ModelConfig&, const std::string& n) { return starts_with(n, "vit.pooler."); }
+
+}  // namespace
+
+void finish_image_config(ModelConfig& c, const json&, const std::string& w) {
+  TFM_CHECK(c.image_size % c.patch_size == 0, w, "image_size ", c.image_size, " is not a multiple of patch_size ",
+            c.patch_size);
+  TFM_CHECK(c.position != PositionKind::sincos_2d || c.d_model % 4 == 0, w, "position_embedding_type 'sincos_2d' needs ",
+            "hidden_size divisible by 4, got ", c.d_model);
+  TFM_CHECK(c.cls_token || c.pooling == Pooling::mean || c.head == HeadKind::none, w,
+            "without a [CLS] token (use_cls_token false) the classifier needs \"pooling\": \"mean\"");
+  c.max_positions = c.image_tokens();  // the position table: [CLS] (and DeiT's distillation token), every patch
+}
+
+namespace {
+
+// The engine's extension keys are written only when they differ from ViT's choice, so a
+// config.json of a plain ViT stays Hugging Face's.
+ConfigKey unless_default(ConfigKey k, json plain) {
+  k.write = [w = k.write, plain](const ModelConfig& c) {
+    json v = w(c);
+    return v == plain ? json(json::value_t::discarded) : v;
+  };
+  return k;
+}
+
+}  // namespace
+
+ConfigSchema vit_like_schema(const std::string& model_type) {
   ModelConfig b;
-  b.model_type = "vit";
+  b.model_type = model_type;
   b.architecture = Architecture::encoder_only;
   b.norm = NormKind::layer_norm;
   b.norm_placement = NormPlacement::pre;
@@ -44,28 +94,30 @@ ConfigSchema schema() {
             double_key("layer_norm_eps", &ModelConfig::norm_eps, 0, 1),
             int_key("image_size", &ModelConfig::image_size, 1), int_key("patch_size", &ModelConfig::patch_size, 1),
             int_key("num_channels", &ModelConfig::num_channels, 1), bool_key("qkv_bias", &ModelConfig::bias),
-            architectures_key({{"ViTForImageClassification", HeadKind::classifier}, {"ViTModel", HeadKind::none}}),
-            fixed_key("problem_type", "single_label_classification")};
+            fixed_key("problem_type", "single_label_classification"),
+            unless_default(mapped_key("position_embedding_type", &ModelConfig::position,
+                                      {{"learned", PositionKind::learned}, {"sincos_2d", PositionKind::sincos_2d}}),
+                           json("learned")),
+            unless_default(bool_key("use_cls_token", &ModelConfig::cls_token), json(true))};
   // encoder_stride: the masked-image-modeling decoder's, which no model here has.
   s.ignored = {"torch_dtype", "transformers_version", "_name_or_path", "label2id", "_attn_implementation",
                "encoder_stride", "pooler_output_size", "pooler_act"};
-  s.finish = [](ModelConfig& c, const json&, const std::string& w) {
-    TFM_CHECK(c.image_size % c.patch_size == 0, w, "image_size ", c.image_size, " is not a multiple of patch_size ",
-              c.patch_size);
-    c.max_positions = c.num_patches() + 1;  // the position table: [CLS] and every patch
-  };
+  s.finish = finish_image_config;
   for (auto& k : common_keys()) s.keys.push_back(std::move(k));
   return s;
 }
 
-std::vector<ParamSpec> parameters(const ModelConfig& c) {
+
+std::vector<ParamSpec> vit_encoder_specs(const ModelConfig& c, const std::string& root) {
   const std::int64_t C = c.d_model;
-  std::vector<ParamSpec> s{{"vit.embeddings.cls_token", {1, 1, C}},
-                           {"vit.embeddings.position_embeddings", {1, c.num_patches() + 1, C}},
-                           {"vit.embeddings.patch_embeddings.projection.weight", {C, c.num_channels, c.patch_size, c.patch_size}},
-                           {"vit.embeddings.patch_embeddings.projection.bias", {C}}};
+  std::vector<ParamSpec> s;
+  if (c.cls_token) s.push_back({root + "embeddings.cls_token", {1, 1, C}});
+  if (c.distillation_token) s.push_back({root + "embeddings.distillation_token", {1, 1, C}});
+  if (c.position == PositionKind::learned) s.push_back({root + "embeddings.position_embeddings", {1, c.image_tokens(), C}});
+  s.push_back({root + "embeddings.patch_embeddings.projection.weight", {C, c.num_channels, c.patch_size, c.patch_size}});
+  s.push_back({root + "embeddings.patch_embeddings.projection.bias", {C}});
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = layer_prefix("vit.encoder.layer", i);
+    const std::string p = layer_prefix(root + "encoder.layer", i);
     add_norm_spec(s, p + "layernorm_before", c);
     for (const char* m : {"query", "key", "value"}) add_linear_spec(s, p + "attention.attention." + m, C, C, c.bias);
     add_linear_spec(s, p + "attention.output.dense", C, C, true);
@@ -73,19 +125,19 @@ std::vector<ParamSpec> parameters(const ModelConfig& c) {
     add_linear_spec(s, p + "intermediate.dense", c.d_ff, C, true);
     add_linear_spec(s, p + "output.dense", C, c.d_ff, true);
   }
-  add_norm_spec(s, "vit.layernorm", c);
-  if (c.head == HeadKind::classifier) add_linear_spec(s, "classifier", c.num_labels, C, true);
+  add_norm_spec(s, root + "layernorm", c);
   return s;
 }
 
-void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
-  TFM_CHECK(c.reads_images(), "model", "a vit model needs image_size and patch_size");
-  l.cls_token = P.need("vit.embeddings.cls_token");
-  l.pos_emb = P.need("vit.embeddings.position_embeddings");
-  l.patch_weight = P.need("vit.embeddings.patch_embeddings.projection.weight");
-  l.patch_bias = P.need("vit.embeddings.patch_embeddings.projection.bias");
+void wire_vit_encoder(Layout& l, const ModelConfig& c, const WireParams& P, const std::string& root) {
+  TFM_CHECK(c.reads_images(), "model", "a ", c.model_type, " model needs image_size and patch_size");
+  if (c.cls_token) l.cls_token = P.need(root + "embeddings.cls_token");
+  if (c.distillation_token) l.dist_token = P.need(root + "embeddings.distillation_token");
+  if (c.position == PositionKind::learned) l.pos_emb = P.need(root + "embeddings.position_embeddings");
+  l.patch_weight = P.need(root + "embeddings.patch_embeddings.projection.weight");
+  l.patch_bias = P.need(root + "embeddings.patch_embeddings.projection.bias");
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
-    const std::string p = layer_prefix("vit.encoder.layer", i);
+    const std::string p = layer_prefix(root + "encoder.layer", i);
     Layer L;
     L.name = p;
     L.self_norm = P.norm(p + "layernorm_before", c);
@@ -97,14 +149,8 @@ void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
     l.encoder.layers.push_back(L);
   }
   l.encoder.has_final_norm = true;
-  l.encoder.final_norm = P.norm("vit.layernorm", c);
-  if (c.head == HeadKind::classifier) l.classifier = P.linear("classifier");
+  l.encoder.final_norm = P.norm(root + "layernorm", c);
 }
-
-// ViTModel's pooler (add_pooling_layer), which the classifier does not use.
-bool hub_drops(const ModelConfig&, const std::string& n) { return starts_with(n, "vit.pooler."); }
-
-}  // namespace
 
 Family vit_family() {
   Family f;

@@ -112,7 +112,7 @@ TEST(Distill, LossIsTheMixOfItsTermsInEveryFamily) {
     dc.hidden = {{s1, t1}};
     if (arch != "encoder_only") dc.hidden.push_back({s2, t2});  // a decoder pair too
     const TaskKind task = arch == "decoder_only" ? TaskKind::lm : arch == "encoder_only" ? TaskKind::classifier : TaskKind::seq2seq;
-    Distiller dist(dc, "c.json", task, sc, tok, 6, 5);
+    Distiller dist(dc, "c.json", task, sc, &tok, 6, 5);
     ASSERT_EQ(dist.parameters().size(), dc.hidden.size());
     EXPECT_EQ(dist.parameters().begin()->second.shape(), (Shape{24, 16})) << arch;
     EXPECT_NE(dist.summary().find("distill: teacher"), std::string::npos);
@@ -176,7 +176,7 @@ TEST(Distill, TeacherEqualToStudentLeavesTheHardLoss) {
   dc.teacher = dir;
   dc.alpha = 0.25;
   dc.hidden = {{{true, true, 2}, {true, true, 2}}, {{false, true, 1}, {false, true, 1}}};
-  Distiller dist(dc, "c.json", TaskKind::seq2seq, c, tok, 6, 1);
+  Distiller dist(dc, "c.json", TaskKind::seq2seq, c, &tok, 6, 1);
   const Batch b = batch("encoder_decoder");
   HiddenStates hs;
   m.set_hidden_capture(&hs);

@@ -11,6 +11,8 @@
 #include "tfm/image.h"
 #include "tfm/inspect.h"
 #include "tfm/model_dir.h"
+#include "tfm/ops.h"
+#include "train/distill.h"
 #include "train/train_internal.h"
 
 using namespace tfm;
@@ -47,9 +49,10 @@ std::string write_picture_folder(const std::string& dir) {
 
 std::string image_config(const std::string& folder, const std::string& model_extra = "",
                          const std::string& augment = R"({"crop_padding": 1})",
-                         const std::string& preprocessor = R"({"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]})") {
-  return R"({"task": "image_classifier", "seed": 3,
-    "model": {"model_type": "vit", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
+                         const std::string& preprocessor = R"({"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]})",
+                         const std::string& top_extra = "", const std::string& model_type = "vit") {
+  return R"({"task": "image_classifier", "seed": 3)" + top_extra + R"(,
+    "model": {"model_type": ")" + model_type + R"(", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
               "num_attention_heads": 2, "intermediate_size": 32)" + model_extra + R"(},
     "data": {"train": ")" + folder + R"(", "test_fraction": 0.25,
              "preprocessor": )" + preprocessor + R"(, "augment": )" + augment + R"(},
@@ -132,7 +135,7 @@ TEST(TrainImages, ConfigMistakesAreNamedBeforeAnyWork) {
   auto train_error = [&](const std::string& json) {
     return expect_error([&] { run_training(parse_train_config(json, "bad.json"), o); });
   };
-  EXPECT_NE(train_error(image_config(folder, R"(, "image_size": 16)")).find("data.preprocessor gives 3 x 12 x 12"),
+  EXPECT_NE(train_error(image_config(folder, R"(, "image_size": 32, "patch_size": 16)")).find("data.preprocessor gives 3 x 12 x 12"),
             std::string::npos);
   EXPECT_NE(train_error(image_config(folder, R"(, "num_labels": 4)")).find("num_labels 4"), std::string::npos);
   EXPECT_NE(train_error(image_config(folder + "/top/00.png")).find("train_labels"), std::string::npos);
@@ -148,4 +151,90 @@ TEST(TrainImages, ConfigMistakesAreNamedBeforeAnyWork) {
               parse_train_config(image_config(folder, "", "{}", R"({"do_resize": false, "image_mean": [0.5]})"), "bad.json");
             }).find("image_mean"),
             std::string::npos);
+}
+
+// DeiT's hard distillation (Touvron et al. 2021): a ViT teacher trained first, then a DeiT
+// student whose distillation head learns the teacher's argmax and whose [CLS] head learns the
+// true labels. The loss of one batch is checked against its terms computed here; the student
+// learns the pictures; its directory says it has both heads and classifies with their mean.
+TEST(TrainImages, DeitLearnsFromAVitTeacherByHardDistillation) {
+  const std::string dir = tmp_dir("images_deit");
+  const std::string folder = write_picture_folder(dir);
+  TrainOptions o;
+  o.quiet = true;
+  o.out_dir = dir + "/teacher";
+  run_training(parse_train_config(image_config(folder), "teacher.json"), o);
+
+  const std::string distill = R"(, "distill": {"teacher": ")" + o.out_dir + R"(", "kind": "hard", "alpha": 0.5})";
+  const TrainConfig cfg = parse_train_config(
+      image_config(folder, R"(, "architectures": ["DeiTForImageClassificationWithTeacher"])", R"({"crop_padding": 1})",
+                   R"({"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]})", distill, "deit"),
+      "student.json");
+  ASSERT_TRUE(cfg.distill && cfg.distill->hard);
+
+  {  // one batch's loss: alpha CE(distillation head, teacher argmax) + (1 - alpha) CE([CLS] head, labels)
+    ModelConfig sc = parse_model_config(R"({"model_type": "deit", "image_size": 12, "patch_size": 4, "hidden_size": 16,
+        "num_hidden_layers": 1, "num_attention_heads": 2, "intermediate_size": 32, "num_labels": 3})", "student");
+    train_detail::Distiller d(*cfg.distill, "student.json", TaskKind::image_classifier, sc, nullptr, 0, 1);
+    EXPECT_NE(d.summary().find("hard labels, alpha 0.5"), std::string::npos) << d.summary();
+    Model student = Model::create(sc, 9);
+    ModelInputs in;
+    in.pixel_values = Tensor::uniform({4, 3, 12, 12}, 77, -1.0f, 1.0f);
+    const Tensor labels = Tensor::from_ints({0, 2, 1, -100}, {4});
+    const ModelOutputs out = student.forward(in);
+    ASSERT_TRUE(out.cls_logits.defined() && out.distillation_logits.defined());
+    const Tensor hard = cross_entropy(out.cls_logits, labels, -100);
+    const float got = d.loss(in, labels, out, {}, hard).item();
+    LoadedModel teacher = load_model_dir(o.out_dir);
+    std::vector<std::int64_t> yt = argmax(teacher.model.forward(in).logits, -1).to_ints();
+    yt[3] = -100;  // not counted where the labels are not
+    const float want = 0.5f * cross_entropy(out.distillation_logits, Tensor::from_ints(yt, {4}), -100).item() + 0.5f * hard.item();
+    EXPECT_NEAR(got, want, 1e-6);
+    // The teacher's term reads the distillation head, not the mean of the two.
+    const float on_mean = 0.5f * cross_entropy(out.logits, Tensor::from_ints(yt, {4}), -100).item() + 0.5f * hard.item();
+    EXPECT_GT(std::abs(got - on_mean), 1e-4);
+  }
+
+  TrainOptions so;
+  so.quiet = true;
+  so.out_dir = dir + "/student";
+  const TrainResult r = run_training(cfg, so);
+  EXPECT_GE(r.val_metrics.at("accuracy"), 0.9);
+  EXPECT_NE(read_file(so.out_dir + "/config.json").find("DeiTForImageClassificationWithTeacher"), std::string::npos);
+  LoadedModel m = load_model_dir(so.out_dir);
+  EXPECT_TRUE(m.config.distillation_head);
+  const LabeledImages all = read_image_folder(folder, m.config.id2label);
+  std::int64_t right = 0;
+  const auto preds = classify_images(m, all.images);
+  for (std::size_t i = 0; i < preds.size(); ++i) right += preds[i].label == all.labels[i];
+  EXPECT_GE(static_cast<double>(right) / static_cast<double>(preds.size()), 0.9);
+
+  // A text teacher, and hidden-state pairs, are named.
+  auto error_of = [&](const std::string& extra) {
+    return expect_error([&] {
+      TrainOptions e;
+      e.quiet = true;
+      e.out_dir = dir + "/bad";
+      run_training(parse_train_config(image_config(folder, "", R"({"crop_padding": 1})",
+                                                   R"({"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]})",
+                                                   extra, "deit"), "bad.json"), e);
+    });
+  };
+  EXPECT_NE(error_of(R"(, "distill": {"teacher": ")" + o.out_dir + R"(", "hidden": [[1, 1]]})").find("distill.hidden"),
+            std::string::npos);
+}
+
+TEST(TrainImages, PicturesLargerThanImageSizeTrainWithResizedPositions) {
+  // image_size 8 (a 2 x 2 position table) trained on 12 x 12 pictures (3 x 3 patches).
+  const std::string dir = tmp_dir("images_resized");
+  const std::string folder = write_picture_folder(dir);
+  TrainOptions o;
+  o.quiet = true;
+  o.out_dir = dir + "/run";
+  std::string json = image_config(folder);
+  json.replace(json.find(R"("image_size": 12)"), 16, R"("image_size": 8)");
+  const TrainResult r = run_training(parse_train_config(json, "resized.json"), o);
+  EXPECT_GE(r.val_metrics.at("accuracy"), 0.9);
+  LoadedModel m = load_model_dir(o.out_dir);
+  EXPECT_EQ(m.model.parameters().at("vit.embeddings.position_embeddings").shape(), (Shape{1, 5, 16}));
 }
