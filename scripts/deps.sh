@@ -14,6 +14,7 @@ packages=(
   python3 python3-torch python3-numpy    # PyTorch reference for parity tests (tools/reference)
   libpng-dev libjpeg62-turbo-dev zlib1g-dev  # images: PNG and JPEG decoding (src/image; the libraries PIL decodes with), gzip IDX files
   python3-pil                            # image decoding/resampling reference (tools/reference/ref_image.py)
+  python3-torchvision                    # vit_b_16, the peer of `tfm bench vision` (bench/peers/torch)
   libstb-dev                             # the image decoder not taken, measured beside ours (bench/micro/bench_image_decode.cpp)
   dataset-fashion-mnist                  # real images: 70,000 28x28 clothing pictures, ten classes (configs/fashion-mnist-vit.json)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)

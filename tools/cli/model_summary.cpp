@@ -77,7 +77,10 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
   std::printf("%s\n", c.scale_embeddings ? ", embeddings x sqrt(d_model)" : "");
   if (c.reads_images())
     std::printf("head:         %s%s\n", to_string(c.head),
-                c.head == HeadKind::classifier ? (c.pooling == Pooling::mean ? " on the patches' mean" : " on [CLS]") : "");
+                c.head != HeadKind::classifier ? ""
+                : c.distillation_head          ? " on [CLS] and on the distillation token, their mean"
+                : c.pooling == Pooling::mean   ? " on the patches' mean"
+                                               : " on [CLS]");
   else
     std::printf("head:         %s%s\n", to_string(c.head), c.tie_embeddings ? " (tied to the token embedding)" : "");
   std::printf("parameters:   %lld (%s)\n", static_cast<long long>(total), human_count(static_cast<double>(total)).c_str());
