@@ -6,17 +6,21 @@
 //
 //   node drive_page.mjs --chromium /usr/bin/chromium --url http://127.0.0.1:PORT/ \
 //        --message "hello" --screenshot out.png [--timeout-ms 60000] [--settings '{"temperature":0}']
+//   node drive_page.mjs ... --image picture.png --screenshot out.png     (an image classifier)
+// With --image, the picture goes in twice: chosen through the file field (CDP's
+// DOM.setFileInputFiles, what the file chooser does) and dropped on the drop zone (a drop event
+// carrying the file's bytes); each time the page's predictions and heat map are collected.
 //
 // Chromium runs headless with --no-sandbox (CI runs as root), a throw-away profile, and a host
 // resolver that maps every name except 127.0.0.1 to nothing, so the page can reach only the server.
 import { spawn } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { basename, join, resolve } from "node:path";
 
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, "")] = process.argv[i + 1];
-for (const need of ["chromium", "url", "message", "screenshot"]) {
+for (const need of ["chromium", "url", args.image ? "image" : "message", "screenshot"]) {
   if (!args[need]) { console.error(`drive_page: --${need} is required`); process.exit(2); }
 }
 const timeoutMs = Number(args["timeout-ms"] || 60000);
@@ -122,6 +126,43 @@ try {
   }
   await waitFor("wait for the model name", `document.getElementById("model-status").textContent.startsWith("model:")`);
   const modelStatus = await evaluate(`document.getElementById("model-status").textContent`);
+
+  if (args.image) {
+    // What the picture section shows once a classification finished (state done or error).
+    const result = async (what) => {
+      await waitFor(what, `["done", "error"].includes(document.getElementById("vision").dataset.state)`);
+      return evaluate(`(() => { const v = document.getElementById("vision"), img = document.getElementById("overlay");
+        return { state: v.dataset.state, label: v.dataset.label, note: document.getElementById("vision-note").textContent,
+                 predictions: [...document.querySelectorAll("#predictions li")].map((li) => ({ label: li.dataset.label, text: li.textContent })),
+                 overlay: img.hidden ? null : img.src, overlayWidth: img.naturalWidth, overlayHeight: img.naturalHeight,
+                 chatHidden: getComputedStyle(document.getElementById("chat")).display === "none",
+                 visionShown: getComputedStyle(v).display !== "none" }; })()`);
+    };
+    await waitFor("wait for the picture section", `!document.getElementById("vision").hidden`);
+    step = "choose the file";
+    const { root } = await page("DOM.getDocument", { depth: 1 });
+    const { nodeId } = await page("DOM.querySelector", { nodeId: root.nodeId, selector: "#image-file" });
+    await page("DOM.setFileInputFiles", { nodeId, files: [resolve(args.image)] });
+    const chosen = await result("wait for the chosen file's classes");
+    step = "drop the file";
+    await evaluate(`(() => { document.getElementById("vision").dataset.state = "idle"; return true; })()`);
+    const bytes = readFileSync(args.image).toString("base64");
+    const type = args.image.endsWith(".png") ? "image/png" : "image/jpeg";
+    await evaluate(`(() => { const bin = atob(${JSON.stringify(bytes)}); const a = new Uint8Array(bin.length);
+      for (let i = 0; i < bin.length; i++) a[i] = bin.charCodeAt(i);
+      const dt = new DataTransfer(); dt.items.add(new File([a], ${JSON.stringify(basename(args.image))}, { type: ${JSON.stringify(type)} }));
+      document.getElementById("drop").dispatchEvent(new DragEvent("drop", { dataTransfer: dt, bubbles: true, cancelable: true }));
+      return true; })()`);
+    const dropped = await result("wait for the dropped file's classes");
+    step = "take the screenshot";
+    const { cssContentSize: size } = await page("Page.getLayoutMetrics");
+    const shot = await page("Page.captureScreenshot", { format: "png", captureBeyondViewport: true,
+      clip: { x: 0, y: 0, width: Math.ceil(size.width), height: Math.ceil(size.height), scale: 1 } });
+    writeFileSync(args.screenshot, Buffer.from(shot.data, "base64"));
+    clearTimeout(timer);
+    browser.removeAllListeners("exit");
+    finish(0, { title, modelStatus, chosen, dropped, consoleErrors });
+  }
 
   // Type the message into the box with real input events and press Enter.
   step = "type the message";

@@ -9,19 +9,7 @@
 # Chromium missing is a failure (scripts/deps.sh installs it).
 set -euo pipefail
 tfm="$1" src="$2" out="$3" node="${4:-node}"
-chromium="${TFM_CHROMIUM:-$(command -v chromium || true)}"
-if [ -z "$chromium" ] || [ ! -x "$chromium" ]; then
-  echo "FAIL: chromium is not installed (scripts/deps.sh installs Debian's chromium package)"
-  exit 1
-fi
-tmp="$(mktemp -d)"
-server_pid=""
-cleanup() {
-  if [ -n "$server_pid" ]; then kill "$server_pid" 2>/dev/null || true; wait "$server_pid" 2>/dev/null || true; fi
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
-fail() { echo "FAIL: $*" >&2; [ -f "$tmp/serve.err" ] && tail -20 "$tmp/serve.err" >&2; exit 1; }
+source "$src/tests/playground/page_test_lib.sh"
 
 # A tiny character-level LM trained for a few steps: the page's test needs a model that
 # streams quickly, not a good one.
@@ -39,16 +27,7 @@ JSON
 # key field); its first stdout line names the URL.
 key="playground-test-key-$$"
 echo "$key" >"$tmp/key"
-"$tfm" -t 1 serve -m "$tmp/lm" --host 127.0.0.1 --port 0 --parallel 2 --api-key-file "$tmp/key" >"$tmp/serve.out" 2>"$tmp/serve.err" &
-server_pid=$!
-url=""
-for _ in $(seq 1 600); do
-  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out" 2>/dev/null || true)"
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || fail "tfm serve exited before listening"
-  sleep 0.05
-done
-[ -n "$url" ] || fail "tfm serve printed no URL within 30 s"
+start_server -m "$tmp/lm" --parallel 2 --api-key-file "$tmp/key"
 
 # Greedy, so the streamed reply can be compared with the same request unstreamed (the checks
 # below send it).

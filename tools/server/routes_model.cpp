@@ -116,12 +116,15 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
 
 void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
   const Json b = parse_body(req.body, cx.opt.max_json_depth);
-  reject_unknown(b, {"model", "input", "user", "rollout"});
+  reject_unknown(b, {"model", "input", "user", "rollout", "overlay"});
   if (cx.lm.config.head != HeadKind::classifier)
     throw ApiError(400, "invalid_request_error", "model_not_supported", "this model is not a classifier");
   const bool images = cx.lm.config.reads_images();
-  const bool rollout = get_bool(b, "rollout").value_or(false);
-  if (rollout && !images) bad_param("rollout", "rollout (the attention over an image's patches) is for image models");
+  // overlay: the picture as the model saw it with its rollout laid over it, a PNG data: URL
+  // (the picture `tfm attention --image` writes), which the playground shows.
+  const bool overlay = get_bool(b, "overlay").value_or(false);
+  const bool rollout = get_bool(b, "rollout").value_or(false) || overlay;
+  if (rollout && !images) bad_param(overlay ? "overlay" : "rollout", "rollout (the attention over an image's patches) is for image models");
   std::vector<Classification> rs;
   std::vector<ImageAttention> maps;
   std::int64_t tokens = 0;
@@ -147,6 +150,7 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
     data.push_back({{"object", "classification"}, {"index", i}, {"label", rs[i].name}, {"label_id", rs[i].label},
                     {"probability", rs[i].probability}, {"probabilities", probs}});
     if (rollout) data.back()["rollout"] = {{"grid", maps[i].grid}, {"values", maps[i].rollout}};
+    if (overlay) data.back()["rollout"]["overlay"] = "data:image/png;base64," + base64_encode(encode_png(attention_overlay(maps[i])));
   }
   send_json(res, {{"object", "list"}, {"data", data}, {"model", cx.model_id},
                   {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
@@ -185,7 +189,8 @@ void add_model_routes(httplib::Server& svr, ServerContext& cx) {
     Json meta = {{"architecture", to_string(c.architecture)}, {"vocab_size", c.vocab_size}, {"n_layers", c.n_layers},
                  {"d_model", c.d_model}, {"n_heads", c.n_heads}, {"max_positions", c.max_positions},
                  {"n_ctx", cx.sched.generates() ? cx.sched.batch().context_size() : c.max_positions},
-                 {"parallel", cx.sched.generates() ? cx.sched.batch().slots() : 0}, {"chat_template_default", cx.chat_cfg.is_default}};
+                 {"parallel", cx.sched.generates() ? cx.sched.batch().slots() : 0}, {"chat_template_default", cx.chat_cfg.is_default},
+                 {"reads_images", c.reads_images()}, {"head", to_string(c.head)}};
     send_json(res, {{"object", "list"},
                     {"data", Json::array({{{"id", cx.model_id}, {"object", "model"}, {"created", cx.created},
                                            {"owned_by", "tfm"}, {"meta", meta}}})}});

@@ -24,7 +24,7 @@ import sys
 
 import torch
 
-from bench_timing import best_seconds
+from bench_timing import best_seconds, set_threads
 
 
 def status_kib(key):
@@ -65,7 +65,7 @@ def main():
     if args.what == "memory" and os.environ.get("MALLOC_MMAP_THRESHOLD_") != "65536":
         env = dict(os.environ, MALLOC_MMAP_THRESHOLD_="65536")
         os.execve(sys.executable, [sys.executable] + sys.argv, env)
-    torch.set_num_threads(args.threads)
+    set_threads(torch, args.threads)
     results = []
     for T in (int(t) for t in args.T.split(",")):
         g = torch.Generator().manual_seed(T)

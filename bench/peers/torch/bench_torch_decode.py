@@ -29,6 +29,7 @@ import time
 import numpy as np
 import torch
 import torch.nn.functional as F
+from bench_timing import set_threads
 
 ACTS = {"relu": F.relu, "gelu": F.gelu, "gelu_tanh": lambda t: F.gelu(t, approximate="tanh"), "silu": F.silu,
         "swiglu": F.silu, "geglu": F.gelu, "reglu": F.relu}
@@ -228,7 +229,7 @@ def main():
     p.add_argument("--min-reps", type=int, default=3)
     p.add_argument("--dtype", choices=("f32", "bf16"), default="f32")
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(torch, args.threads)
     cfg = json.loads(args.config)
     if cfg["position"] not in ("learned", "none"):
         raise SystemExit(f"positions '{cfg['position']}' are not implemented here")

@@ -13,6 +13,7 @@ import sys
 import time
 
 import torch
+from bench_timing import set_threads
 
 
 def best_gflops(a, b, out, min_time, min_reps):
@@ -52,7 +53,7 @@ def main():
     shapes = [tuple(int(v) for v in s.split(",")) for s in args.shapes.split(";") if s]
     results = []
     for t in counts:
-        torch.set_num_threads(t)
+        set_threads(torch, t)
         for m, n, k in shapes:
             g = torch.Generator().manual_seed(0)
             a = torch.rand(m, k, generator=g) - 0.5

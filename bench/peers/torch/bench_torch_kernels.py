@@ -14,7 +14,7 @@ import json
 import torch
 import torch.nn.functional as F
 
-from bench_timing import best_seconds
+from bench_timing import best_seconds, set_threads
 
 
 def ops(cols):
@@ -41,7 +41,7 @@ def main():
     results = []
     with torch.no_grad():
         for t in (int(v) for v in args.threads.split(",")):
-            torch.set_num_threads(t)
+            set_threads(torch, t)
             for rows, cols in shapes:
                 x = torch.randn(rows, cols, generator=torch.Generator().manual_seed(0))
                 nbytes = 2.0 * 4 * rows * cols

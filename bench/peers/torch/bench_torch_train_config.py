@@ -19,7 +19,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from bench_timing import peak_rss_bytes, timed_steps
+from bench_timing import peak_rss_bytes, timed_steps, set_threads
 from bench_torch_train_step import Model
 
 
@@ -32,7 +32,7 @@ def main():
         p.add_argument(name, type=kind, required=True)
     p.add_argument("--bf16", action="store_true", help="forward and loss under torch.autocast('cpu', bfloat16)")
     a = p.parse_args()
-    torch.set_num_threads(a.threads)
+    set_threads(torch, a.threads)
     torch.manual_seed(1337)
     cfg = json.loads(a.model)
     V = cfg["V"]

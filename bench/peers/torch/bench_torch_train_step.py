@@ -18,7 +18,7 @@ import math
 
 import torch
 
-from bench_timing import best_seconds
+from bench_timing import best_seconds, set_threads
 import torch.nn as nn
 import torch.nn.functional as F
 
@@ -180,7 +180,7 @@ def main():
     p.add_argument("--min-time", type=float, default=0.15)
     p.add_argument("--min-reps", type=int, default=3)
     args = p.parse_args()
-    torch.set_num_threads(args.threads)
+    set_threads(torch, args.threads)
     torch.manual_seed(0)
     results, match = [], True
     for cfg in json.loads(args.configs):

@@ -13,7 +13,7 @@ import json
 import torch
 import torchvision
 
-from bench_timing import best_seconds
+from bench_timing import best_seconds, set_threads
 
 
 def main():
@@ -28,7 +28,7 @@ def main():
     results = []
     with torch.no_grad():
         for t in (int(v) for v in args.threads.split(",")):
-            torch.set_num_threads(t)
+            set_threads(torch, t)
             for b in (int(v) for v in args.batches.split(",")):
                 x = torch.randn(b, 3, 224, 224)
                 s = best_seconds(lambda: model(x), args.min_time, args.min_reps)
