@@ -56,6 +56,27 @@ void tfm_resize(benchmark::State& state, tfm::Resample r) {
   for (auto _ : state) benchmark::DoNotOptimize(tfm::resize(img, 224, 224, r).rgb.data());
 }
 
+// The whole path of one file to the model's input: decode, then ViT's processor (resize to
+// 224 x 224 bilinear, rescale, normalise) or CLIP's (shortest edge 224 bicubic, center crop,
+// rescale, normalise), into (3, 224, 224) floats. PIL + NumPy's twin: bench_pil_image.py.
+const char* kVitProcessor = R"({"image_processor_type": "ViTImageProcessor", "do_resize": true, "size": {"height": 224, "width": 224},
+  "resample": 2, "do_rescale": true, "rescale_factor": 0.00392156862745098, "do_normalize": true,
+  "image_mean": [0.5, 0.5, 0.5], "image_std": [0.5, 0.5, 0.5]})";
+const char* kClipProcessor = R"({"image_processor_type": "CLIPImageProcessor", "do_resize": true, "size": {"shortest_edge": 224},
+  "resample": 3, "do_center_crop": true, "crop_size": {"height": 224, "width": 224}, "do_rescale": true,
+  "rescale_factor": 0.00392156862745098, "do_normalize": true, "do_convert_rgb": true,
+  "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711]})";
+
+void tfm_pipeline(benchmark::State& state, const char* name, const char* processor) {
+  const auto bytes = file_bytes(name);
+  if (bytes.empty()) return state.SkipWithError("no input file (set TFM_BENCH_IMAGES)");
+  const tfm::ImageProcessor p = tfm::ImageProcessor::from_json(processor, "bench");
+  for (auto _ : state) benchmark::DoNotOptimize(p(tfm::decode_image(bytes, name)).data<float>());
+}
+
+BENCHMARK_CAPTURE(tfm_pipeline, png_vit, "playground.png", kVitProcessor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(tfm_pipeline, jpeg_vit, "playground.jpg", kVitProcessor)->Unit(benchmark::kMillisecond);
+BENCHMARK_CAPTURE(tfm_pipeline, jpeg_clip, "playground.jpg", kClipProcessor)->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(tfm_decode, png, "playground.png")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(stb_decode, png, "playground.png")->Unit(benchmark::kMillisecond);
 BENCHMARK_CAPTURE(tfm_decode, jpeg, "playground.jpg")->Unit(benchmark::kMillisecond);
