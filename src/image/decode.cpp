@@ -8,6 +8,7 @@
 #include <cstring>
 #include <fstream>
 #include <iterator>
+#include <utility>
 
 // clang-format off
 #include <png.h>
@@ -193,7 +194,9 @@ bool read_jpeg_raw(std::span<const std::uint8_t> bytes, JpegError& err, JpegRaw&
 }
 
 // PIL's Image.Transpose for EXIF orientations 2..8 (ImageOps.exif_transpose's table).
-Image orient(const Image& in, int orientation) {
+// Taken by value: the common upright picture is moved through, not copied (a 1-megapixel copy
+// cost a third of the JPEG decode, most of it in page faults).
+Image orient(Image in, int orientation) {
   if (orientation < 2 || orientation > 8) return in;
   const bool swap = orientation >= 5;  // transpose, rotate 270, transverse, rotate 90
   Image out;
@@ -227,7 +230,7 @@ Image decode_jpeg(std::span<const std::uint8_t> bytes, const std::string& where,
   img.width = raw.width;
   img.height = raw.height;
   img.rgb = std::move(raw.rgb);
-  return orient(img, raw.orientation);
+  return orient(std::move(img), raw.orientation);
 }
 
 }  // namespace
