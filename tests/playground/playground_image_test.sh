@@ -10,26 +10,11 @@ set -euo pipefail
 tfm="$1" src="$2" out="$3" node="${4:-node}"
 source "$src/tests/playground/page_test_lib.sh"
 
-# Three classes of 16 x 16 pictures (a bright top half, a bright left half, a bright diagonal,
-# each on its own noise), written with PIL, and a ViT trained on them for a few steps.
-/usr/bin/python3 - "$tmp/pictures" <<'PY' || fail "writing the pictures"
-import os, random, sys
-from PIL import Image
-random.seed(5)
-for c, name in enumerate(["top", "left", "diagonal"]):
-    os.makedirs(os.path.join(sys.argv[1], name))
-    for i in range(24):
-        img = Image.new("RGB", (16, 16))
-        for y in range(16):
-            for x in range(16):
-                on = y < 8 if c == 0 else x < 8 if c == 1 else abs(x - y) <= 1
-                v = (170 if on else 40) + random.randrange(60)
-                img.putpixel((x, y), (v, v, v))
-        img.save(os.path.join(sys.argv[1], name, f"{i:02d}.png"))
-PY
+# Three classes of 12 x 12 pictures (tests/support/make_pictures.py) and a ViT trained on them.
+/usr/bin/python3 "$src/tests/support/make_pictures.py" "$tmp/pictures" 24 || fail "writing the pictures"
 cat >"$tmp/vit.json" <<JSON
 {"task": "image_classifier", "seed": 3,
- "model": {"model_type": "vit", "image_size": 16, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
+ "model": {"model_type": "vit", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
            "num_attention_heads": 2, "intermediate_size": 32},
  "data": {"train": "$tmp/pictures", "test_fraction": 0.25,
           "preprocessor": {"do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25]}},

@@ -217,6 +217,41 @@ curl -si "http://127.0.0.1:$CLS_PORT/health" | grep -ci '^access-control-allow-o
 curl -si -X OPTIONS "http://127.0.0.1:$CLS_PORT/v1/classify" -H 'Origin: http://playground.test' \
   -H 'Access-Control-Request-Method: POST' | grep -c '^HTTP/1.1 204' >/dev/null || { echo "FAIL: preflight"; exit 1; }
 
+# Hostile clients (issue 31): a number beyond a double's range is a 400 (was a 500), a known path
+# asked with another method a 405 with Allow (was a 404), an unknown method adds no duration to
+# the request histogram (it added the machine's uptime), and Nagle is off (each keep-alive
+# request after the first waited ~40 ms for the client's delayed ACK): the fastest of ten
+# keep-alive /health requests takes well under that.
+code=$(curl -s -o "$DIR/big.json" -w '%{http_code}' -H "Authorization: Bearer $KEY" "http://127.0.0.1:$MAIN_PORT/v1/completions" \
+  -H 'Content-Type: application/json' -d '{"prompt": "A", "max_tokens": 1, "temperature": 1e400}')
+[ "$code" = 400 ] && grep -q 'number overflow' "$DIR/big.json" || { echo "FAIL: temperature 1e400 answered $code: $(cat "$DIR/big.json")"; exit 1; }
+curl -si -H "Authorization: Bearer $KEY" "http://127.0.0.1:$MAIN_PORT/v1/completions" > "$DIR/405.txt"
+grep -q '^HTTP/1.1 405' "$DIR/405.txt" && grep -qi '^allow: POST' "$DIR/405.txt" && grep -q '"method_not_allowed"' "$DIR/405.txt" ||
+  { echo "FAIL: GET /v1/completions:"; head -12 "$DIR/405.txt"; exit 1; }
+curl -si -X DELETE "http://127.0.0.1:$MAIN_PORT/health" | grep -q '^HTTP/1.1 405' || { echo "FAIL: DELETE /health is no 405"; exit 1; }
+/usr/bin/python3 - "$MAIN_PORT" "$KEY" <<'PY' || { echo "FAIL: hostile-client checks (above)"; exit 1; }
+import http.client, socket, sys, time
+port, key = int(sys.argv[1]), sys.argv[2]
+def duration_sum():
+    c = http.client.HTTPConnection("127.0.0.1", port); c.request("GET", "/metrics", headers={"Authorization": "Bearer " + key})
+    body = c.getresponse().read().decode(); c.close()
+    return float(next(l.split()[1] for l in body.splitlines() if l.startswith("tfm_request_duration_seconds_sum")))
+before = duration_sum()
+s = socket.create_connection(("127.0.0.1", port)); s.sendall(b"FOO /health HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n")
+status = s.recv(64).split(b"\r\n")[0]; s.close()
+time.sleep(0.2)
+after = duration_sum()
+assert status.startswith(b"HTTP/1.1 4"), status
+assert after - before < 5, ("an unknown method added", after - before, "s to the request durations")
+c = http.client.HTTPConnection("127.0.0.1", port)
+times = []
+for _ in range(10):
+    t0 = time.perf_counter(); c.request("GET", "/health"); r = c.getresponse(); r.read(); times.append(time.perf_counter() - t0)
+    assert r.status == 200 and r.getheader("Connection", "").lower() != "close", r.status
+assert min(times[1:]) < 0.02, ("keep-alive requests took", [round(t * 1e3, 1) for t in times], "ms: Nagle's delay?")
+PY
+echo "hostile clients: 1e400 is a 400, wrong methods 405, unknown methods add no duration, no Nagle delay"
+
 # --timeout: a request still running when its time is up gets 408 and an OpenAI error (answered
 # whole) or an error event that ends the stream, its slot is freed, and the server goes on
 # serving. The model is wide enough (~5 ms a token) that 1,000 tokens take far longer than 1 s.

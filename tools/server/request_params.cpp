@@ -32,6 +32,8 @@ Json parse_body(const std::string& body, std::int64_t max_depth) {
     });
   } catch (const Json::parse_error& e) {
     throw ApiError(400, "invalid_request_error", "invalid_json", std::string("malformed JSON: ") + e.what());
+  } catch (const Json::out_of_range& e) {  // a number beyond a double's range (1e400)
+    throw ApiError(400, "invalid_request_error", "invalid_json", std::string("malformed JSON: ") + e.what());
   }
   if (!j.is_object()) throw ApiError(400, "invalid_request_error", "invalid_json", "the request body must be a JSON object");
   return j;

@@ -6,8 +6,10 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "api_error.h"
@@ -47,7 +49,22 @@ void send_error(httplib::Response& res, const ApiError& e);
 // Wraps a handler: ApiError -> its status; tfm::Error -> 400; anything else -> 500.
 httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> fn);
 
-void add_generation_routes(httplib::Server& svr, ServerContext& cx);  // routes_generate.cpp
+// The routes registered on a server, so that a known path asked with another method is a 405
+// naming the allowed ones (Allow header) rather than a 404 that says the path does not exist.
+class RouteTable {
+ public:
+  explicit RouteTable(httplib::Server& svr) : svr_(svr) {}
+  void get(const std::string& path, httplib::Server::Handler fn);
+  void post(const std::string& path, httplib::Server::Handler fn);
+  // After every route: GET, POST, PUT, DELETE and PATCH on a known path that lacks them -> 405.
+  void refuse_other_methods();
+
+ private:
+  httplib::Server& svr_;
+  std::map<std::string, std::set<std::string>> methods_;  // path -> the methods it has
+};
+
+void add_generation_routes(RouteTable& routes, ServerContext& cx);  // routes_generate.cpp
 
 // Every key the generation endpoints take (a request with any other is a 400 naming it). Each
 // is honoured or refused with a 400 that names it: tests/server/request_keys.js walks them.
@@ -64,8 +81,8 @@ inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",
     "frequency_penalty", "seed", "stop", "logprobs", "echo", "stream_options", "ignore_eos", "best_of", "logit_bias",
     "suffix"};
-void add_model_routes(httplib::Server& svr, ServerContext& cx);       // routes_model.cpp
-void add_static_routes(httplib::Server& svr);                          // routes_static.cpp
+void add_model_routes(RouteTable& routes, ServerContext& cx);       // routes_model.cpp
+void add_static_routes(RouteTable& routes);                          // routes_static.cpp
 bool is_static_path(const std::string& path);                          // a playground file (no key needed)
 
 }  // namespace tfm::server

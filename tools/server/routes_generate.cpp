@@ -419,15 +419,15 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
 
 }  // namespace
 
-void add_generation_routes(httplib::Server& svr, ServerContext& cx) {
-  svr.Post("/v1/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, false); }));
-  svr.Post("/v1/chat/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, true); }));
+void add_generation_routes(RouteTable& routes, ServerContext& cx) {
+  routes.post("/v1/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, false); }));
+  routes.post("/v1/chat/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, true); }));
   // llama-server's un-versioned aliases
-  svr.Post("/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, false); }));
-  svr.Post("/chat/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, true); }));
+  routes.post("/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, false); }));
+  routes.post("/chat/completions", guarded([&cx](const httplib::Request& req, httplib::Response& res) { generate(cx, req, res, true); }));
   // llama-server's POST /apply-template: {messages} -> {prompt}, the text chat completions would
   // feed the model (the playground sends it to /v1/attention to draw the reply's heat map).
-  svr.Post("/apply-template", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
+  routes.post("/apply-template", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
     const Json b = parse_body(req.body, cx.opt.max_json_depth);
     reject_unknown(b, {"messages"});
     send_json(res, {{"prompt", render_chat(cx, b)}});

@@ -182,9 +182,9 @@ void attention(ServerContext& cx, const httplib::Request& req, httplib::Response
 
 }  // namespace
 
-void add_model_routes(httplib::Server& svr, ServerContext& cx) {
-  svr.Get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
-  svr.Get("/v1/models", guarded([&cx](const httplib::Request&, httplib::Response& res) {
+void add_model_routes(RouteTable& routes, ServerContext& cx) {
+  routes.get("/health", [](const httplib::Request&, httplib::Response& res) { send_json(res, {{"status", "ok"}}); });
+  routes.get("/v1/models", guarded([&cx](const httplib::Request&, httplib::Response& res) {
     const ModelConfig& c = cx.lm.config;
     Json meta = {{"architecture", to_string(c.architecture)}, {"vocab_size", c.vocab_size}, {"n_layers", c.n_layers},
                  {"d_model", c.d_model}, {"n_heads", c.n_heads}, {"max_positions", c.max_positions},
@@ -195,10 +195,10 @@ void add_model_routes(httplib::Server& svr, ServerContext& cx) {
                     {"data", Json::array({{{"id", cx.model_id}, {"object", "model"}, {"created", cx.created},
                                            {"owned_by", "tfm"}, {"meta", meta}}})}});
   }));
-  svr.Get("/metrics", [&cx](const httplib::Request&, httplib::Response& res) {
+  routes.get("/metrics", [&cx](const httplib::Request&, httplib::Response& res) {
     res.set_content(cx.metrics.text(), "text/plain; version=0.0.4");
   });
-  svr.Post("/tokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
+  routes.post("/tokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
     const Json b = parse_body(req.body, cx.opt.max_json_depth);
     reject_unknown(b, {"content", "add_special", "with_pieces"});
     const auto text = get_string(b, "content");
@@ -210,7 +210,7 @@ void add_model_routes(httplib::Server& svr, ServerContext& cx) {
     else tokens = ids;
     send_json(res, {{"tokens", tokens}});
   }));
-  svr.Post("/detokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
+  routes.post("/detokenize", guarded([&cx](const httplib::Request& req, httplib::Response& res) {
     const Json b = parse_body(req.body, cx.opt.max_json_depth);
     reject_unknown(b, {"tokens"});
     const auto it = b.find("tokens");
@@ -223,9 +223,9 @@ void add_model_routes(httplib::Server& svr, ServerContext& cx) {
     }
     send_json(res, {{"content", cx.lm.tokenizer.decode(ids)}});
   }));
-  svr.Post("/v1/embeddings", guarded([&cx](const httplib::Request& req, httplib::Response& res) { embeddings(cx, req, res); }));
-  svr.Post("/v1/classify", guarded([&cx](const httplib::Request& req, httplib::Response& res) { classify_route(cx, req, res); }));
-  svr.Post("/v1/attention", guarded([&cx](const httplib::Request& req, httplib::Response& res) { attention(cx, req, res); }));
+  routes.post("/v1/embeddings", guarded([&cx](const httplib::Request& req, httplib::Response& res) { embeddings(cx, req, res); }));
+  routes.post("/v1/classify", guarded([&cx](const httplib::Request& req, httplib::Response& res) { classify_route(cx, req, res); }));
+  routes.post("/v1/attention", guarded([&cx](const httplib::Request& req, httplib::Response& res) { attention(cx, req, res); }));
 }
 
 }  // namespace tfm::server

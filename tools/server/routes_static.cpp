@@ -17,24 +17,51 @@ std::string content_type_for(const std::string& name) {
   return "application/octet-stream";
 }
 
-void add_static_routes(httplib::Server& svr) {
+void add_static_routes(RouteTable& routes) {
   bool has_index = false;
   for (const EmbeddedFile& f : embedded_files()) {
     const std::string name = f.name;
     auto serve_file = [f, name](const httplib::Request&, httplib::Response& res) {
       res.set_content(reinterpret_cast<const char*>(f.data), f.size, content_type_for(name).c_str());
     };
-    svr.Get("/" + name, serve_file);
+    routes.get("/" + name, serve_file);
     if (name == "index.html") {
-      svr.Get("/", serve_file);
+      routes.get("/", serve_file);
       has_index = true;
     }
   }
   if (!has_index)
-    svr.Get("/", [](const httplib::Request&, httplib::Response& res) {
+    routes.get("/", [](const httplib::Request&, httplib::Response& res) {
       send_error(res, ApiError(404, "invalid_request_error", "not_found",
                                "this build has no playground page (tools/server/playground/index.html)"));
     });
+}
+
+void RouteTable::get(const std::string& path, httplib::Server::Handler fn) {
+  svr_.Get(path, std::move(fn));
+  methods_[path].insert("GET");
+}
+
+void RouteTable::post(const std::string& path, httplib::Server::Handler fn) {
+  svr_.Post(path, std::move(fn));
+  methods_[path].insert("POST");
+}
+
+void RouteTable::refuse_other_methods() {
+  for (const auto& [path, allowed] : methods_) {
+    std::string allow;
+    for (const auto& m : allowed) allow += (allow.empty() ? "" : ", ") + m;
+    auto refuse = [allow](const httplib::Request& req, httplib::Response& res) {
+      send_error(res, ApiError(405, "invalid_request_error", "method_not_allowed",
+                               req.method + " " + req.path + " is not allowed (allowed: " + allow + ")"));
+      res.set_header("Allow", allow);
+    };
+    if (!allowed.count("GET")) svr_.Get(path, refuse);
+    if (!allowed.count("POST")) svr_.Post(path, refuse);
+    svr_.Put(path, refuse);
+    svr_.Delete(path, refuse);
+    svr_.Patch(path, refuse);
+  }
 }
 
 bool is_static_path(const std::string& path) {

@@ -119,6 +119,9 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   svr.set_keep_alive_timeout(opt.idle_timeout_s);
   svr.set_keep_alive_max_count(100);
   svr.set_read_timeout(30);
+  // Nagle's algorithm held each keep-alive response's last segment until the client's delayed
+  // ACK (+40 ms a request, and on every stream's first event).
+  svr.set_tcp_nodelay(true);
   svr.set_write_timeout(30);
 
   thread_local std::chrono::steady_clock::time_point request_start;
@@ -163,7 +166,14 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
     return httplib::Server::HandlerResponse::Handled;
   }));
   svr.set_logger([&](const httplib::Request& req, const httplib::Response& res) {
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - request_start).count();
+    // A request httplib refused before routing (an unknown method, a bad request line) never
+    // set request_start: it counts with no duration, not the time since this thread's last one
+    // (or since boot).
+    const auto now = std::chrono::steady_clock::now();
+    const double s = request_start == std::chrono::steady_clock::time_point{}
+                         ? 0.0
+                         : std::chrono::duration<double>(now - request_start).count();
+    request_start = {};
     ++metrics.requests;
     if (res.status >= 400) ++metrics.requests_failed;
     metrics.request_seconds.observe(s);
@@ -176,9 +186,11 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
                    a.user.empty() ? "" : " user=", user_for_log(a.user).c_str());
     access_info() = AccessInfo{};
   });
-  add_generation_routes(svr, cx);
-  add_model_routes(svr, cx);
-  add_static_routes(svr);
+  RouteTable routes(svr);
+  add_generation_routes(routes, cx);
+  add_model_routes(routes, cx);
+  add_static_routes(routes);
+  routes.refuse_other_methods();
 
   const int port = opt.port == 0 ? svr.bind_to_any_port(opt.host) : (svr.bind_to_port(opt.host, opt.port) ? opt.port : -1);
   TFM_CHECK(port > 0, "serve", "cannot listen on ", opt.host, ":", opt.port, " (in use, or not an address of this machine)");
