@@ -51,16 +51,21 @@ httplib::Server::Handler guarded(std::function<void(const httplib::Request&, htt
 
 // The routes registered on a server, so that a known path asked with another method is a 405
 // naming the allowed ones (Allow header) rather than a 404 that says the path does not exist.
+// Bodies are read through our own receiver, counted after any Content-Encoding is undone, so
+// --max-body-bytes bounds chunked and gzip bodies too (cpp-httplib 0.11.4 reads those whole:
+// CVE-2025-46728); a body past the limit is a 413 and the connection is closed.
 class RouteTable {
  public:
-  explicit RouteTable(httplib::Server& svr) : svr_(svr) {}
+  RouteTable(httplib::Server& svr, std::size_t max_body_bytes) : svr_(svr), max_body_(max_body_bytes) {}
   void get(const std::string& path, httplib::Server::Handler fn);
   void post(const std::string& path, httplib::Server::Handler fn);
-  // After every route: GET, POST, PUT, DELETE and PATCH on a known path that lacks them -> 405.
+  // After every route: GET, POST, PUT, DELETE and PATCH on a known path that lacks them -> 405;
+  // a body sent to any other path is not read (404).
   void refuse_other_methods();
 
  private:
   httplib::Server& svr_;
+  std::size_t max_body_;
   std::map<std::string, std::set<std::string>> methods_;  // path -> the methods it has
 };
 

@@ -186,7 +186,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
                    a.user.empty() ? "" : " user=", user_for_log(a.user).c_str());
     access_info() = AccessInfo{};
   });
-  RouteTable routes(svr);
+  RouteTable routes(svr, static_cast<std::size_t>(opt.max_body_bytes));
   add_generation_routes(routes, cx);
   add_model_routes(routes, cx);
   add_static_routes(routes);
