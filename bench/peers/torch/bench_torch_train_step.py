@@ -15,14 +15,20 @@ says whether every model's parameter count equals tfm's (sent as "params" when k
 import argparse
 import json
 import math
+import os
+import sys
 
 import torch
-
-from bench_timing import best_seconds, set_threads
 import torch.nn as nn
 import torch.nn.functional as F
 
-from ref_position import rope_halves, sinusoidal, t5_bucket
+from bench_timing import best_seconds, set_threads
+
+# The position encodings of the parity references (tools/reference/ref_position.py): the script
+# moved to bench/peers/torch/ without them, and its import failed since (the train-step torch
+# column read "-").
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "..", "tools", "reference"))
+from ref_position import rope_halves, sinusoidal, t5_bucket  # noqa: E402
 
 
 class Norm(nn.Module):
