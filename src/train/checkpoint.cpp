@@ -202,6 +202,10 @@ OutputDirLock::OutputDirLock(const std::string& out_dir) {
     TFM_CHECK(err != EWOULDBLOCK, "train", "another training run is writing to '", out_dir, "' (", lock, " is locked)");
     fail("train", "cannot lock ", lock, ": ", std::strerror(err));
   }
+  // With the lock held no other run writes here: a temp file of ours is a killed run's. The
+  // saves remove them too, but a run resumed after its last checkpoint may save none (a kill
+  // inside the final metrics.jsonl write left metrics.jsonl.tmp.PID behind: cli_train_sigkill).
+  remove_stale_temp_files(out_dir);
 }
 
 OutputDirLock::~OutputDirLock() {
