@@ -66,7 +66,7 @@ def vit_params(cfg, classifier, pooler, root="vit.", prefix_tokens=("cls_token",
 
 
 def interpolate_positions(table, prefix, grid_h, grid_w):
-    """modeling_vit / modeling_deit interpolate_pos_encoding (transformers >= 4.42): the prefix rows
+    """modeling_vit / modeling_deit interpolate_pos_encoding (its current form: resized to a size, not by a scale factor): the prefix rows
     as they are, the patch rows resized bicubically to the new grid (size given, align_corners=False)."""
     n = table.shape[1] - prefix
     g = int(math.isqrt(n))
