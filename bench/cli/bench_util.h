@@ -75,6 +75,7 @@ void run_bench_sparse_attention(const BenchOptions& o, const SparseBenchOptions&
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);
 void run_bench_vision(const BenchOptions& o, int threads);  // ViT-B/16 images/s vs torchvision
+void run_bench_grammar(const std::string& tokenizer_dir, int threads);  // constrained decoding's cost
 // tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch,
 // `rounds` times alternating (best round of each side reported).
 void run_bench_train_config(const std::string& config, std::int64_t steps, std::int64_t warmup, bool torch,

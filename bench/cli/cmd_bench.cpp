@@ -164,12 +164,14 @@ void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention, training and decoding vs BLAS/PyTorch");
   cmd->add_option("section", opts->section,
-                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG | qgemm | vision")
+                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG | qgemm | vision | grammar")
       ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config", "qgemm",
-                             "vision"}));
+                             "vision", "grammar"}));
   cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory (or .gguf) to measure too");
   cmd->add_option("--dtype", opts->dtype, "decode: weight type f32, bf16, f16, q8_0, q4_0, q4_k, q6_k (converted at load)");
   cmd->add_option("--recipe", opts->recipe, "decode: with --dtype, q4_k_m (llama.cpp's mix)");
+  auto grammar_tokenizer = std::make_shared<std::string>("data/gpt2-tokenizer");
+  cmd->add_option("--tokenizer", *grammar_tokenizer, "grammar: the vocabulary to constrain (default data/gpt2-tokenizer)");
   cmd->add_flag("--model-only", opts->model_only, "decode: measure -m's model only (skip the random GPT-2-size one)");
   auto train_config = std::make_shared<std::string>();
   auto train_steps = std::make_shared<std::int64_t>(50);
@@ -203,7 +205,7 @@ void add_bench_command(CLI::App& app) {
       ->check(CLI::Range(0, 1 << 20));
   cmd->add_option("--sparse-plain-max-t", sparse->sparse_plain_max_t, "attention --sparse: skip sparse plain rows above this T")
       ->check(CLI::Range(0, 1 << 20));
-  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds, train_precision, sparse] {
+  cmd->callback([opts, train_config, train_steps, train_warmup, train_rounds, train_precision, sparse, grammar_tokenizer] {
     const int threads = num_threads();
     std::printf("tfm %s bench — %s, %d threads (set with -t N)\n", version_string(), cpu_info().brand.c_str(), threads);
     print_load();
@@ -227,6 +229,8 @@ void add_bench_command(CLI::App& app) {
     if (opts->section == "all" || opts->section == "decode") run_bench_decode(*opts, threads);
     set_num_threads(threads);
     if (opts->section == "vision") run_bench_vision(*opts, threads);  // minutes on 2 cores: not in "all"
+    set_num_threads(threads);
+    if (opts->section == "grammar") run_bench_grammar(*grammar_tokenizer, threads);
     set_num_threads(threads);
   });
 }

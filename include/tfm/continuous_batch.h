@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <deque>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,10 @@
 #include "tfm/tokenizer.h"
 
 namespace tfm {
+
+namespace detail {
+class Constraint;
+}
 
 struct BatchRequest {
   std::vector<std::int32_t> prompt;   // from encode_prompt (non-empty, shorter than the context)
@@ -85,6 +90,7 @@ class ContinuousBatch {
     std::vector<std::int32_t> history;
     GenerateResult out;
     std::size_t emitted = 0;
+    std::shared_ptr<detail::Constraint> constraint;  // options.grammar's state
   };
   void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                    std::vector<std::int32_t>& next);
@@ -99,6 +105,7 @@ class ContinuousBatch {
   std::vector<float> logits_;               // (slots, V)
   std::int64_t next_id_ = 1;
   Timings timings_;
+  std::shared_ptr<const TokenTrie> grammar_vocab_;  // built at the first grammar
 };
 
 }  // namespace tfm

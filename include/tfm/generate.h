@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "tfm/grammar.h"
 #include "tfm/tensor.h"
 
 namespace tfm {
@@ -45,11 +46,14 @@ class Sampler {
   const SamplingOptions& options() const { return o_; }
   // The filtered, renormalised distribution for one row of logits (V), most likely first
   // (ties by smaller id). `history` holds the tokens seen so far (prompt + generated).
-  std::vector<Candidate> candidates(std::span<const float> logits, std::span<const std::int32_t> history) const;
+  // `allowed` (constrained decoding): only its tokens are candidates, as if the others had
+  // probability 0 before the filters; it must allow at least one.
+  std::vector<Candidate> candidates(std::span<const float> logits, std::span<const std::int32_t> history,
+                                    const TokenMask* allowed = nullptr) const;
   // Next token for a sequence. Draw number `draw` of stream `stream` decides, so a sequence
   // gives the same tokens whatever else is sampled around it (batch invariance).
   std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history,
-                      std::uint64_t stream, std::uint64_t draw) const;
+                      std::uint64_t stream, std::uint64_t draw, const TokenMask* allowed = nullptr) const;
 
  private:
   SamplingOptions o_;

@@ -16,6 +16,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -46,13 +47,20 @@ struct GenerateOptions {
   // When a sequence fills the context: keep its last half and go on (llama.cpp's context
   // shift; the kept tokens are re-read at positions 0..), or stop with reason "context".
   bool context_shift = true;
+  // Constrained decoding (docs/structured_output.md): every token keeps the text a prefix of
+  // the grammar's language, an end token comes only once it is complete, and a complete text
+  // that cannot go on ends generation (reason "stop"). Under max_new_tokens the text is
+  // steered to finish in time.
+  std::shared_ptr<const Grammar> grammar;
 };
 
 struct GenerateResult {
   std::vector<std::int32_t> prompt_tokens;
   std::vector<std::int32_t> tokens;   // generated (a stop string's tokens included, EOS not)
   std::string text;                   // generated text, cut before a stop string
-  std::string stop_reason;            // "eos" | "stop" | "length" | "context" (full, no shift)
+  // "eos" | "stop" | "length" | "context" (full, no shift) | "grammar" (the grammar needs a
+  // byte no token of the vocabulary can give)
+  std::string stop_reason;
   std::int64_t context_shifts = 0;    // times the context was shifted
 };
 
@@ -87,6 +95,7 @@ class Generator {
   const Tokenizer& tok_;
   KVCache cache_;
   Timings timings_;
+  std::shared_ptr<const TokenTrie> grammar_vocab_;  // built at the first grammar
 };
 
 struct TranslateResult {
@@ -125,6 +134,11 @@ class CacheStepper : public DecodeStepper {
   Model& model_;
   KVCache& cache_;
 };
+
+// What each token adds to a text, as bytes (for grammars): "" for special tokens. Tokens that
+// decode differently at the start of a text (SentencePiece's leading space) are taken as they
+// decode after another token; byte-fallback tokens (<0x41>) are their byte.
+std::vector<std::string> token_bytes(const Tokenizer& tok);
 
 // Longest prefix of `text` that ends on a whole UTF-8 character (streaming byte-level BPE
 // output can stop inside one).

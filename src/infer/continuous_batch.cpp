@@ -87,6 +87,9 @@ std::int64_t ContinuousBatch::add(BatchRequest r) {
     slot.id = next_id_++;
     slot.history = r.prompt;
     slot.out.prompt_tokens = r.prompt;
+    if (r.options.grammar)
+      slot.constraint = std::make_shared<detail::Constraint>(*r.options.grammar, detail::grammar_vocabulary(tok_, V, grammar_vocab_),
+                                                             tok_.eos_id(), r.options);
     slot.req = std::move(r);
     cache_.reset(static_cast<std::int64_t>(s));
     prefill_order_.push_back(static_cast<std::int64_t>(s));
@@ -126,8 +129,19 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
   }
   const std::int64_t V = model_.config().vocab_size;
   const std::span<const float> row(logits_.data() + s * V, static_cast<std::size_t>(V));
+  const TokenMask* mask = nullptr;
+  if (slot.constraint) {
+    // Tokens left, this one included: the budget, and the context (full ends the sequence).
+    const std::int64_t left = std::min(o.max_new_tokens - slot.generated, cache_.capacity() - cache_.length(s) + 1);
+    mask = slot.constraint->allowed(left);
+    if (!mask) {
+      finish(s, slot.constraint->stop_reason(), e);
+      events.push_back(std::move(e));
+      return;
+    }
+  }
   const Sampler sampler(o.sampling);
-  const std::int32_t tok = sampler.sample(row, slot.history, slot.req.stream, static_cast<std::uint64_t>(slot.generated));
+  const std::int32_t tok = sampler.sample(row, slot.history, slot.req.stream, static_cast<std::uint64_t>(slot.generated), mask);
   ++slot.generated;
   slot.logits_ready = false;
   if (detail::is_end_token(tok, tok_.eos_id(), o)) {
@@ -135,6 +149,7 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
     events.push_back(std::move(e));
     return;
   }
+  if (slot.constraint) slot.constraint->accept(tok);
   e.has_token = true;
   e.token = tok;
   if (slot.req.top_logprobs >= 0) log_probs(row, tok, slot.req.top_logprobs, e.chosen, e.top);

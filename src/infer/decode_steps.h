@@ -3,10 +3,12 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
 
+#include "tfm/grammar.h"
 #include "tfm/kv_cache.h"
 #include "tfm/model.h"
 #include "tfm/session.h"
@@ -36,5 +38,24 @@ bool is_end_token(std::int32_t tok, std::int32_t tokenizer_eos, const GenerateOp
 // `emitted` bytes already streamed, and advances `emitted`.
 std::string advance_text(const Tokenizer& tok, const std::vector<std::string>& stops, GenerateResult& out,
                          std::size_t& emitted, bool* stopped);
+
+// Constrained decoding of one sequence (GenerateOptions::grammar).
+class Constraint {
+ public:
+  Constraint(const Grammar& g, std::shared_ptr<const TokenTrie> vocab, std::int32_t tokenizer_eos, const GenerateOptions& o);
+  // The tokens allowed next (the end tokens once the text is complete); nullptr when no token
+  // may come, and the sequence ends with stop_reason().
+  const TokenMask* allowed(std::int64_t tokens_left);
+  const char* stop_reason() const { return m_.accepting() ? "stop" : "grammar"; }
+  void accept(std::int32_t tok) { m_.accept(tok); }
+
+ private:
+  GrammarMatcher m_;
+  std::vector<std::int32_t> ends_;
+  TokenMask mask_;
+};
+
+// The model's vocabulary (V logits) as a trie for grammars, built on first use into `cache`.
+std::shared_ptr<const TokenTrie> grammar_vocabulary(const Tokenizer& tok, std::int64_t V, std::shared_ptr<const TokenTrie>& cache);
 
 }  // namespace tfm::detail

@@ -15,7 +15,6 @@
 //          token sitting exactly on the threshold).
 #include <algorithm>
 #include <cmath>
-#include <numeric>
 
 #include "kernels/random.h"
 #include "tfm/error.h"
@@ -81,21 +80,25 @@ double uniform53(std::uint64_t seed, std::uint64_t stream, std::uint64_t draw) {
 Sampler::Sampler(SamplingOptions o) : o_(o) { validate(o_); }
 
 std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
-                                           std::span<const std::int32_t> history) const {
+                                           std::span<const std::int32_t> history, const TokenMask* allowed) const {
   const std::vector<double> l = penalised_logits(logits, history, o_);  // (V)
   const auto V = static_cast<std::int64_t>(l.size());
+  TFM_CHECK(!allowed || static_cast<std::int64_t>(allowed->words.size()) * 64 >= V, kOp, "token mask shorter than the vocabulary");
   // Most likely first, ties by smaller id: this order decides top-k ties and the output order.
   auto before = [&](std::int32_t a, std::int32_t b) { return l[a] > l[b] || (l[a] == l[b] && a < b); };
+  std::vector<std::int32_t> ids;
+  ids.reserve(static_cast<std::size_t>(V));
+  for (std::int32_t v = 0; v < V; ++v)
+    if (!allowed || allowed->test(v)) ids.push_back(v);
+  TFM_CHECK(!ids.empty(), kOp, "the token mask allows no token");
   if (o_.temperature <= 0) {  // greedy: the argmax survives every filter anyway
-    std::int32_t best = 0;
-    for (std::int32_t v = 1; v < V; ++v)
+    std::int32_t best = ids[0];
+    for (const std::int32_t v : ids)
       if (before(v, best)) best = v;
     return {{best, 1.0}};
   }
-  std::vector<std::int32_t> ids(static_cast<std::size_t>(V));
-  std::iota(ids.begin(), ids.end(), 0);
-  std::int64_t n = V;  // survivors: ids[0, n)
-  if (o_.top_k > 0 && o_.top_k < V) {
+  auto n = static_cast<std::int64_t>(ids.size());  // survivors: ids[0, n)
+  if (o_.top_k > 0 && o_.top_k < n) {
     n = o_.top_k;
     std::partial_sort(ids.begin(), ids.begin() + n, ids.end(), before);
   } else {
@@ -135,8 +138,8 @@ std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
 }
 
 std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std::int32_t> history,
-                             std::uint64_t stream, std::uint64_t draw) const {
-  const std::vector<Candidate> c = candidates(logits, history);
+                             std::uint64_t stream, std::uint64_t draw, const TokenMask* allowed) const {
+  const std::vector<Candidate> c = candidates(logits, history, allowed);
   if (c.size() == 1) return c[0].id;
   const double u = uniform53(o_.seed, stream, draw);
   double cum = 0;

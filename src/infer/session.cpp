@@ -2,6 +2,7 @@
 #include "tfm/session.h"
 
 #include <algorithm>
+#include <optional>
 #include <chrono>
 #include <cmath>
 
@@ -191,6 +192,11 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
   std::vector<std::size_t> emitted(static_cast<std::size_t>(R), 0);  // bytes of text already streamed
   const std::int64_t V = model_.config().vocab_size;
   std::vector<float> logits(static_cast<std::size_t>(R * V));
+  std::vector<std::optional<detail::Constraint>> constraints(static_cast<std::size_t>(R));
+  if (o.grammar) {
+    const auto vocab = detail::grammar_vocabulary(tok_, V, grammar_vocab_);
+    for (auto& c : constraints) c.emplace(*o.grammar, vocab, tok_.eos_id(), o);
+  }
 
   // Prefill each prompt alone (its own slot), so its numbers never depend on the others.
   auto t0 = Clock::now();
@@ -218,11 +224,24 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
         continue;
       }
       const std::span<const float> row(logits.data() + r * V, static_cast<std::size_t>(V));
-      const std::int32_t tok = sampler.sample(row, hist, 0, static_cast<std::uint64_t>(step));
+      const TokenMask* mask = nullptr;
+      auto& constraint = constraints[static_cast<std::size_t>(r)];
+      if (constraint) {
+        // Tokens left, this one included (a context shift makes room, so only the budget counts).
+        std::int64_t left = o.max_new_tokens - step;
+        if (!o.context_shift) left = std::min(left, cache_.capacity() - cache_.length(r) + 1);
+        mask = constraint->allowed(left);
+        if (!mask) {
+          out.stop_reason = constraint->stop_reason();
+          continue;
+        }
+      }
+      const std::int32_t tok = sampler.sample(row, hist, 0, static_cast<std::uint64_t>(step), mask);
       if (tok == eos || detail::is_end_token(tok, eos, o)) {
         out.stop_reason = "eos";
         continue;
       }
+      if (constraint) constraint->accept(tok);
       out.tokens.push_back(tok);
       hist.push_back(tok);
       bool stopped = false;

@@ -1,5 +1,6 @@
 // tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
+//              [--json-schema FILE | --grammar FILE]
 // Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
 #include <chrono>
@@ -10,7 +11,9 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "tfm/error.h"
+#include "tfm/grammar.h"
 #include "tfm/load.h"
+#include "tfm/safetensors.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
 
@@ -19,7 +22,7 @@ namespace tfm::cli {
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
-    std::string model, adapter, prompt, file, max_memory;
+    std::string model, adapter, prompt, file, max_memory, json_schema, grammar;
     WeightOptions weights;
     std::string cache_type = "f32";
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
@@ -50,6 +53,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("--beam", a->beam, "Beam search with this many beams instead of sampling")->check(CLI::PositiveNumber);
   cmd->add_option("--n-best", a->n_best, "Beam search: print this many best continuations")->check(CLI::PositiveNumber);
   cmd->add_option("-b,--batch", a->batch, "--file: sequences decoded together")->check(CLI::PositiveNumber);
+  cmd->add_option("--json-schema", a->json_schema, "Constrain the output to JSON matching this JSON Schema file");
+  cmd->add_option("--grammar", a->grammar, "Constrain the output to this GBNF grammar file (llama.cpp's syntax)");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past <eos>");
   cmd->add_flag("--no-context-shift", a->no_shift, "Stop when the context is full (default: keep its last half)");
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
@@ -67,6 +72,13 @@ void add_generate_command(CLI::App& app) {
                             "--stop", "--no-context-shift"})
         TFM_CHECK(cmd->count(f) == 0, f, "does not apply to beam search (--beam/--n-best)");
     TFM_CHECK(cmd->count("--batch") == 0 || !a->file.empty(), "--batch", "sizes --file's batches; give --file");
+    TFM_CHECK(a->json_schema.empty() || a->grammar.empty(), "generate", "give --json-schema or --grammar, not both");
+    TFM_CHECK((a->json_schema.empty() && a->grammar.empty()) || (cmd->count("--beam") + cmd->count("--n-best") == 0), "generate",
+              "--json-schema/--grammar constrain sampling; beam search (--beam/--n-best) does not take them");
+    // The grammar is read and checked before the model loads: a bad one fails fast.
+    std::shared_ptr<const Grammar> grammar;
+    if (!a->json_schema.empty()) grammar = std::make_shared<const Grammar>(Grammar::from_json_schema(read_file(a->json_schema), a->json_schema));
+    if (!a->grammar.empty()) grammar = std::make_shared<const Grammar>(Grammar::parse(read_file(a->grammar), a->grammar));
     const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx,
                                 a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
@@ -84,7 +96,7 @@ void add_generate_command(CLI::App& app) {
     asked.min_p = flag("--min-p", a->min_p);
     asked.repeat_penalty = flag("--repeat-penalty", a->repeat_penalty);
     asked.max_new_tokens = flag("--n-predict", a->n);
-    asked.num_beams = given("--file") ? std::optional<std::int64_t>(1) : flag("--beam", a->beam);
+    asked.num_beams = given("--file") || grammar ? std::optional<std::int64_t>(1) : flag("--beam", a->beam);
     const DecodeRequest defaults{a->temp, a->top_p, a->min_p, a->repeat_penalty, 1.0, a->top_k, a->n, a->beam, true};
     const std::int64_t prompt_tokens = has_prompt ? static_cast<std::int64_t>(lm.tokenizer.encode(a->prompt).size()) : -1;
     const Decoding d = plan_decoding(lm, asked, defaults, prompt_tokens);
@@ -99,6 +111,7 @@ void add_generate_command(CLI::App& app) {
     o.stop = a->stop;
     o.stop_at_eos = !a->ignore_eos;
     o.context_shift = !a->no_shift;
+    o.grammar = grammar;
     o.sampling.repeat_last_n = a->repeat_last_n;
     o.sampling.seed = a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
                                    : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "api_error.h"
+#include "tfm/error.h"
 
 namespace tfm::server {
 
@@ -148,7 +149,48 @@ GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool ch
   }
   p.options.stop_at_eos = !get_bool(b, "ignore_eos").value_or(false);
   p.options.context_shift = false;
+  p.options.grammar = parse_output_grammar(b);
   return p;
+}
+
+std::shared_ptr<const Grammar> parse_output_grammar(const Json& b) {
+  // A schema or grammar that does not compile is the client's error, named with its place.
+  auto compile = [](const char* param, auto&& make) -> std::shared_ptr<const Grammar> {
+    try {
+      return std::make_shared<const Grammar>(make());
+    } catch (const tfm::Error& e) {
+      throw ApiError(400, "invalid_request_error", "invalid_value", e.what(), param);
+    }
+  };
+  std::shared_ptr<const Grammar> g;
+  if (const auto it = b.find("response_format"); it != b.end() && !it->is_null()) {
+    if (!it->is_object()) bad_param("response_format", "response_format must be an object");
+    const std::string type = it->value("type", "");
+    if (type == "json_object") {
+      g = std::make_shared<const Grammar>(Grammar::json_object());
+    } else if (type == "json_schema") {
+      const auto js = it->find("json_schema");
+      if (js == it->end() || !js->is_object()) bad_param("response_format.json_schema", "response_format.json_schema must be an object");
+      for (const auto& [key, value] : js->items())
+        if (key != "name" && key != "schema" && key != "strict" && key != "description")
+          bad_param("response_format.json_schema", "Unrecognized key in response_format.json_schema: " + key);
+      const auto name = get_string(*js, "name");
+      if (!name || name->empty() || name->size() > 64) bad_param("response_format.json_schema.name", "response_format.json_schema.name must be a string of 1 to 64 characters");
+      get_bool(*js, "strict");
+      const auto schema = js->find("schema");
+      // No schema: any JSON (OpenAI's json_schema without one accepts any object).
+      const std::string text = schema == js->end() || schema->is_null() ? std::string("{\"type\": \"object\"}") : dump(*schema);
+      g = compile("response_format.json_schema.schema", [&] { return Grammar::from_json_schema(text, "response_format.json_schema.schema"); });
+    } else if (type != "text") {
+      bad_param("response_format.type", "response_format.type must be one of text, json_object, json_schema");
+    }
+  }
+  if (const auto it = b.find("grammar"); it != b.end() && !it->is_null()) {
+    if (!it->is_string() || it->get<std::string>().empty()) bad_param("grammar", "grammar must be a non-empty GBNF string");
+    if (g) bad_param("grammar", "give grammar or a JSON response_format, not both");
+    g = compile("grammar", [&] { return Grammar::parse(it->get<std::string>(), "grammar"); });
+  }
+  return g;
 }
 
 Decoding resolve_generation(const GenerationParams& p, const LoadedModel& lm, std::int64_t default_max_tokens,

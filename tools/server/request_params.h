@@ -13,6 +13,7 @@
 
 #include "serve_options.h"
 #include "tfm/generate.h"
+#include "tfm/grammar.h"
 #include "tfm/load.h"
 #include "tfm/session.h"
 
@@ -43,6 +44,10 @@ struct GenerationParams {
   bool stream = false, include_usage = false;
   std::int64_t top_logprobs = -1;         // < 0: no logprobs
 };
+// response_format ({"type": "json_object"} or {"type": "json_schema", "json_schema": {...}})
+// or llama.cpp's "grammar" (GBNF) as a grammar; null for plain text. 400 naming the parameter
+// when it does not compile.
+std::shared_ptr<const Grammar> parse_output_grammar(const Json& b);
 // `max_tokens_key`: "max_tokens" (chat also accepts "max_completion_tokens").
 GenerationParams parse_generation(const Json& b, const ServeOptions& so, bool chat);
 // The decoding of a request: what the body asked, over the model's generation_config.json

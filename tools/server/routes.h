@@ -76,16 +76,16 @@ void add_generation_routes(RouteTable& routes, ServerContext& cx);  // routes_ge
 inline const std::initializer_list<const char*> kCompletionKeys = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "logprobs", "echo",
     "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "seed", "suffix", "user", "top_k",
-    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty"};
+    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty", "response_format", "grammar"};
 inline const std::initializer_list<const char*> kChatKeys = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
     "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format"};
+    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format", "grammar"};
 // The completion keys that only shape sampling or streaming: refused for translation models.
 inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",
     "frequency_penalty", "seed", "stop", "logprobs", "echo", "stream_options", "ignore_eos", "best_of", "logit_bias",
-    "suffix"};
+    "suffix", "response_format", "grammar"};
 void add_model_routes(RouteTable& routes, ServerContext& cx);       // routes_model.cpp
 void add_static_routes(RouteTable& routes);                          // routes_static.cpp
 bool is_static_path(const std::string& path);                          // a playground file (no key needed)

@@ -51,10 +51,6 @@ std::string render_chat(ServerContext& cx, const Json& b) {
       bad_param(where + ".content", where + ".content must be a string or an array of text parts");
     msgs.push_back({{"role", *role == "developer" ? "system" : *role}, {"content", content}});
   }
-  if (const auto rf = b.find("response_format"); rf != b.end() && !rf->is_null() &&
-                                                 !(rf->is_object() && rf->value("type", "") == "text"))
-    throw ApiError(400, "invalid_request_error", "unsupported_value", "only response_format {\"type\": \"text\"} is supported",
-                   "response_format");
   Json ctx = {{"messages", msgs}, {"add_generation_prompt", true}, {"bos_token", cx.chat_cfg.bos_token},
               {"eos_token", cx.chat_cfg.eos_token}};
   try {
