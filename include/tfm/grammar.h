@@ -47,8 +47,11 @@ class Grammar {
   std::shared_ptr<const GrammarRules> rules_;
 };
 
-// JSON Schema text to GBNF text (what Grammar::from_json_schema parses).
-std::string json_schema_to_gbnf(std::string_view schema, const std::string& where = "json_schema");
+// JSON Schema text to GBNF text (what Grammar::from_json_schema parses). The schema's rule is
+// `root_name`; its helper rules, and the shared json-*, format-* and ws rules, come after it, so
+// a larger grammar can embed it under another name.
+std::string json_schema_to_gbnf(std::string_view schema, const std::string& where = "json_schema",
+                                const std::string& root_name = "root");
 
 // The vocabulary as bytes in a trie. token_bytes[t] is what token t adds to the text; an
 // empty entry (special tokens, the end tokens) is never allowed by a grammar.

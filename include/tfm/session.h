@@ -52,6 +52,10 @@ struct GenerateOptions {
   // that cannot go on ends generation (reason "stop"). Under max_new_tokens the text is
   // steered to finish in time.
   std::shared_ptr<const Grammar> grammar;
+  // With a grammar: the text is free until this text first appears, and the grammar applies
+  // from there on, the trigger being the start of its sentence (an "auto" tool choice: the
+  // model may answer in words or begin a call). Empty: the grammar applies from the start.
+  std::string grammar_trigger;
 };
 
 struct GenerateResult {

@@ -66,9 +66,10 @@ class Converter {
  public:
   Converter(json root, std::string where) : root_(std::move(root)), where_(std::move(where)) {}
 
-  std::string convert() {
-    const std::string r = visit(root_, "root-value", "");
-    std::string out = "root ::= " + r + "\n";
+  std::string convert(const std::string& root_name) {
+    root_name_ = root_name;
+    const std::string r = visit(root_, root_name + "-value", "");
+    std::string out = root_name + " ::= " + r + "\n";
     for (const auto& [name, body] : rules_) out += name + " ::= " + body + "\n";
     out += kBase;
     std::set<std::string> formats = formats_used_;
@@ -92,7 +93,7 @@ class Converter {
     rules_[name] = body;
     return name;
   }
-  static bool reserved(const std::string& n) { return n == "root" || n == "ws" || n.rfind("json-", 0) == 0 || n.rfind("format-", 0) == 0; }
+  bool reserved(const std::string& n) const { return n == "root" || n == root_name_ || n == "ws" || n.rfind("json-", 0) == 0 || n.rfind("format-", 0) == 0; }
 
   static std::string literal(const json& v) { return gbnf_literal(v.dump()); }
 
@@ -355,19 +356,20 @@ class Converter {
   std::map<std::string, std::string> rules_;
   std::map<std::string, std::string> refs_;
   std::set<std::string> formats_used_;
+  std::string root_name_ = "root";
   int depth_ = 0;
 };
 
 }  // namespace
 
-std::string json_schema_to_gbnf(std::string_view schema, const std::string& where) {
+std::string json_schema_to_gbnf(std::string_view schema, const std::string& where, const std::string& root_name) {
   json root;
   try {
     root = json::parse(schema);
   } catch (const json::exception& e) {
     fail(where, "not JSON: ", e.what());
   }
-  return Converter(std::move(root), where).convert();
+  return Converter(std::move(root), where).convert(root_name);
 }
 
 Grammar Grammar::json_object() {

@@ -153,8 +153,10 @@ struct GrammarMatcher::State {
     std::int32_t min_after = kGrammarInf;
     walk_trie(set, limit, m, max_after, min_after);
     // No token keeps a finish within the budget (counted as one byte a token, which longer
-    // tokens beat): then the tokens that come nearest to a finish.
-    if (limit >= 0 && !m.any() && min_after < kGrammarInf) walk_trie(set, min_after, m, max_after, min_after);
+    // tokens beat): then the tokens that come nearest to a finish — unless the text is
+    // complete already, when ending is the way (the caller adds the end tokens).
+    if (limit >= 0 && !m.any() && min_after < kGrammarInf && set_dist[static_cast<std::size_t>(set)] > 0)
+      walk_trie(set, min_after, m, max_after, min_after);
   }
 
   void walk_trie(std::int32_t set, std::int32_t limit, TokenMask& m, std::int32_t& max_after, std::int32_t& min_after) {

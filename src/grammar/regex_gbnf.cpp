@@ -49,8 +49,14 @@ class RegexParser {
       end = true;
     }
     if (i_ < p_.size()) error(p_[i_] == ')' ? "unbalanced ')'" : "unexpected '" + std::string(1, p_[i_]) + "'");
-    const std::string any = "(" + json_char_gbnf(complement({})) + ")*";
-    return std::string("(") + (start ? "" : any + " ") + body + (end ? "" : " " + any) + ")";
+    std::string any = "(";
+    any += json_char_gbnf(complement({}));
+    any += ")*";
+    std::string out = "(";
+    if (!start) out += any + ' ';
+    out += body;
+    if (!end) out += ' ' + any;
+    return out + ')';
   }
 
  private:
@@ -275,7 +281,10 @@ std::string json_char_gbnf(const CodePointSet& set_in) {
     std::string cls = "[";
     for (const auto& [lo, hi] : raw) {
       cls += class_escape(lo);
-      if (hi != lo) cls += "-" + class_escape(hi);
+      if (hi != lo) {
+        cls += '-';
+        cls += class_escape(hi);
+      }
     }
     alts.push_back(cls + "]");
   }

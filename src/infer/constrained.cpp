@@ -35,20 +35,39 @@ std::vector<std::string> token_bytes(const Tokenizer& tok) {
 namespace detail {
 
 Constraint::Constraint(const Grammar& g, std::shared_ptr<const TokenTrie> vocab, std::int32_t tokenizer_eos, const GenerateOptions& o)
-    : m_(g, std::move(vocab)) {
+    : m_(g, vocab), vocab_(std::move(vocab)), trigger_(o.grammar_trigger), active_(o.grammar_trigger.empty()) {
   if (o.stop_at_eos) {
     if (tokenizer_eos >= 0) ends_.push_back(tokenizer_eos);
     ends_.insert(ends_.end(), o.eos_ids.begin(), o.eos_ids.end());
   }
 }
 
-const TokenMask* Constraint::allowed(std::int64_t tokens_left) {
-  if (!m_.can_continue()) return nullptr;  // complete with nothing to add, or dead
+const TokenMask* Constraint::allowed(std::int64_t tokens_left, bool* stop) {
+  *stop = false;
+  if (!active_) return nullptr;
+  *stop = true;
+  if (dead_ || !m_.can_continue()) return nullptr;  // complete with nothing to add, or dead
   mask_ = m_.allowed(tokens_left);
   if (m_.accepting())
     for (const std::int32_t e : ends_)
       if (e >= 0 && static_cast<std::size_t>(e >> 6) < mask_.words.size()) mask_.words[static_cast<std::size_t>(e) >> 6] |= std::uint64_t{1} << (e & 63);
-  return mask_.any() ? &mask_ : nullptr;
+  if (!mask_.any()) return nullptr;
+  *stop = false;
+  return &mask_;
+}
+
+void Constraint::accept(std::int32_t tok) {
+  if (active_) {
+    m_.accept(tok);
+    return;
+  }
+  text_ += vocab_->bytes(tok);
+  const auto at = text_.find(trigger_);
+  if (at == std::string::npos) return;
+  // The grammar's sentence starts at the trigger; what follows it in this token must fit.
+  active_ = true;
+  dead_ = !m_.accept_bytes(std::string_view(text_).substr(at));
+  text_.clear();
 }
 
 std::shared_ptr<const TokenTrie> grammar_vocabulary(const Tokenizer& tok, std::int64_t V, std::shared_ptr<const TokenTrie>& cache) {

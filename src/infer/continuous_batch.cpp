@@ -133,8 +133,9 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
   if (slot.constraint) {
     // Tokens left, this one included: the budget, and the context (full ends the sequence).
     const std::int64_t left = std::min(o.max_new_tokens - slot.generated, cache_.capacity() - cache_.length(s) + 1);
-    mask = slot.constraint->allowed(left);
-    if (!mask) {
+    bool stop = false;
+    mask = slot.constraint->allowed(left, &stop);
+    if (stop) {
       finish(s, slot.constraint->stop_reason(), e);
       events.push_back(std::move(e));
       return;

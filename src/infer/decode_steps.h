@@ -43,16 +43,21 @@ std::string advance_text(const Tokenizer& tok, const std::vector<std::string>& s
 class Constraint {
  public:
   Constraint(const Grammar& g, std::shared_ptr<const TokenTrie> vocab, std::int32_t tokenizer_eos, const GenerateOptions& o);
-  // The tokens allowed next (the end tokens once the text is complete); nullptr when no token
-  // may come, and the sequence ends with stop_reason().
-  const TokenMask* allowed(std::int64_t tokens_left);
-  const char* stop_reason() const { return m_.accepting() ? "stop" : "grammar"; }
-  void accept(std::int32_t tok) { m_.accept(tok); }
+  // The tokens allowed next (the end tokens once the text is complete); nullptr with *stop
+  // false while a trigger has not appeared (any token), with *stop true when no token may come
+  // and the sequence ends with stop_reason().
+  const TokenMask* allowed(std::int64_t tokens_left, bool* stop);
+  const char* stop_reason() const { return !dead_ && m_.accepting() ? "stop" : "grammar"; }
+  void accept(std::int32_t tok);
 
  private:
   GrammarMatcher m_;
   std::vector<std::int32_t> ends_;
   TokenMask mask_;
+  std::shared_ptr<const TokenTrie> vocab_;
+  std::string trigger_, text_;  // before the trigger: the text so far
+  bool active_ = true;
+  bool dead_ = false;  // the token that held the trigger went on where the grammar cannot
 };
 
 // The model's vocabulary (V logits) as a trie for grammars, built on first use into `cache`.

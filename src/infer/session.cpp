@@ -230,8 +230,9 @@ std::vector<GenerateResult> Generator::run(const std::vector<std::vector<std::in
         // Tokens left, this one included (a context shift makes room, so only the budget counts).
         std::int64_t left = o.max_new_tokens - step;
         if (!o.context_shift) left = std::min(left, cache_.capacity() - cache_.length(r) + 1);
-        mask = constraint->allowed(left);
-        if (!mask) {
+        bool stop = false;
+        mask = constraint->allowed(left, &stop);
+        if (stop) {
           out.stop_reason = constraint->stop_reason();
           continue;
         }

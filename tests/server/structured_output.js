@@ -142,6 +142,70 @@ async function json_object_and_grammar() {
   }
 }
 
+const TOOLS = [
+  {
+    type: 'function',
+    function: {
+      name: 'get_weather', description: 'The weather at a place.',
+      parameters: { type: 'object', properties: { location: { type: 'string', maxLength: 30 }, unit: { enum: ['c', 'f'] } },
+                    required: ['location', 'unit'], additionalProperties: false },
+    },
+  },
+  {
+    type: 'function',
+    function: {
+      name: 'add', parameters: { type: 'object', properties: { a: { type: 'integer' }, b: { type: 'integer' } },
+                                 required: ['a', 'b'], additionalProperties: false },
+    },
+  },
+];
+const TOOL_CHECKS = Object.fromEntries(TOOLS.map((t) => [t.function.name, ajv.compile(t.function.parameters)]));
+
+function checkCalls(what, message, finish, only) {
+  eq(finish, 'tool_calls', `${what}: finish_reason of ${JSON.stringify(message)}`);
+  eq(message.content, null, `${what}: no content beside the calls`);
+  ok(Array.isArray(message.tool_calls) && message.tool_calls.length >= 1, `${what}: tool_calls`);
+  for (const c of message.tool_calls) {
+    eq(c.type, 'function', `${what}: type`);
+    ok(typeof c.id === 'string' && c.id.length > 0, `${what}: id`);
+    ok(only ? c.function.name === only : c.function.name in TOOL_CHECKS, `${what}: name ${c.function.name}`);
+    const validate = TOOL_CHECKS[c.function.name];
+    ok(validate(JSON.parse(c.function.arguments)), `${what}: arguments ${c.function.arguments}: ${ajv.errorsText(validate.errors)}`);
+  }
+}
+
+async function tool_calls() {
+  const ask = { model: MODEL, messages: [{ role: 'user', content: 'Weather in Paris, and 2 + 3?' }], tools: TOOLS, max_tokens: 200, temperature: 1 };
+  for (const seed of SEEDS) {
+    const r = await client.chat.completions.create({ ...ask, seed, tool_choice: 'required' });
+    checkCalls(`required seed ${seed}`, r.choices[0].message, r.choices[0].finish_reason);
+    const one = await client.chat.completions.create({ ...ask, seed, tool_choice: 'required', parallel_tool_calls: false });
+    checkCalls(`one call seed ${seed}`, one.choices[0].message, one.choices[0].finish_reason);
+    eq(one.choices[0].message.tool_calls.length, 1, 'parallel_tool_calls false: one call');
+    const named = await client.chat.completions.create({ ...ask, seed, tool_choice: { type: 'function', function: { name: 'add' } } });
+    checkCalls(`named seed ${seed}`, named.choices[0].message, named.choices[0].finish_reason, 'add');
+    // streamed: the official client's helper assembles the deltas into the same message
+    const stream = client.beta.chat.completions.stream({ ...ask, seed, tool_choice: 'required' });
+    const final = await stream.finalChatCompletion();
+    const calls = (m) => m.tool_calls.map((c) => [c.type, c.function.name, c.function.arguments]);
+    eq(calls(final.choices[0].message), calls(r.choices[0].message), `streamed tool calls seed ${seed}`);
+    ok(final.choices[0].message.tool_calls.every((c) => c.id.startsWith('call_')), 'streamed ids');
+    eq(final.choices[0].finish_reason, 'tool_calls', 'streamed finish_reason');
+    // auto: free to answer in words (this model never opens a call); a valid reply either way
+    const auto = await client.chat.completions.create({ ...ask, seed, max_tokens: 20 });
+    const m = auto.choices[0].message;
+    ok(auto.choices[0].finish_reason === 'tool_calls' ? m.tool_calls.length > 0 : typeof m.content === 'string', 'auto reply');
+  }
+  // The round trip: the call and its result go back as messages, and the template renders them.
+  const r = await client.chat.completions.create({ ...ask, seed: 1, tool_choice: 'required' });
+  const c = r.choices[0].message.tool_calls[0];
+  const back = await client.chat.completions.create({
+    model: MODEL, seed: 1, max_tokens: 5, tools: TOOLS,
+    messages: [ask.messages[0], r.choices[0].message, { role: 'tool', tool_call_id: c.id, content: '{"result": 21}' }],
+  });
+  ok(typeof back.choices[0].message.content === 'string', 'a reply after the tool result');
+}
+
 async function expect400(body, param, words, chat = true) {
   const res = await fetch(URL + (chat ? '/v1/chat/completions' : '/v1/completions'), {
     method: 'POST', headers: { 'Content-Type': 'application/json' }, body: JSON.stringify(body),
@@ -164,6 +228,13 @@ async function errors() {
   await expect400(js(5), P, 'must be an object');
   await expect400(chat({ type: 'xml' }), 'response_format.type', 'json_schema');
   await expect400(chat({ type: 'json_schema' }), 'response_format.json_schema', 'must be an object');
+  const t = { model: MODEL, messages: [{ role: 'user', content: 'x' }], tools: TOOLS };
+  await expect400({ ...t, tool_choice: { type: 'function', function: { name: 'nope' } } }, 'tool_choice', "'nope'");
+  await expect400({ ...t, tool_choice: 'always' }, 'tool_choice', 'required');
+  await expect400({ model: MODEL, messages: t.messages, tool_choice: 'required' }, 'tool_choice', 'needs tools');
+  await expect400({ ...t, tools: [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { n: { type: 'number', maximum: 3 } } } } }],
+                    tool_choice: 'required' }, 'tools', "unsupported keyword 'maximum'");
+  await expect400({ ...t, tool_choice: 'required', response_format: { type: 'json_object' } }, 'response_format', 'tools');
   await expect400({ model: MODEL, prompt: 'x', grammar: 'root ::= "a" | b' }, 'grammar', "rule 'b' is used but not defined", false);
   await expect400({ model: MODEL, prompt: 'x', grammar: 'root ::= root "a" | "b"' }, 'grammar', 'left recursion', false);
   await expect400({ model: MODEL, prompt: 'x', grammar: 'root ::= "a"{99999}' }, 'grammar', 'repetition count', false);
@@ -177,6 +248,7 @@ let MODEL = '';
   MODEL = (await client.models.list()).data[0].id;
   await schemas();
   await json_object_and_grammar();
+  await tool_calls();
   await errors();
   console.log(`structured output: ${checks} checks passed (${Object.keys(SCHEMAS).length} schemas x ${SEEDS.length} seeds)`);
 })().catch((e) => {

@@ -80,7 +80,8 @@ inline const std::initializer_list<const char*> kCompletionKeys = {
 inline const std::initializer_list<const char*> kChatKeys = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
     "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
-    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format", "grammar"};
+    "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format", "grammar",
+    "tools", "tool_choice", "parallel_tool_calls"};
 // The completion keys that only shape sampling or streaming: refused for translation models.
 inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",

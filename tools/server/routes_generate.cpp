@@ -5,6 +5,8 @@
 #include "peer_socket.h"
 #include "routes.h"
 #include "tfm/error.h"
+#include "tfm/grammar.h"
+#include "tfm/tool_calls.h"
 
 namespace tfm::server {
 namespace {
@@ -25,8 +27,64 @@ std::string finish_reason(const std::string& stop_reason) {
   return "length";  // length, context
 }
 
+// A chat request's tools: what the template renders, and how the reply is constrained and read.
+struct ToolRequest {
+  Json tools;                     // OpenAI's tools array; null when none
+  std::string choice = "none";    // none | auto | required | named
+  std::string name;               // the named function
+  bool parallel = true;
+  ToolCallFormat format = ToolCallFormat::hermes;
+  bool active() const { return !tools.is_null() && choice != "none"; }
+};
+
+ToolRequest parse_tools(ServerContext& cx, const Json& b) {
+  ToolRequest t;
+  t.format = tool_call_format(cx.chat->source());
+  const auto it = b.find("tools");
+  const auto choice = b.find("tool_choice");
+  if (it == b.end() || it->is_null()) {
+    if (choice != b.end() && !choice->is_null() && !(choice->is_string() && choice->get<std::string>() == "none"))
+      bad_param("tool_choice", "tool_choice needs tools");
+    return t;
+  }
+  if (!it->is_array() || it->empty() || it->size() > 128) bad_param("tools", "tools must be an array of 1 to 128 functions");
+  t.tools = *it;
+  t.choice = "auto";
+  if (choice != b.end() && !choice->is_null()) {
+    if (choice->is_string()) {
+      t.choice = choice->get<std::string>();
+      if (t.choice != "none" && t.choice != "auto" && t.choice != "required")
+        bad_param("tool_choice", "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    } else if (choice->is_object() && choice->value("type", "") == "function" && choice->contains("function") &&
+               (*choice)["function"].is_object() && (*choice)["function"].contains("name") && (*choice)["function"]["name"].is_string()) {
+      t.choice = "named";
+      t.name = (*choice)["function"]["name"].get<std::string>();
+    } else {
+      bad_param("tool_choice", "tool_choice must be none, auto, required or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+  }
+  t.parallel = get_bool(b, "parallel_tool_calls").value_or(true);
+  return t;
+}
+
+// The grammar that makes the reply a call (required, named), or a call once its opening text
+// appears (auto; not for Mistral, whose opening is a special token).
+void constrain_to_tools(const ToolRequest& t, GenerateOptions& o) {
+  if (!t.active()) return;
+  if (o.grammar) bad_param("response_format", "response_format together with tools is not supported (use tool_choice none)");
+  if (t.choice == "auto" && t.format == ToolCallFormat::mistral) return;
+  std::string gbnf;
+  try {
+    gbnf = tool_call_gbnf(t.format, dump(t.tools), t.choice == "named" ? t.name : "", t.parallel);
+    o.grammar = std::make_shared<const Grammar>(Grammar::parse(gbnf, "tools"));
+  } catch (const tfm::Error& e) {
+    throw ApiError(400, "invalid_request_error", "invalid_value", e.what(), t.choice == "named" ? "tool_choice" : "tools");
+  }
+  if (t.choice == "auto") o.grammar_trigger = tool_call_trigger(t.format);
+}
+
 // The conversation as the model's chat template renders it (ChatML when it has none).
-std::string render_chat(ServerContext& cx, const Json& b) {
+std::string render_chat(ServerContext& cx, const Json& b, const ToolRequest& tools = {}) {
   const auto it = b.find("messages");
   if (it == b.end() || !it->is_array() || it->empty()) bad_param("messages", "messages must be a non-empty array");
   Json msgs = Json::array();
@@ -34,7 +92,7 @@ std::string render_chat(ServerContext& cx, const Json& b) {
     const Json& m = (*it)[i];
     const std::string where = "messages[" + std::to_string(i) + "]";
     if (!m.is_object()) bad_param(where, where + " must be an object");
-    const auto role = get_string(m, "role");
+    const auto role = get_string(m, "role");  // (null content: an assistant turn that called tools)
     if (!role || (*role != "system" && *role != "user" && *role != "assistant" && *role != "developer" && *role != "tool"))
       bad_param(where + ".role", where + ".role must be one of system, developer, user, assistant, tool");
     std::string content;
@@ -47,12 +105,43 @@ std::string render_chat(ServerContext& cx, const Json& b) {
                          where + ".content");
         content += part["text"].get<std::string>();
       }
-    } else if (!(c != m.end() && c->is_null() && *role == "assistant"))
+    } else if (!((c == m.end() || c->is_null()) && *role == "assistant" && m.contains("tool_calls")) &&
+               !(c != m.end() && c->is_null() && *role == "assistant"))
       bad_param(where + ".content", where + ".content must be a string or an array of text parts");
-    msgs.push_back({{"role", *role == "developer" ? "system" : *role}, {"content", content}});
+    Json msg = {{"role", *role == "developer" ? "system" : *role}, {"content", content}};
+    if (const auto tc = m.find("tool_calls"); tc != m.end() && !tc->is_null()) {
+      if (*role != "assistant" || !tc->is_array()) bad_param(where + ".tool_calls", where + ".tool_calls must be an array on an assistant message");
+      Json calls = Json::array();
+      for (const Json& call : *tc) {
+        if (!call.is_object() || !call.contains("function") || !call["function"].is_object() || !call["function"].contains("name") ||
+            !call["function"]["name"].is_string())
+          bad_param(where + ".tool_calls", where + ".tool_calls: each needs function.name");
+        Json fn = {{"name", call["function"]["name"]}, {"arguments", Json::object()}};
+        // Templates print arguments with tojson: the object, as Hugging Face passes it.
+        if (const auto a = call["function"].find("arguments"); a != call["function"].end()) {
+          if (a->is_string() && Json::accept(a->get<std::string>())) fn["arguments"] = Json::parse(a->get<std::string>());
+          else if (a->is_object()) fn["arguments"] = *a;
+          else bad_param(where + ".tool_calls", where + ".tool_calls: function.arguments must be a JSON object (or its text)");
+        }
+        calls.push_back({{"id", call.value("id", "")}, {"type", "function"}, {"function", fn}});
+      }
+      msg["tool_calls"] = calls;
+    }
+    if (*role == "tool") {
+      if (const auto id = get_string(m, "tool_call_id")) msg["tool_call_id"] = *id;
+      if (const auto name = get_string(m, "name")) msg["name"] = *name;
+    }
+    msgs.push_back(std::move(msg));
+  }
+  if (tools.active() && !template_renders_tools(cx.chat->source())) {
+    // The template cannot show the tools: they go in the system message, in Hermes's words.
+    const std::string prompt = hermes_tool_system_prompt(dump(tools.tools));
+    if (!msgs.empty() && msgs[0]["role"] == "system") msgs[0]["content"] = msgs[0]["content"].get<std::string>() + "\n\n" + prompt;
+    else msgs.insert(msgs.begin(), Json{{"role", "system"}, {"content", prompt}});
   }
   Json ctx = {{"messages", msgs}, {"add_generation_prompt", true}, {"bos_token", cx.chat_cfg.bos_token},
               {"eos_token", cx.chat_cfg.eos_token}};
+  if (tools.active()) ctx["tools"] = tools.tools;
   try {
     return cx.chat->render(ctx);
   } catch (const tfm::Error& e) {
@@ -131,6 +220,43 @@ struct Call {  // one request's state, shared with the streaming callbacks
   bool first_token_seen = false, done = false;
   std::int64_t completion_tokens = 0;
   std::vector<bool> role_sent;
+  ToolRequest tools;
+  std::vector<std::string> full;       // tools: each choice's text so far
+  std::vector<std::size_t> shown;      // tools: bytes of it streamed as content
+
+  // With tools, a choice's text is content up to where a call may begin; at its end the text
+  // is read for calls. Returns the content to show now; at the end, fills *calls (OpenAI's
+  // tool_calls, empty when the text holds none).
+  std::string tool_text(std::int64_t choice, const std::string& piece, bool finished, Json* calls) {
+    const auto c = static_cast<std::size_t>(choice);
+    std::string& text = full[c];
+    text += piece;
+    std::size_t ready = text.size();
+    if (tools.choice != "auto") {
+      ready = 0;  // the whole reply is a call
+    } else {
+      const std::string trigger = tool_call_trigger(tools.format);
+      const auto at = text.find(trigger);
+      if (at != std::string::npos) ready = at;
+      else
+        for (std::size_t n = std::min(trigger.size() - 1, text.size()); n > 0; --n)
+          if (text.compare(text.size() - n, n, trigger, 0, n) == 0) {  // may be the trigger's start
+            ready = text.size() - n;
+            break;
+          }
+    }
+    if (finished) {
+      const ParsedToolCalls p = parse_tool_calls(tools.format, text);
+      *calls = Json::array();
+      for (std::size_t i = 0; i < p.calls.size(); ++i)
+        calls->push_back({{"index", i}, {"id", "call_" + id + "_" + std::to_string(c) + "_" + std::to_string(i)}, {"type", "function"},
+                          {"function", {{"name", p.calls[i].name}, {"arguments", p.calls[i].arguments}}}});
+      ready = p.calls.empty() ? text.size() : std::max(shown[c], std::min(p.content.size(), text.size()));
+    }
+    std::string out = ready > shown[c] ? text.substr(shown[c], ready - shown[c]) : std::string();
+    shown[c] = std::max(shown[c], ready);
+    return out;
+  }
 
   Json chunk(const Json& choices) const {
     return {{"id", id}, {"object", chat ? "chat.completion.chunk" : "text_completion"}, {"created", created},
@@ -200,20 +326,25 @@ void stream_response(const std::shared_ptr<Call>& call, httplib::Response& res) 
             b.add(call->cx.lm.tokenizer, d);
             lp = b.json();
           }
+          std::string text = d.text;
+          Json calls;
+          if (call->tools.active()) text = call->tool_text(d.choice, d.text, d.finished, &calls);
+          const bool called = calls.is_array() && !calls.empty();
+          if (text.empty() && !d.finished && lp.is_null()) continue;  // nothing to show yet
           if (call->chat) {
             Json delta = Json::object();
             if (!call->role_sent[static_cast<std::size_t>(d.choice)]) {
               delta["role"] = "assistant";
               call->role_sent[static_cast<std::size_t>(d.choice)] = true;
             }
-            if (!d.text.empty() || !d.finished) delta["content"] = d.text;
+            if (!text.empty() || !d.finished) delta["content"] = text;
+            if (called) delta["tool_calls"] = calls;
             choice["delta"] = delta;
           } else {
-            choice["text"] = d.text;
+            choice["text"] = text;
           }
           choice["logprobs"] = lp;
-          choice["finish_reason"] = d.finished ? Json(finish_reason(d.stop_reason)) : Json();
-          if (d.text.empty() && !d.finished && lp.is_null()) continue;  // nothing to show yet
+          choice["finish_reason"] = d.finished ? Json(called ? "tool_calls" : finish_reason(d.stop_reason)) : Json();
           Json event = call->chunk(Json::array({choice}));
           if (d.finished) event["timings"] = call->timings();
           if (!write_event(event)) {
@@ -294,6 +425,15 @@ void whole_response(const std::shared_ptr<Call>& call, const httplib::Request& r
     Json choice = {{"index", c}};
     if (call->chat) choice["message"] = {{"role", "assistant"}, {"content", texts[c]}};
     else choice["text"] = call->echo_prefix + texts[c];
+    if (call->tools.active()) {
+      Json calls;
+      const std::string content = call->tool_text(static_cast<std::int64_t>(c), texts[c], true, &calls);
+      if (!calls.empty()) {
+        choice["message"]["content"] = content.empty() ? Json() : Json(content);
+        choice["message"]["tool_calls"] = calls;
+        reasons[c] = "tool_calls";
+      }
+    }
     choice["logprobs"] = call->params.top_logprobs >= 0 ? lps[c].json() : Json();
     choice["finish_reason"] = reasons[c];
     choices.push_back(choice);
@@ -379,7 +519,8 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
   if (const auto s = b.find("suffix"); !chat && s != b.end() && !s->is_null())
     throw ApiError(400, "invalid_request_error", "unsupported_value", "suffix is not supported", "suffix");
   std::string prompt_text;
-  const std::vector<std::int32_t> prompt = chat ? cx.lm.tokenizer.encode(prompt_text = render_chat(cx, b))
+  if (chat) call->tools = parse_tools(cx, b);
+  const std::vector<std::int32_t> prompt = chat ? cx.lm.tokenizer.encode(prompt_text = render_chat(cx, b, call->tools))
                                                 : prompt_tokens(cx, b, &prompt_text);
   if (!chat && get_bool(b, "echo").value_or(false)) call->echo_prefix = prompt_text;
   const std::int64_t ctx = cx.sched.batch().context_size();
@@ -394,6 +535,9 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
   // generation_config.json comes between the body and those. A sequence that fills the
   // context ends with finish_reason "length".
   call->params.options = resolve_generation(call->params, cx.lm, chat ? ctx - np : 16, np).generate;
+  constrain_to_tools(call->tools, call->params.options);
+  call->full.assign(static_cast<std::size_t>(call->params.n), "");
+  call->shown.assign(static_cast<std::size_t>(call->params.n), 0);
   auto g = std::make_shared<Generation>();
   g->prompt_tokens = np;
   for (std::int64_t i = 0; i < call->params.n; ++i)

@@ -104,3 +104,23 @@ TEST(GrammarMatcher, MaskOverMultiByteTokens) {
 
 }  // namespace
 }  // namespace tfm
+
+namespace tfm {
+namespace {
+
+TEST(GrammarMatcher, CompleteTextEndsRatherThanStartingWhatCannotFinish) {
+  // After "x" the text is complete; another "-yyyy" needs 5 bytes. With 3 tokens left no token
+  // may start it (the caller ends the text instead); with 6 left it may.
+  const Grammar g = Grammar::parse(R"(root ::= "x" ("-yyyy")*)");
+  GrammarMatcher m(g, testing::byte_vocab());
+  ASSERT_TRUE(m.accept_bytes("x"));
+  EXPECT_TRUE(m.accepting());
+  EXPECT_FALSE(m.allowed(3).any());
+  EXPECT_TRUE(m.allowed(6).test('-'));
+  // Not complete and short of budget: the tokens nearest to a finish, rather than none.
+  ASSERT_TRUE(m.accept_bytes("-y"));
+  EXPECT_TRUE(m.allowed(2).test('y'));
+}
+
+}  // namespace
+}  // namespace tfm

@@ -149,3 +149,51 @@ TEST(Sampler, FrequencyAndPresencePenaltiesFollowOpenAIsFormula) {
   const double z = std::exp(0.0) + std::exp(l1) + std::exp(-0.5);
   EXPECT_NEAR(c[0].prob, std::exp(l1) / z, 1e-12);
 }
+
+// Constrained decoding: every sample of an untrained model fits the grammar, the batch gives
+// the tokens of a request alone, a complete text ends with reason "stop", and a trigger
+// leaves the text free until it appears.
+TEST(ContinuousBatch, GrammarConstrainsEveryRequestAsAlone) {
+  const Tokenizer tok = char_tokenizer();
+  Model m = Model::create(lm_config(tok.vocab_size()), 8);
+  const auto g = std::make_shared<const Grammar>(Grammar::parse(R"(root ::= "the " [a-z]{2,5} (" " [a-z]{2,5})? " ok")"));
+  ContinuousBatch cb(m, tok, {.ctx_size = 64, .max_batch = 3}, 16);
+  std::vector<BatchRequest> reqs;
+  for (std::uint64_t i = 0; i < 6; ++i) {
+    GenerateOptions o = sampling(40 + i, 20);
+    o.grammar = g;
+    reqs.push_back({cb.encode_prompt("pack"), o, 0, -1});
+  }
+  const BatchRun r = run_staggered(cb, reqs, {0, 0, 1, 2, 5, 5});
+  for (std::size_t i = 0; i < reqs.size(); ++i) {
+    Generator alone(m, tok, {.ctx_size = 64, .max_batch = 1});
+    const GenerateResult gr = alone.generate("pack", reqs[i].options);
+    EXPECT_EQ(r.tokens[i], gr.tokens);
+    EXPECT_EQ(gr.stop_reason, "stop");
+    GrammarMatcher check(*g, std::make_shared<const TokenTrie>(token_bytes(tok)));
+    EXPECT_TRUE(check.accept_bytes(gr.text) && check.accepting()) << gr.text;
+  }
+  // A character no token of the vocabulary writes ('.' is not in it): ends with "grammar".
+  GenerateOptions dot = sampling(1, 20);
+  dot.grammar = std::make_shared<const Grammar>(Grammar::parse(R"(root ::= "the" ".")"));
+  Generator gen_dot(m, tok, {.ctx_size = 64, .max_batch = 1});
+  const GenerateResult stuck = gen_dot.generate("pack", dot);
+  EXPECT_EQ(stuck.text, "the");
+  EXPECT_EQ(stuck.stop_reason, "grammar");
+  // The trigger: free text, then from the first "w" on the grammar's sentence.
+  GenerateOptions o = sampling(3, 40);
+  o.grammar = std::make_shared<const Grammar>(Grammar::parse(R"(root ::= "w" ("abc" | "cab"))"));
+  o.grammar_trigger = "w";
+  bool triggered = false;
+  for (std::uint64_t seed = 0; seed < 10; ++seed) {
+    o.sampling.seed = seed;
+    Generator gen(m, tok, {.ctx_size = 64, .max_batch = 1});
+    const GenerateResult gr = gen.generate("the", o);
+    const auto at = gr.text.find('w');
+    if (at == std::string::npos) continue;
+    triggered = true;
+    EXPECT_TRUE(gr.text.substr(at) == "wabc" || gr.text.substr(at) == "wcab") << gr.text;
+    EXPECT_EQ(gr.stop_reason, "stop");
+  }
+  EXPECT_TRUE(triggered);
+}
