@@ -29,17 +29,8 @@ cleanup() {
 trap cleanup EXIT
 
 # ---- tfm serve ---------------------------------------------------------------------------
-"$tfm" -t "$threads" serve -m "$gguf" --host 127.0.0.1 --port 0 --parallel "$slots" --ctx-size 256 --no-log \
-  >"$tmp/serve.out" 2>"$tmp/serve.err" &
-server_pid=$!
-url=""
-for _ in $(seq 1 1200); do
-  url="$(sed -n 's#^tfm serve: listening on \(http://127\.0\.0\.1:[0-9]*\).*#\1#p' "$tmp/serve.out" 2>/dev/null || true)"
-  [ -n "$url" ] && break
-  kill -0 "$server_pid" 2>/dev/null || { cat "$tmp/serve.err" >&2; exit 1; }
-  sleep 0.1
-done
-[ -n "$url" ] || { echo "bench_server: tfm serve did not start in 120 s" >&2; cat "$tmp/serve.err" >&2; exit 1; }
+source "$here/bench/server/start_tfm.sh"
+start_tfm "$tmp" "$tfm" -t "$threads" serve -m "$gguf" --host 127.0.0.1 --port 0 --parallel "$slots" --ctx-size 256 --no-log
 sed -n '1,3p' "$tmp/serve.err" >&2
 node "$here/bench/server/stream_clients.mjs" --url "$url" --streams "$streams" --tokens "$tokens" \
   --prompt-chars 32 --rounds "$rounds" | tee "$tmp/results.jsonl"

@@ -24,6 +24,7 @@
 #include "tfm/generate.h"
 #include "tfm/kv_cache.h"
 #include "tfm/model.h"
+#include "tfm/prompt_cache.h"
 #include "tfm/session.h"
 #include "tfm/tokenizer.h"
 
@@ -72,6 +73,12 @@ class ContinuousBatch {
   // Generator::encode_prompt's checks (non-empty, fits the context).
   std::vector<std::int32_t> encode_prompt(std::string_view prompt) const;
 
+  // Keeps up to `bytes` of prompt blocks (one prefill chunk each) for later prompts that
+  // begin with the same tokens (tfm/prompt_cache.h); 0 turns it off. Results stay
+  // bit-identical: a reused block is what the same chunk computed before.
+  void enable_prompt_cache(std::int64_t bytes);
+  const PromptCache* prompt_cache() const { return prompt_cache_.get(); }
+
   // Takes a free slot (throws when none is free or the request is malformed); returns its id.
   std::int64_t add(BatchRequest r);
   // Frees the request's slot now (no event follows). Unknown or finished ids are ignored.
@@ -91,6 +98,7 @@ class ContinuousBatch {
     GenerateResult out;
     std::size_t emitted = 0;
     std::shared_ptr<detail::Constraint> constraint;  // options.grammar's state
+    std::uint64_t chain = 0;          // prompt cache key of the blocks prefilled so far
   };
   void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                    std::vector<std::int32_t>& next);
@@ -106,6 +114,9 @@ class ContinuousBatch {
   std::int64_t next_id_ = 1;
   Timings timings_;
   std::shared_ptr<const TokenTrie> grammar_vocab_;  // built at the first grammar
+  std::unique_ptr<PromptCache> prompt_cache_;
+  void reuse_cached_blocks(std::int64_t s);
+  void remember_block(std::int64_t s, std::int64_t start, std::int64_t end);
 };
 
 }  // namespace tfm

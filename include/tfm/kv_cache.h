@@ -65,6 +65,13 @@ class KVCache {
   void store(std::int64_t slot, std::int64_t layer, int kv, std::int64_t pos, const Tensor& x);
   Tensor load(std::int64_t slot, std::int64_t layer, int kv, std::int64_t n) const;
 
+  // The stored rows of token positions [pos, pos + n) of a slot, every layer's keys and values,
+  // in the cache's type (bytes_per_position() bytes a position): what the prompt cache keeps.
+  // copy_in writes such rows back (into any slot of a cache of the same model and type).
+  std::int64_t bytes_per_position() const { return layers_ * 2 * kv_heads_ * row_bytes_; }
+  std::vector<unsigned char> copy_out(std::int64_t slot, std::int64_t pos, std::int64_t n) const;
+  void copy_in(std::int64_t slot, std::int64_t pos, std::int64_t n, const std::vector<unsigned char>& rows);
+
   // Encoder-decoder: which source a slot reads, and the source's cross keys/values.
   std::int64_t sources() const { return sources_; }
   std::int64_t source_capacity() const { return max_S_; }

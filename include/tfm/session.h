@@ -66,6 +66,7 @@ struct GenerateResult {
   // byte no token of the vocabulary can give)
   std::string stop_reason;
   std::int64_t context_shifts = 0;    // times the context was shifted
+  std::int64_t cached_tokens = 0;     // prompt tokens whose keys/values came from the prompt cache
 };
 
 struct Timings {

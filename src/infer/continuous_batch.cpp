@@ -167,6 +167,43 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
   events.push_back(std::move(e));
 }
 
+void ContinuousBatch::enable_prompt_cache(std::int64_t bytes) {
+  TFM_CHECK(bytes >= 0, "continuous batch", "prompt cache budget must be >= 0");
+  prompt_cache_ = bytes > 0 ? std::make_unique<PromptCache>(bytes) : nullptr;
+}
+
+// A slot starting its prompt takes the prompt's leading chunks from the cache, as long as they
+// are there, but never the chunk holding the last token: its logits must be computed.
+void ContinuousBatch::reuse_cached_blocks(std::int64_t s) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  if (!prompt_cache_ || slot.prefilled != 0 || cache_.prefix_positions() != 0) return;
+  const auto n = static_cast<std::int64_t>(slot.req.prompt.size());
+  const std::span<const std::int32_t> prompt(slot.req.prompt);
+  std::int64_t at = 0;
+  while (at + chunk_ < n) {
+    const auto block = prompt.subspan(static_cast<std::size_t>(at), static_cast<std::size_t>(chunk_));
+    const std::uint64_t key = PromptCache::chain(slot.chain, block);
+    const auto* rows = prompt_cache_->find(key, slot.chain, block);
+    if (!rows) break;
+    cache_.copy_in(s, at, chunk_, *rows);
+    slot.chain = key;
+    at += chunk_;
+  }
+  cache_.set_length(s, at);
+  slot.prefilled = at;
+  slot.out.cached_tokens = at;
+}
+
+// A whole chunk just prefilled goes to the cache, keyed by everything before it.
+void ContinuousBatch::remember_block(std::int64_t s, std::int64_t start, std::int64_t end) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  if (!prompt_cache_ || cache_.prefix_positions() != 0 || end - start != chunk_) return;
+  const auto block = std::span<const std::int32_t>(slot.req.prompt).subspan(static_cast<std::size_t>(start), static_cast<std::size_t>(chunk_));
+  const std::uint64_t key = PromptCache::chain(slot.chain, block);
+  prompt_cache_->put(key, slot.chain, block, cache_.copy_out(s, start, chunk_));
+  slot.chain = key;
+}
+
 std::vector<BatchEvent> ContinuousBatch::step() {
   std::vector<BatchEvent> events;
   const std::int64_t V = model_.config().vocab_size;
@@ -175,6 +212,7 @@ std::vector<BatchEvent> ContinuousBatch::step() {
   if (!prefill_order_.empty()) {
     const std::int64_t s = prefill_order_.front();
     Slot& slot = slots_[static_cast<std::size_t>(s)];
+    reuse_cached_blocks(s);
     const auto n = static_cast<std::int64_t>(slot.req.prompt.size());
     const std::int64_t end = std::min(n, slot.prefilled + chunk_);
     const std::vector<std::int32_t> part(slot.req.prompt.begin() + slot.prefilled, slot.req.prompt.begin() + end);
@@ -182,6 +220,7 @@ std::vector<BatchEvent> ContinuousBatch::step() {
     const auto row = model_.decode_cached(detail::ids_tensor(part), {s}, cache_).to_floats();
     timings_.prefill_tokens += end - slot.prefilled;
     timings_.prefill_seconds += since(t0);
+    remember_block(s, slot.prefilled, end);
     slot.prefilled = end;
     if (end == n) {
       std::copy(row.begin(), row.end(), logits_.begin() + s * V);

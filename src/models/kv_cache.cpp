@@ -113,6 +113,28 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
   }
 }
 
+std::vector<unsigned char> KVCache::copy_out(std::int64_t slot, std::int64_t pos, std::int64_t n) const {
+  check_slot(slot, "copy_out");
+  TFM_CHECK(pos >= 0 && n >= 0 && pos + n <= max_T_, "kv_cache", "positions [", pos, ", ", pos + n, ") outside the ", max_T_, " of a slot");
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_bytes = (prefix_ + max_T_) * row_bytes_;
+  const auto* base = static_cast<const unsigned char*>(self_.raw_data()) + slot * blocks * block_bytes + (prefix_ + pos) * row_bytes_;
+  std::vector<unsigned char> out;
+  out.reserve(static_cast<std::size_t>(blocks * n * row_bytes_));
+  for (std::int64_t blk = 0; blk < blocks; ++blk) out.insert(out.end(), base + blk * block_bytes, base + blk * block_bytes + n * row_bytes_);
+  return out;
+}
+
+void KVCache::copy_in(std::int64_t slot, std::int64_t pos, std::int64_t n, const std::vector<unsigned char>& rows) {
+  check_slot(slot, "copy_in");
+  TFM_CHECK(pos >= 0 && n >= 0 && pos + n <= max_T_, "kv_cache", "positions [", pos, ", ", pos + n, ") outside the ", max_T_, " of a slot");
+  TFM_CHECK(static_cast<std::int64_t>(rows.size()) == n * bytes_per_position(), "kv_cache", rows.size(), " bytes for ", n,
+            " positions of ", bytes_per_position(), " bytes");
+  const std::int64_t blocks = layers_ * 2 * kv_heads_, block_bytes = (prefix_ + max_T_) * row_bytes_;
+  auto* base = static_cast<unsigned char*>(self_.raw_data()) + slot * blocks * block_bytes + (prefix_ + pos) * row_bytes_;
+  for (std::int64_t blk = 0; blk < blocks; ++blk)
+    std::memcpy(base + blk * block_bytes, rows.data() + blk * n * row_bytes_, static_cast<std::size_t>(n * row_bytes_));
+}
+
 Tensor KVCache::view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const {
   TFM_CHECK(layer >= 0 && layer < layers_, "kv_cache", "layer ", layer, " out of range [0, ", layers_, ")");
   // buf (outer, layers, 2, H, T, D), contiguous -> the (1, H, T, D) block at [outer, layer, kv]

@@ -69,6 +69,7 @@ async function walk(label, url, path, auth, keys, plain, cases) {
   }
 }
 
+const TOOLS = [{ type: 'function', function: { name: 'f', parameters: { type: 'object', properties: { a: { type: 'integer' } } } } }];
 const text0 = (r) => (r.json.choices[0].text !== undefined ? r.json.choices[0].text : r.json.choices[0].message.content);
 
 async function main() {
@@ -114,6 +115,11 @@ async function main() {
     num_beams: { base: greedy, with: { num_beams: 2 }, expect: [400, 'unsupported_value'] },
     length_penalty: { base: greedy, with: { length_penalty: 2 }, expect: [400, 'unsupported_value'] },
     ignore_eos: ignoreEos,
+    // Constrained: this character model's vocabulary has no '{', so JSON ends at once (and
+    // structured_output.sh tests JSON on a GPT-2 vocabulary); a grammar over its letters.
+    response_format: { base: greedy, with: { response_format: { type: 'json_object' } }, expect: 'differs' },
+    grammar: { base: sampled, with: { grammar: 'root ::= [A-Z]+ ":" " " [a-z]{2,8}' }, expect: 'differs',
+               check: (w) => assert.match(text0(w), /^[A-Z]+: [a-z]{2,8}$/) },
   };
   // The cases that run on the EOS server go there; the rest on MAIN.
   const onEos = (cases) => Object.fromEntries(Object.entries(cases).map(([k, c]) => [k, k === 'ignore_eos' ? c : { skip: true }]));
@@ -130,7 +136,15 @@ async function main() {
     max_completion_tokens: { base: { ...cg, max_tokens: undefined }, with: { max_completion_tokens: 3 }, expect: 'differs' },
     logprobs: { base: cg, with: { logprobs: true }, expect: 'differs' },
     top_logprobs: { base: { ...cg, logprobs: true }, with: { top_logprobs: 3 }, expect: 'differs' },
-    response_format: { base: cg, with: { response_format: { type: 'json_object' } }, expect: [400, 'unsupported_value'] },
+    response_format: { base: cg, with: { response_format: { type: 'json_object' } }, expect: 'differs' },
+    grammar: { base: cs, with: { grammar: 'root ::= [A-Z]+ ":" " " [a-z]{2,8}' }, expect: 'differs',
+               check: (w) => assert.match(text0(w), /^[A-Z]+: [a-z]{2,8}$/) },
+    // Tools reach the prompt (this template renders none: a system message describes them).
+    tools: { base: cg, with: { tools: TOOLS }, expect: 'differs' },
+    tool_choice: { base: { ...cg, tools: TOOLS }, with: { tool_choice: 'none' }, expect: 'differs' },
+    // One call or several: this vocabulary cannot write a call ('<' and '{' are not in it);
+    // structured_output.js checks it on a GPT-2 vocabulary.
+    parallel_tool_calls: { skip: true },
     ignore_eos: { base: { model: 'gpt2', messages: [{ role: 'user', content: EOS_PROMPT }], max_tokens: 6 },
                   with: { ignore_eos: true }, expect: 'differs' },
   };
@@ -153,7 +167,7 @@ async function main() {
   const sampleValue = { temperature: 0.5, top_p: 0.5, top_k: 2, min_p: 0.1, repeat_penalty: 2, repeat_last_n: 8,
                         presence_penalty: 1, frequency_penalty: 1, seed: 3, stop: 'x', logprobs: 2, echo: true,
                         stream_options: { include_usage: true }, ignore_eos: true, best_of: 2, logit_bias: { 1: 1 },
-                        suffix: 'x' };
+                        suffix: 'x', response_format: { type: 'json_object' }, grammar: 'root ::= "x"' };
   for (const k of samplingOnly) {
     assert.ok(k in sampleValue, `kSamplingOnlyKeys: '${k}' has no value in request_keys.js`);
     translate[k] = { with: { [k]: sampleValue[k] }, expect: [400, 'unsupported_value'] };

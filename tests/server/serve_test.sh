@@ -37,18 +37,7 @@ sed -e 's/"d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64/"d_model": 256,
 printf '{"chat_template": "{%% for m in messages %%}{{ m.role }}: {{ m.content }} | {%% endfor %%}assistant:"}' \
   > "$DIR/tiny/tokenizer_config.json"
 KEY="sk-test-$RANDOM$RANDOM"
-start() {  # start NAME MODEL ARGS...: a server on a free port; sets PORT
-  local name=$1 model=$2; shift 2
-  "$TFM" -t 1 serve -m "$DIR/$model" --port 0 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
-  PIDS+=($!)
-  for _ in $(seq 100); do
-    # (the shell may not have created the output file yet: an unreadable file is "not yet")
-    PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out" 2> /dev/null || true)
-    [ -n "$PORT" ] && return 0
-    sleep 0.1
-  done
-  echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
-}
+source "$SRC/tests/server/start_server.sh"
 printf "%s\n" "$KEY" > "$DIR/key.txt"
 start main tiny --parallel 4 --queue 64 --ctx-size 1024 --prefill-chunk 16 --api-key-file "$DIR/key.txt" --max-body-bytes 65536
 MAIN_PID=${PIDS[-1]} MAIN_PORT=$PORT

@@ -1,17 +1,18 @@
 #!/bin/bash
-# Structured output end to end, on the loopback address only: a model with GPT-2's 50,257-token
+# Structured output and the prompt cache end to end, on the loopback address only: a model with GPT-2's 50,257-token
 # vocabulary that has learnt nothing (one training step) is served, and
 # tests/server/structured_output.js asks it, through the official `openai` npm client, for JSON
 # under many schemas and seeds; every answer must parse and pass ajv (an independent JSON
 # Schema validator, pinned in tools/reference/openai). The CLI's --json-schema and --grammar
-# are checked on the same model.
+# are checked on the same model. Then tests/server/prompt_cache.js: a long shared system prompt
+# comes from the cache (cached_tokens) and answers equal a server's without one (--cache-ram 0).
 #   usage: structured_output.sh TFM SOURCE_DIR NODE
 set -euo pipefail
 TFM=$1 SRC=$2 NODE=${3:-node}
 export OMP_WAIT_POLICY=passive
 DIR=$(mktemp -d)
-PID=
-cleanup() { [ -n "$PID" ] && kill "$PID" 2>/dev/null; rm -rf "$DIR"; }
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$DIR"; }
 trap cleanup EXIT
 trap 'echo "FAIL: structured_output.sh line $LINENO: $BASH_COMMAND"' ERR
 cat > "$DIR/g2.json" <<JSON
@@ -49,13 +50,9 @@ if "$TFM" generate -m "$DIR/g2" -p x --json-schema "$DIR/bad.json" 2> "$DIR/err"
 grep -q "unsupported keyword 'minimum'" "$DIR/err" || { echo "FAIL: bad schema message: $(cat "$DIR/err")"; exit 1; }
 echo "cli: --json-schema and --grammar outputs parse (4 seeds each); bad ones refused"
 
-"$TFM" -t 1 serve -m "$DIR/g2" --port 0 --parallel 2 --ctx-size 1024 > "$DIR/serve.out" 2> "$DIR/serve.err" &
-PID=$!
-PORT=
-for _ in $(seq 100); do
-  PORT=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/serve.out" 2> /dev/null || true)
-  [ -n "$PORT" ] && break
-  sleep 0.1
-done
-[ -n "$PORT" ] || { echo "FAIL: the server did not start"; cat "$DIR/serve.err"; exit 1; }
-"$NODE" "$SRC/tests/server/structured_output.js" "http://127.0.0.1:$PORT" "$SRC/tools/reference/openai"
+source "$SRC/tests/server/start_server.sh"
+start main g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64
+MAIN=$PORT
+start plain g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --cache-ram 0
+"$NODE" "$SRC/tests/server/structured_output.js" "http://127.0.0.1:$MAIN" "$SRC/tools/reference/openai"
+"$NODE" "$SRC/tests/server/prompt_cache.js" "http://127.0.0.1:$MAIN" "http://127.0.0.1:$PORT" "$SRC/tools/reference/openai"

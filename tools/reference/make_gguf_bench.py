@@ -6,6 +6,9 @@ the values); the vocabulary is 256 byte tokens plus filler tokens, so llama.cpp 
 
   python3 tools/reference/make_gguf_bench.py OUT_DIR [gpt2]    (gpt2: only the GPT-2 file; the server
                                                               benchmark, bench/server/bench_server.sh)
+  python3 tools/reference/make_gguf_bench.py OUT_DIR gpt2 CTX (a GPT-2 with a CTX-position table,
+                                                              bench-gpt2-124m-ctxCTX-f32.gguf: the
+                                                              prompt-cache benchmark's 2,000-token prompts)
 """
 import os
 import struct
@@ -60,7 +63,7 @@ def main():
     os.makedirs(out, exist_ok=True)
     rng = np.random.default_rng(0)
     # GPT-2 small
-    V, C, L, ctx = 50257, 768, 12, 1024
+    V, C, L, ctx = 50257, 768, 12, int(sys.argv[3]) if len(sys.argv) > 3 else 1024
     meta = [("general.architecture", (S, "gpt2")), ("general.name", (S, "bench-gpt2-124m")),
             ("gpt2.context_length", (g.U32, ctx)), ("gpt2.embedding_length", (g.U32, C)),
             ("gpt2.feed_forward_length", (g.U32, 4 * C)), ("gpt2.block_count", (g.U32, L)),
@@ -76,8 +79,9 @@ def main():
                (b + "ffn_down.weight", "F32", [C, 4 * C]), (b + "ffn_down.bias", "F32", [C])]
     ts += [("output_norm.weight", "F32", [C]), ("output_norm.bias", "F32", [C])]
     p32 = (rng.standard_normal(1 << 20) * 0.02).astype(np.float32).tobytes()
-    write(os.path.join(out, "bench-gpt2-124m-f32.gguf"), meta + vocab_meta(V), ts, {"F32": p32})
-    if sys.argv[2:] == ["gpt2"]:
+    name = "bench-gpt2-124m-f32.gguf" if ctx == 1024 else f"bench-gpt2-124m-ctx{ctx}-f32.gguf"
+    write(os.path.join(out, name), meta + vocab_meta(V), ts, {"F32": p32})
+    if sys.argv[2:3] == ["gpt2"]:
         return
     # 1.1B llama (TinyLlama's shape)
     V, C, L, H, KV, FF = 32000, 2048, 22, 32, 4, 5632

@@ -272,9 +272,11 @@ struct Call {  // one request's state, shared with the streaming callbacks
             {"predicted_ms", predicted_ms},
             {"predicted_per_second", predicted_ms > 0 ? 1e3 * static_cast<double>(after_first) / predicted_ms : 0.0}};
   }
+  std::int64_t cached_tokens = -1;     // the first finished choice's (-1: none yet)
   Json usage() const {
     return {{"prompt_tokens", gen->prompt_tokens}, {"completion_tokens", completion_tokens},
-            {"total_tokens", gen->prompt_tokens + completion_tokens}};
+            {"total_tokens", gen->prompt_tokens + completion_tokens},
+            {"prompt_tokens_details", {{"cached_tokens", std::max<std::int64_t>(cached_tokens, 0)}}}};
   }
   void note_token(Clock::time_point now) {  // when the scheduler produced the token
     if (!first_token_seen) {
@@ -326,6 +328,7 @@ void stream_response(const std::shared_ptr<Call>& call, httplib::Response& res) 
             b.add(call->cx.lm.tokenizer, d);
             lp = b.json();
           }
+          if (d.finished && call->cached_tokens < 0) call->cached_tokens = d.cached_tokens;
           std::string text = d.text;
           Json calls;
           if (call->tools.active()) text = call->tool_text(d.choice, d.text, d.finished, &calls);
@@ -412,6 +415,7 @@ void whole_response(const std::shared_ptr<Call>& call, const httplib::Request& r
         if (call->params.top_logprobs >= 0) lps[c].add(call->cx.lm.tokenizer, d);
       }
       if (d.finished) reasons[c] = finish_reason(d.stop_reason);
+      if (d.finished && call->cached_tokens < 0) call->cached_tokens = d.cached_tokens;
     }
     if (!in_time) {
       call->cx.sched.cancel(call->gen);

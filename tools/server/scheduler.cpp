@@ -8,11 +8,12 @@
 namespace tfm::server {
 
 Scheduler::Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue,
-                     Metrics& metrics)
+                     Metrics& metrics, std::int64_t cache_ram_bytes)
     : lm_(lm), max_queue_(max_queue), metrics_(metrics) {
   const ModelConfig& c = lm.model.config();
   if (c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) {
     batch_.emplace(lm.model, lm.tokenizer, so, prefill_chunk);
+    batch_->enable_prompt_cache(cache_ram_bytes);
     metrics_.slots_total = batch_->slots();
   }
   thread_ = std::thread([this] { loop(); });
@@ -130,6 +131,7 @@ void Scheduler::dispatch(const std::vector<BatchEvent>& events) {
       d.finished = true;
       d.stop_reason = e.result.stop_reason;
       d.completion_tokens = static_cast<std::int64_t>(e.result.tokens.size());
+      d.cached_tokens = e.result.cached_tokens;
       running_.erase(it);
       std::lock_guard lk(mu_);
       --busy_slots_;

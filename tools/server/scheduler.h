@@ -35,6 +35,7 @@ struct ChoiceDelta {
   bool finished = false;
   std::string stop_reason;             // when finished: eos | stop | length | context | cancelled
   std::int64_t completion_tokens = 0;  // when finished
+  std::int64_t cached_tokens = 0;      // when finished: prompt tokens the prompt cache gave
   std::chrono::steady_clock::time_point at;  // when the scheduler produced it
 };
 
@@ -53,7 +54,9 @@ struct Generation {
 
 class Scheduler {
  public:
-  Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue, Metrics& metrics);
+  // cache_ram_bytes: the prompt cache's budget (0: none).
+  Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue, Metrics& metrics,
+            std::int64_t cache_ram_bytes = 0);
   ~Scheduler();
   bool generates() const { return batch_.has_value(); }
   const ContinuousBatch& batch() const { return *batch_; }

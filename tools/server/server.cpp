@@ -93,7 +93,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   so.max_batch = opt.parallel;
   so.cache_type = dtype_from_name(opt.cache_type);
   so = session_for(lm, so);
-  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics);
+  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20);
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
   cx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -197,3 +197,42 @@ TEST(ContinuousBatch, GrammarConstrainsEveryRequestAsAlone) {
   }
   EXPECT_TRUE(triggered);
 }
+
+// The prompt cache: a prompt sharing whole chunks with an earlier one reads them from the cache,
+// and its tokens are bit-identical to a run without the cache; the chunk holding the last token
+// is always computed; the budget evicts least recently used blocks.
+TEST(ContinuousBatch, PromptCacheReusesWholeChunksBitIdentically) {
+  const Tokenizer tok = char_tokenizer();
+  Model m = Model::create(lm_config(tok.vocab_size()), 9);
+  const std::string shared = "the quick brown fox jumps over the lazy dog ";  // 44 chars
+  const std::vector<std::string> prompts = {shared + "pack", shared + "five dozen", shared.substr(0, 16), "pack my box"};
+  const std::int64_t chunk = 8;
+  auto run = [&](ContinuousBatch& cb, const std::string& p) {
+    return run_staggered(cb, {{cb.encode_prompt(p), sampling(11, 6), 0, -1}}, {0}).tokens[0];
+  };
+  ContinuousBatch plain(m, tok, {.ctx_size = 64, .max_batch = 2}, chunk);
+  ContinuousBatch cached(m, tok, {.ctx_size = 64, .max_batch = 2}, chunk);
+  cached.enable_prompt_cache(1 << 20);
+  std::vector<std::int64_t> reused;
+  for (const auto& p : prompts) {
+    EXPECT_EQ(run(cached, p), run(plain, p)) << p;
+    // the cached_tokens of the request just run
+    std::int64_t got = -1;
+    const auto id = cached.add({cached.encode_prompt(p), sampling(11, 1), 0, -1});
+    while (!cached.idle())
+      for (const BatchEvent& e : cached.step())
+        if (e.finished && e.id == id) got = e.result.cached_tokens;
+    reused.push_back(got);
+  }
+  // Second runs: "<shared>pack" (48 tokens) reuses 40 (5 chunks; the 6th holds the last token);
+  // "<shared>five dozen" (54) 48, its first run having added "dog five"; 16 tokens: 8; "pack my
+  // box": its own first chunk (8). (The first runs above reused the shared chunks already.)
+  EXPECT_EQ(reused, (std::vector<std::int64_t>{40, 48, 8, 8}));
+  EXPECT_GT(cached.prompt_cache()->hits(), 0);
+  // A budget of two blocks keeps the latest two only.
+  ContinuousBatch small(m, tok, {.ctx_size = 64, .max_batch = 1}, chunk);
+  small.enable_prompt_cache(2 * (cached.cache().bytes_per_position() * chunk + chunk * 4));
+  (void)run(small, prompts[0]);
+  EXPECT_EQ(small.prompt_cache()->blocks(), 2);
+  EXPECT_GT(small.prompt_cache()->evictions(), 0);
+}
