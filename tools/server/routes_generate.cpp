@@ -433,6 +433,7 @@ void whole_response(const std::shared_ptr<Call>& call, const httplib::Request& r
       Json calls;
       const std::string content = call->tool_text(static_cast<std::int64_t>(c), texts[c], true, &calls);
       if (!calls.empty()) {
+        for (Json& tc : calls) tc.erase("index");  // a stream's deltas carry it, a message does not
         choice["message"]["content"] = content.empty() ? Json() : Json(content);
         choice["message"]["tool_calls"] = calls;
         reasons[c] = "tool_calls";
