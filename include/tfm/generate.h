@@ -54,6 +54,8 @@ class Sampler {
   // gives the same tokens whatever else is sampled around it (batch invariance).
   std::int32_t sample(std::span<const float> logits, std::span<const std::int32_t> history,
                       std::uint64_t stream, std::uint64_t draw, const TokenMask* allowed = nullptr) const;
+  // The uniform in [0, 1) (53 bits) that draw `draw` of stream `stream` uses.
+  double uniform(std::uint64_t stream, std::uint64_t draw) const;
 
  private:
   SamplingOptions o_;

@@ -75,6 +75,20 @@ struct Timings {
   void add(const Timings& o);
 };
 
+// Speculative decoding (Generator::generate_speculative): drafts of a few tokens, from a
+// smaller model with the same vocabulary or from the text itself (prompt lookup), checked by
+// the model in one step. Greedy output is plain greedy decoding's; sampled output is
+// distributed as plain sampling (the standard acceptance rule: keep a draft token with
+// probability min(1, p/q), else draw from the normalised max(0, p - q)).
+struct SpeculativeOptions {
+  Model* draft = nullptr;        // a draft model with the same vocabulary (null: prompt lookup)
+  std::int64_t max_draft = 8;    // the draft length adapts within 1..max_draft
+  std::int64_t ngram = 3;        // prompt lookup: the longest n-gram matched (then shorter ones)
+};
+struct SpeculativeStats {
+  std::int64_t rounds = 0, drafted = 0, accepted = 0;
+};
+
 // Decoder-only language models.
 class Generator {
  public:
@@ -88,6 +102,11 @@ class Generator {
                           const std::function<void(std::string_view)>& on_text = {});
   // Many prompts at once (any number: decoded max_batch at a time).
   std::vector<GenerateResult> generate_batch(const std::vector<std::string>& prompts, const GenerateOptions& o);
+  // One prompt, speculatively (SpeculativeOptions above); no grammar, and a full context ends
+  // the text (reason "context") rather than shifting it.
+  GenerateResult generate_speculative(std::string_view prompt, const GenerateOptions& o, const SpeculativeOptions& s,
+                                      const std::function<void(std::string_view)>& on_text = {},
+                                      SpeculativeStats* stats = nullptr);
   // Beam search continuation of one prompt: n-best texts.
   std::vector<Hypothesis> beam(std::string_view prompt, const BeamOptions& o);
   std::string decode(const std::vector<std::int32_t>& tokens) const;

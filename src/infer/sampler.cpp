@@ -137,6 +137,8 @@ std::vector<Candidate> Sampler::candidates(std::span<const float> logits,
   return out;
 }
 
+double Sampler::uniform(std::uint64_t stream, std::uint64_t draw) const { return uniform53(o_.seed, stream, draw); }
+
 std::int32_t Sampler::sample(std::span<const float> logits, std::span<const std::int32_t> history,
                              std::uint64_t stream, std::uint64_t draw, const TokenMask* allowed) const {
   const std::vector<Candidate> c = candidates(logits, history, allowed);

@@ -1,6 +1,6 @@
 // tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
-//              [--json-schema FILE | --grammar FILE]
+//              [--json-schema FILE | --grammar FILE] [--draft-model DIR | --lookup] [--draft N]
 // Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
 #include <chrono>
@@ -22,7 +22,9 @@ namespace tfm::cli {
 void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
-    std::string model, adapter, prompt, file, max_memory, json_schema, grammar;
+    std::string model, adapter, prompt, file, max_memory, json_schema, grammar, draft_model, draft_dtype;
+    std::int64_t draft = 8, ngram = 3;
+    bool lookup = false;
     WeightOptions weights;
     std::string cache_type = "f32";
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
@@ -55,6 +57,11 @@ void add_generate_command(CLI::App& app) {
   cmd->add_option("-b,--batch", a->batch, "--file: sequences decoded together")->check(CLI::PositiveNumber);
   cmd->add_option("--json-schema", a->json_schema, "Constrain the output to JSON matching this JSON Schema file");
   cmd->add_option("--grammar", a->grammar, "Constrain the output to this GBNF grammar file (llama.cpp's syntax)");
+  cmd->add_option("--draft-model", a->draft_model, "Speculative decoding: a smaller model with the same vocabulary drafts tokens");
+  cmd->add_option("--draft-dtype", a->draft_dtype, "--draft-model's weight type at load (default: --dtype's); the model itself may be its draft at q4_0");
+  cmd->add_flag("--lookup", a->lookup, "Speculative decoding: draft the tokens that followed the text's last n-gram earlier (prompt lookup)");
+  cmd->add_option("--draft", a->draft, "Speculative decoding: the longest draft (it adapts below this)")->check(CLI::Range(1, 64));
+  cmd->add_option("--lookup-ngram", a->ngram, "--lookup: the longest n-gram matched")->check(CLI::Range(1, 16));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past <eos>");
   cmd->add_flag("--no-context-shift", a->no_shift, "Stop when the context is full (default: keep its last half)");
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
@@ -73,6 +80,13 @@ void add_generate_command(CLI::App& app) {
         TFM_CHECK(cmd->count(f) == 0, f, "does not apply to beam search (--beam/--n-best)");
     TFM_CHECK(cmd->count("--batch") == 0 || !a->file.empty(), "--batch", "sizes --file's batches; give --file");
     TFM_CHECK(a->json_schema.empty() || a->grammar.empty(), "generate", "give --json-schema or --grammar, not both");
+    const bool speculative = !a->draft_model.empty() || a->lookup;
+    TFM_CHECK(a->draft_model.empty() || !a->lookup, "generate", "give --draft-model or --lookup, not both");
+    TFM_CHECK(!speculative || (a->file.empty() && cmd->count("--beam") + cmd->count("--n-best") == 0 && a->json_schema.empty() &&
+                               a->grammar.empty()),
+              "generate", "speculative decoding (--draft-model/--lookup) works on one prompt (-p), sampled or greedy, without a grammar");
+    TFM_CHECK(speculative || (cmd->count("--draft") + cmd->count("--lookup-ngram") == 0), "--draft", "give --draft-model or --lookup");
+    TFM_CHECK(a->draft_dtype.empty() || !a->draft_model.empty(), "--draft-dtype", "give --draft-model");
     TFM_CHECK((a->json_schema.empty() && a->grammar.empty()) || (cmd->count("--beam") + cmd->count("--n-best") == 0), "generate",
               "--json-schema/--grammar constrain sampling; beam search (--beam/--n-best) does not take them");
     // The grammar is read and checked before the model loads: a bad one fails fast.
@@ -144,13 +158,31 @@ void add_generate_command(CLI::App& app) {
       gen.encode_prompt(a->prompt);  // a bad prompt fails before anything is printed
       if (!a->no_prompt) std::fputs(a->prompt.c_str(), stdout);
       std::fflush(stdout);
-      const auto r = gen.generate(a->prompt, o, [](std::string_view piece) {
+      const auto print = [](std::string_view piece) {
         std::fwrite(piece.data(), 1, piece.size(), stdout);
         std::fflush(stdout);
-      });
+      };
+      SpeculativeStats stats;
+      std::optional<LoadedModel> draft;
+      if (!a->draft_model.empty()) {
+        WeightOptions dw = a->weights;
+        if (!a->draft_dtype.empty()) dw = {a->draft_dtype, ""};
+        draft.emplace(load_model(a->draft_model, "", dw, "", a->ctx, 1));
+        TFM_CHECK(draft->tokenizer.vocab_size() == lm.tokenizer.vocab_size(), "--draft-model", "its tokenizer has ",
+                  draft->tokenizer.vocab_size(), " tokens; the model's has ", lm.tokenizer.vocab_size());
+      }
+      SpeculativeOptions spec;
+      spec.draft = draft ? &draft->model : nullptr;
+      spec.max_draft = a->draft;
+      spec.ngram = a->ngram;
+      const auto r = speculative ? gen.generate_speculative(a->prompt, o, spec, print, &stats) : gen.generate(a->prompt, o, print);
       std::fputc('\n', stdout);
       std::fflush(stdout);
       if (a->verbose) std::fprintf(stderr, "stopped: %s after %zu tokens\n", r.stop_reason.c_str(), r.tokens.size());
+      if (a->verbose && speculative)
+        std::fprintf(stderr, "speculative: %lld rounds, %lld drafted, %lld accepted (%.1f%%)\n", static_cast<long long>(stats.rounds),
+                     static_cast<long long>(stats.drafted), static_cast<long long>(stats.accepted),
+                     stats.drafted > 0 ? 100.0 * static_cast<double>(stats.accepted) / static_cast<double>(stats.drafted) : 0.0);
     }
     if (a->verbose) report_timings(gen.timings());
   });
