@@ -78,6 +78,12 @@ class ContinuousBatch {
   // bit-identical: a reused block is what the same chunk computed before.
   void enable_prompt_cache(std::int64_t bytes);
   const PromptCache* prompt_cache() const { return prompt_cache_.get(); }
+  // The prompt cache in a file and back (tfm serve's /slots): `model_id` and the cache's shape
+  // (layers, heads, type, chunk) name the layout a file must match. Save returns the blocks
+  // written; load the blocks added; erase the blocks dropped. Throws without a prompt cache.
+  std::int64_t save_prompt_cache(const std::string& path, const std::string& model_id) const;
+  std::int64_t load_prompt_cache(const std::string& path, const std::string& model_id);
+  std::int64_t erase_prompt_cache();
 
   // Takes a free slot (throws when none is free or the request is malformed); returns its id.
   std::int64_t add(BatchRequest r);
@@ -116,6 +122,7 @@ class ContinuousBatch {
   std::shared_ptr<const TokenTrie> grammar_vocab_;  // built at the first grammar
   std::unique_ptr<PromptCache> prompt_cache_;
   void reuse_cached_blocks(std::int64_t s);
+  std::string prompt_cache_layout(const std::string& model_id) const;
   void remember_block(std::int64_t s, std::int64_t start, std::int64_t end);
 };
 

@@ -12,6 +12,8 @@
 #include <cstdint>
 #include <list>
 #include <span>
+#include <string>
+#include <string_view>
 #include <unordered_map>
 #include <vector>
 
@@ -25,6 +27,17 @@ class PromptCache {
   // recently used.
   const std::vector<unsigned char>* find(std::uint64_t key, std::uint64_t prev, std::span<const std::int32_t> tokens);
   void put(std::uint64_t key, std::uint64_t prev, std::span<const std::int32_t> tokens, std::vector<unsigned char> rows);
+
+  // Files (tfm serve's /slots): every block, least recently used first, behind a header naming
+  // `layout` (the model and cache shape the rows belong to); loading refuses another layout and
+  // malformed files with an error naming `where`, and adds the blocks (within the budget) to
+  // what the cache holds. Returns the blocks written / added.
+  std::string serialize(const std::string& layout) const;
+  // Every block must hold block_tokens tokens and block_bytes bytes of keys and values.
+  std::int64_t deserialize(std::string_view bytes, const std::string& layout, std::uint64_t block_tokens, std::uint64_t block_bytes,
+                           const std::string& where);
+  void clear();
+  std::int64_t tokens() const;  // prompt tokens the blocks hold
 
   std::int64_t budget() const { return budget_; }
   std::int64_t bytes() const { return bytes_; }

@@ -8,6 +8,7 @@
 
 #include "decode_steps.h"
 #include "tfm/error.h"
+#include "tfm/safetensors.h"
 
 namespace tfm {
 namespace {
@@ -170,6 +171,31 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
 void ContinuousBatch::enable_prompt_cache(std::int64_t bytes) {
   TFM_CHECK(bytes >= 0, "continuous batch", "prompt cache budget must be >= 0");
   prompt_cache_ = bytes > 0 ? std::make_unique<PromptCache>(bytes) : nullptr;
+}
+
+std::string ContinuousBatch::prompt_cache_layout(const std::string& model_id) const {
+  const ModelConfig& c = model_.config();
+  return detail::concat("model ", model_id, ", vocab ", c.vocab_size, ", layers ", cache_.layers(), ", kv bytes per position ",
+                        cache_.bytes_per_position(), ", cache ", dtype_name(cache_.type()), ", chunk ", chunk_);
+}
+
+std::int64_t ContinuousBatch::save_prompt_cache(const std::string& path, const std::string& model_id) const {
+  TFM_CHECK(prompt_cache_, "prompt cache", "there is none (--cache-ram 0)");
+  write_file_atomic(path, prompt_cache_->serialize(prompt_cache_layout(model_id)));
+  return prompt_cache_->blocks();
+}
+
+std::int64_t ContinuousBatch::load_prompt_cache(const std::string& path, const std::string& model_id) {
+  TFM_CHECK(prompt_cache_, "prompt cache", "there is none (--cache-ram 0)");
+  return prompt_cache_->deserialize(read_file(path), prompt_cache_layout(model_id), static_cast<std::uint64_t>(chunk_),
+                                    static_cast<std::uint64_t>(chunk_ * cache_.bytes_per_position()), path);
+}
+
+std::int64_t ContinuousBatch::erase_prompt_cache() {
+  TFM_CHECK(prompt_cache_, "prompt cache", "there is none (--cache-ram 0)");
+  const std::int64_t n = prompt_cache_->blocks();
+  prompt_cache_->clear();
+  return n;
 }
 
 // A slot starting its prompt takes the prompt's leading chunks from the cache, as long as they

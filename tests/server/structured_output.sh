@@ -5,7 +5,9 @@
 # under many schemas and seeds; every answer must parse and pass ajv (an independent JSON
 # Schema validator, pinned in tools/reference/openai). The CLI's --json-schema and --grammar
 # are checked on the same model. Then tests/server/prompt_cache.js: a long shared system prompt
-# comes from the cache (cached_tokens) and answers equal a server's without one (--cache-ram 0).
+# comes from the cache (cached_tokens) and answers equal a server's without one (--cache-ram 0);
+# the cache saved to a file, erased and restored (/slots), and file names that try to escape
+# the directory refused.
 #   usage: structured_output.sh TFM SOURCE_DIR NODE
 set -euo pipefail
 TFM=$1 SRC=$2 NODE=${3:-node}
@@ -51,8 +53,9 @@ grep -q "unsupported keyword 'minimum'" "$DIR/err" || { echo "FAIL: bad schema m
 echo "cli: --json-schema and --grammar outputs parse (4 seeds each); bad ones refused"
 
 source "$SRC/tests/server/start_server.sh"
-start main g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64
+mkdir "$DIR/slots"
+start main g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --slot-save-path "$DIR/slots"
 MAIN=$PORT
 start plain g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --cache-ram 0
 "$NODE" "$SRC/tests/server/structured_output.js" "http://127.0.0.1:$MAIN" "$SRC/tools/reference/openai"
-"$NODE" "$SRC/tests/server/prompt_cache.js" "http://127.0.0.1:$MAIN" "http://127.0.0.1:$PORT" "$SRC/tools/reference/openai"
+"$NODE" "$SRC/tests/server/prompt_cache.js" "http://127.0.0.1:$MAIN" "http://127.0.0.1:$PORT" "$SRC/tools/reference/openai" "$DIR/slots"

@@ -30,6 +30,8 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--prefill-chunk", a->o.prefill_chunk, "Prompt tokens prefilled per scheduler step")->check(CLI::Range(1, 1 << 20));
   cmd->add_option("--cache-ram", a->o.cache_ram_mib,
                   "MiB of prompt blocks kept for later prompts with the same beginning (0: off)")->check(CLI::Range(0, 1 << 20));
+  cmd->add_option("--slot-save-path", a->o.slot_save_path, "POST /slots/ID?action=save|restore files go in this directory")
+      ->check(CLI::ExistingDirectory);
   auto* key = cmd->add_option("--api-key", a->o.api_key, "Require Authorization: Bearer KEY (all but /health)");
   cmd->add_option("--api-key-file", a->api_key_file, "Read the API key from this file (first line)")->excludes(key);
   cmd->add_option("--max-body-bytes", a->o.max_body_bytes, "Largest request body")->check(CLI::Range(1024, 1 << 30));

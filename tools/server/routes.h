@@ -89,6 +89,7 @@ inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "suffix", "response_format", "grammar"};
 void add_model_routes(RouteTable& routes, ServerContext& cx);       // routes_model.cpp
 void add_static_routes(RouteTable& routes);                          // routes_static.cpp
+void add_slot_routes(RouteTable& routes, ServerContext& cx);        // routes_slots.cpp
 bool is_static_path(const std::string& path);                          // a playground file (no key needed)
 
 }  // namespace tfm::server

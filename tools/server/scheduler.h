@@ -60,6 +60,8 @@ class Scheduler {
   ~Scheduler();
   bool generates() const { return batch_.has_value(); }
   const ContinuousBatch& batch() const { return *batch_; }
+  // The batch to change, inside run_job only (the scheduler thread's).
+  ContinuousBatch& batch_for_jobs() { return *batch_; }
   // Queues a generation; false when the queue is full (the caller answers 503).
   bool submit(const std::shared_ptr<Generation>& g);
   // Wakes the scheduler to drop a cancelled generation (its slots free at the next step).

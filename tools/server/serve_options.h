@@ -16,6 +16,7 @@ struct ServeOptions {
   std::int64_t ctx_size = 0;             // positions per slot; 0: the model's
   std::int64_t prefill_chunk = 64;       // prompt tokens prefilled per scheduler step
   std::int64_t cache_ram_mib = 512;      // prompt cache budget (MiB; 0: off)
+  std::string slot_save_path;            // /slots saves and restores files here; empty: off
   std::string cache_type = "f32";        // self-attention KV cache: f32, f16 or q8_0
   std::string api_key;                   // empty: no authentication
   std::int64_t max_body_bytes = 1 << 20; // request bodies above this: 413

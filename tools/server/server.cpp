@@ -189,6 +189,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   RouteTable routes(svr, static_cast<std::size_t>(opt.max_body_bytes));
   add_generation_routes(routes, cx);
   add_model_routes(routes, cx);
+  add_slot_routes(routes, cx);
   add_static_routes(routes);
   routes.refuse_other_methods();
 
