@@ -272,6 +272,83 @@ PY
 curl -s "http://127.0.0.1:$MAIN_PORT/health" | grep -q '"ok"' || { echo "FAIL: no answer after the large bodies"; exit 1; }
 echo "hostile clients: 1e400 is a 400, wrong methods 405, unknown methods add no duration, no Nagle delay, bodies bounded"
 
+# Crowding clients (issue 31's probes, bounded): 100 connections sending their headers a byte at a
+# time and 200 idle ones do not delay /health past 1 s (a thread per connection), and the slow
+# ones are closed at the header deadline (2 s here); a fourth connection from an address holding
+# --max-client-connections 3 gets a 503 at once; eight 256-input embeddings requests do not
+# stall a running stream (their inputs run 16 at a time between decode steps).
+start crowd wide --parallel 2 --ctx-size 1024 --header-timeout 2 --max-client-connections 400
+CROWD_PORT=$PORT
+start few tiny --max-client-connections 3
+/usr/bin/python3 - "$CROWD_PORT" "$PORT" <<'PY' || { echo "FAIL: crowding clients (above)"; exit 1; }
+import http.client, json, socket, sys, threading, time
+crowd, few = int(sys.argv[1]), int(sys.argv[2])
+def health_ms(port):
+    t0 = time.perf_counter()
+    c = http.client.HTTPConnection("127.0.0.1", port, timeout=30); c.request("GET", "/health"); r = c.getresponse(); r.read(); c.close()
+    assert r.status == 200, r.status
+    return (time.perf_counter() - t0) * 1e3
+slow = [socket.create_connection(("127.0.0.1", crowd)) for _ in range(100)]
+idle = [socket.create_connection(("127.0.0.1", crowd)) for _ in range(200)]
+for s in slow: s.sendall(b"GET /health HTTP/1.1\r\n")
+closed_at = {}
+def dribble():
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < 6:
+        for i, s in enumerate(slow):
+            if i in closed_at: continue
+            try:
+                s.sendall(b"X")
+            except OSError:
+                closed_at[i] = time.monotonic() - t0
+        time.sleep(0.25)
+t = threading.Thread(target=dribble); t.start()
+time.sleep(0.5)
+lat = [health_ms(crowd) for _ in range(5)]
+assert max(lat) < 1000, ("/health took", [round(x) for x in lat], "ms beside 100 slow and 200 idle connections")
+t.join()
+assert len(closed_at) == 100 and max(closed_at.values()) < 3.5, ("slow connections not closed at the header deadline", len(closed_at), closed_at and max(closed_at.values()))
+for s in slow + idle: s.close()
+# the per-address limit
+held = [socket.create_connection(("127.0.0.1", few)) for _ in range(3)]
+time.sleep(0.3)
+s = socket.create_connection(("127.0.0.1", few)); s.settimeout(5)
+reply = s.recv(400).decode(); s.close()
+assert reply.startswith("HTTP/1.1 503") and "too_many_connections" in reply, reply
+for h in held: h.close()
+time.sleep(0.3)
+assert health_ms(few) < 1000
+# embeddings beside a stream: the largest gap between tokens
+gaps, stop = [], threading.Event()
+def stream():
+    c = http.client.HTTPConnection("127.0.0.1", crowd, timeout=120)
+    c.request("POST", "/v1/completions", body=json.dumps({"prompt": "ROMEO:", "max_tokens": 400, "ignore_eos": True, "stream": True}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse(); last = time.perf_counter()
+    for line in r:
+        if line.startswith(b"data: {"):
+            now = time.perf_counter(); gaps.append(now - last); last = now
+    stop.set()
+st = threading.Thread(target=stream); st.start()
+time.sleep(0.5)
+def embed():
+    c = http.client.HTTPConnection("127.0.0.1", crowd, timeout=120)
+    c.request("POST", "/v1/embeddings", body=json.dumps({"input": ["the quick brown fox %d" % i for i in range(256)]}),
+              headers={"Content-Type": "application/json"})
+    r = c.getresponse(); body = r.read()
+    assert r.status in (200, 503), (r.status, body[:200])
+jobs = [threading.Thread(target=embed) for _ in range(8)]
+t0 = time.perf_counter()
+for j in jobs: j.start()
+for j in jobs: j.join()
+took = time.perf_counter() - t0
+st.join()
+steady = sorted(gaps[1:])[len(gaps) // 2]
+assert max(gaps[1:]) < max(1.0, 0.25 * took), ("a stream stalled", round(max(gaps[1:]), 3), "s beside embeddings that took", round(took, 2), "s; median gap", round(steady, 4))
+print("crowding: /health %.0f ms max beside 300 connections; slow ones closed by %.1f s; the 4th connection 503; stream's largest gap %.0f ms while embeddings took %.1f s"
+      % (max(lat), max(closed_at.values()), max(gaps[1:]) * 1e3, took))
+PY
+
 # --timeout: a request still running when its time is up gets 408 and an OpenAI error (answered
 # whole) or an error event that ends the stream, its slot is freed, and the server goes on
 # serving. The model is wide enough (~5 ms a token) that 1,000 tokens take far longer than 1 s.

@@ -37,6 +37,12 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--max-body-bytes", a->o.max_body_bytes, "Largest request body")->check(CLI::Range(1024, 1 << 30));
   cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));
   cmd->add_option("--idle-timeout", a->o.idle_timeout_s, "Seconds an idle keep-alive connection stays open")->check(CLI::Range(1, 3600));
+  cmd->add_option("--header-timeout", a->o.header_timeout_s, "Seconds a request's line and headers may take to arrive")
+      ->check(CLI::Range(1, 3600));
+  cmd->add_option("--max-connections", a->o.max_connections, "Connections served at once (a thread each)")
+      ->check(CLI::Range(4, 65536));
+  cmd->add_option("--max-client-connections", a->o.max_client_connections, "Connections one client address may hold (more: 503)")
+      ->check(CLI::Range(1, 65536));
   cmd->add_option("--max-tokens-limit", a->o.max_tokens_limit, "Largest max_tokens accepted")->check(CLI::Range(1, 1 << 24));
   cmd->add_option("--max-n", a->o.max_n, "Largest n accepted")->check(CLI::Range(1, 128));
   cmd->add_option("--cors", a->o.cors_origin, "Allow this browser origin (CORS headers); default: none");

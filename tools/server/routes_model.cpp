@@ -11,6 +11,9 @@
 namespace tfm::server {
 namespace {
 
+// Inputs of one request computed per scheduler job: decode steps run between the pieces.
+constexpr std::size_t kJobPiece = 16;
+
 // `input` as a list of non-empty strings (a string or an array of them), at most max_inputs.
 std::vector<std::string> text_inputs(const Json& b, const ServeOptions& opt) {
   const auto it = b.find("input");
@@ -104,7 +107,10 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);
-    cx.sched.run_job([&] { vecs = embed(cx.lm, texts, embed_pooling_from_name(pooling), normalize); });
+    cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
+      const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
+      for (auto& v : embed(cx.lm, part, embed_pooling_from_name(pooling), normalize)) vecs.push_back(std::move(v));
+    });
   }
   Json data = Json::array();
   for (std::size_t i = 0; i < vecs.size(); ++i)
@@ -139,7 +145,10 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);
-    cx.sched.run_job([&] { rs = classify(cx.lm, texts); });
+    cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
+      const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
+      for (auto& r : classify(cx.lm, part)) rs.push_back(std::move(r));
+    });
   }
   Json data = Json::array();
   for (std::size_t i = 0; i < rs.size(); ++i) {

@@ -56,6 +56,9 @@ void Scheduler::run_job(const std::function<void()>& fn) {
   {
     std::lock_guard lk(mu_);
     if (stopping_) throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+    // Jobs wait in the same bounded way as generations (--queue): past it, a 503.
+    if (static_cast<std::int64_t>(jobs_.size()) >= max_queue_)
+      throw ApiError(503, "server_error", "queue_full", "the job queue is full; retry later");
     jobs_.push_back(std::move(task));
   }
   cv_.notify_one();
@@ -63,6 +66,13 @@ void Scheduler::run_job(const std::function<void()>& fn) {
     done.get();
   } catch (const std::future_error&) {  // dropped unrun at shutdown
     throw ApiError(503, "server_error", "shutting_down", "the server is shutting down");
+  }
+}
+
+void Scheduler::run_job_pieces(std::size_t n, std::size_t piece, const std::function<void(std::size_t, std::size_t)>& fn) {
+  for (std::size_t begin = 0; begin < n; begin += piece) {
+    const std::size_t end = std::min(n, begin + piece);
+    run_job([&] { fn(begin, end); });
   }
 }
 
@@ -154,7 +164,14 @@ void Scheduler::loop() {
       });
       if (stopping_) break;
       cancel_seen_ = false;
-      jobs.swap(jobs_);
+      // While sequences decode, one job a step, so a long run of jobs (a request's chunks, many
+      // requests) cannot stall the streams; when idle, every job waiting.
+      if (batch_ && !batch_->idle() && !jobs_.empty()) {
+        jobs.push_back(std::move(jobs_.front()));
+        jobs_.pop_front();
+      } else {
+        jobs.swap(jobs_);
+      }
       // Admit waiting choices into free slots: they join the batch at this step.
       while (batch_ && !pending_.empty() && batch_->has_free_slot()) {
         Pending& p = pending_.front();

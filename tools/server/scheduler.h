@@ -66,8 +66,12 @@ class Scheduler {
   bool submit(const std::shared_ptr<Generation>& g);
   // Wakes the scheduler to drop a cancelled generation (its slots free at the next step).
   void cancel(const std::shared_ptr<Generation>& g);
-  // Runs fn on the scheduler thread between steps and waits for it (its exception rethrown).
+  // Runs fn on the scheduler thread between steps and waits for it (its exception rethrown);
+  // one job a step while sequences decode; a 503 ApiError when --queue jobs are waiting.
   void run_job(const std::function<void()>& fn);
+  // fn(begin, end) over [0, n) in pieces of at most `piece`, each its own job: a request of
+  // many inputs lets decode steps run between its pieces.
+  void run_job_pieces(std::size_t n, std::size_t piece, const std::function<void(std::size_t, std::size_t)>& fn);
   // Cancels everything in flight (handlers see error "server is shutting down") and joins.
   void stop();
 

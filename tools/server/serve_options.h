@@ -27,7 +27,9 @@ struct ServeOptions {
   std::int64_t max_n = 16;               // largest n
   std::int64_t max_json_depth = 64;      // JSON nesting accepted
   std::int64_t max_inputs = 256;         // inputs per embeddings / classify / tokenize call
-  int http_threads = 0;                  // 0: parallel + queue + 8
+  std::int64_t max_connections = 1024;   // connections served at once (a thread each)
+  std::int64_t max_client_connections = 256;  // connections one peer address may hold; more: 503
+  std::int64_t header_timeout_s = 5;     // a request's line and headers, from its first byte
   bool quiet = false;                    // no access log
 };
 

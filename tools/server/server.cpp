@@ -6,6 +6,7 @@
 #include <pthread.h>
 #include <thread>
 
+#include "guarded_server.h"
 #include "routes.h"
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
@@ -112,9 +113,10 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   std::fprintf(stderr, "tfm serve: chat template: %s\n", cx.chat_cfg.is_default ? "ChatML (the model has none)" : "the model's own");
   cx.chat.emplace(cx.chat_cfg.template_text);
 
-  httplib::Server svr;
-  const int threads = opt.http_threads > 0 ? opt.http_threads : static_cast<int>(opt.parallel + opt.queue + 8);
-  svr.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<std::size_t>(threads)); };
+  // Slow or idle clients cannot make others wait: a thread per connection (up to
+  // --max-connections), a per-address limit and a deadline for each request's head.
+  GuardedServer svr({static_cast<std::size_t>(opt.max_connections), static_cast<std::size_t>(opt.max_client_connections),
+                     std::chrono::milliseconds(opt.header_timeout_s * 1000)});
   svr.set_payload_max_length(static_cast<std::size_t>(opt.max_body_bytes));
   svr.set_keep_alive_timeout(opt.idle_timeout_s);
   svr.set_keep_alive_max_count(100);
@@ -195,6 +197,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
 
   const int port = opt.port == 0 ? svr.bind_to_any_port(opt.host) : (svr.bind_to_port(opt.host, opt.port) ? opt.port : -1);
   TFM_CHECK(port > 0, "serve", "cannot listen on ", opt.host, ":", opt.port, " (in use, or not an address of this machine)");
+  svr.set_listen_backlog(static_cast<int>(std::min<std::int64_t>(opt.max_connections, 4096)));
   const ModelConfig& c = lm.config;
   const std::int64_t ctx = sched.generates() ? sched.batch().context_size() : c.max_positions;
   if (sched.generates())
