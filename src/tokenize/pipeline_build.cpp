@@ -61,12 +61,21 @@ double serde_json_f64(double v) {
 // vocab object token -> id as an id-indexed vector ("" for ids no token has).
 std::vector<std::string> vocab_vector(const json& v) {
   TFM_CHECK(v.is_object(), kWhere, "model.vocab is not an object");
-  std::vector<std::string> out;
+  // Ids are dense in real files; a few gaps are allowed, an id far past the token count is not
+  // (a hostile {"a": 2000000000} would otherwise allocate gigabytes: found by fuzz_tokenizer_json).
+  constexpr std::int64_t kMaxUnusedIds = 1 << 16;
+  std::int64_t max_id = -1;
   for (const auto& [t, id] : v.items()) {
     TFM_CHECK(id.is_number_integer(), kWhere, "model.vocab: id of '", t, "' is not an integer");
     const auto i = id.get<std::int64_t>();
     TFM_CHECK(i >= 0 && i < (1ll << 31), kWhere, "model.vocab: token '", t, "' has invalid id ", i);
-    if (static_cast<std::size_t>(i) >= out.size()) out.resize(static_cast<std::size_t>(i) + 1);
+    TFM_CHECK(i < static_cast<std::int64_t>(v.size()) + kMaxUnusedIds, kWhere, "model.vocab: token '", t, "' has id ", i,
+              ", more than ", kMaxUnusedIds, " past the ", v.size(), " tokens");
+    max_id = std::max(max_id, i);
+  }
+  std::vector<std::string> out(static_cast<std::size_t>(max_id + 1));
+  for (const auto& [t, id] : v.items()) {
+    const auto i = id.get<std::int64_t>();
     TFM_CHECK(out[static_cast<std::size_t>(i)].empty(), kWhere, "model.vocab: duplicate id ", i, ": '",
               out[static_cast<std::size_t>(i)], "' and '", t, "'");
     out[static_cast<std::size_t>(i)] = t;
@@ -154,11 +163,16 @@ std::shared_ptr<const Pipeline> pipeline_from_document(const json& j) {
   std::vector<AddedTokenSpec> added;
   pl->id_to_token = pl->model->vocab();
   if (j.contains("added_tokens") && !j.at("added_tokens").is_null()) {
+    // Ids must end up dense (holes are refused below): none can be past vocabulary + added
+    // tokens, and checking that first keeps a hostile id from allocating gigabytes.
+    const auto dense_end = static_cast<std::int64_t>(pl->id_to_token.size() + j.at("added_tokens").size());
     for (const auto& a : j.at("added_tokens")) {
       AddedTokenSpec s;
       s.content = a.at("content").get<std::string>();
       const auto id = json_int(a.at("id"), "added token id");
       TFM_CHECK(id >= 0 && id < (1ll << 31), kWhere, "added token '", s.content, "' has invalid id ", id);
+      TFM_CHECK(id < dense_end, kWhere, "added token '", s.content, "' has id ", id, ", past the ", dense_end,
+                " ids of the vocabulary and added tokens (ids must have no holes)");
       TFM_CHECK(!s.content.empty(), kWhere, "added token id ", id, " is empty");
       s.id = static_cast<std::int32_t>(id);
       s.single_word = a.value("single_word", false);
