@@ -121,7 +121,7 @@ struct GrammarMatcher::State {
     const auto it = set_ids.find(s);
     if (it != set_ids.end()) return it->second;
     const auto id = static_cast<std::int32_t>(sets.size());
-    std::int32_t d = s.empty() ? kGrammarInf : kGrammarInf;
+    std::int32_t d = kGrammarInf;  // an empty set (dead) never finishes
     for (const std::int32_t n : s) d = std::min(d, dist(n));
     set_dist.push_back(d);
     sets.push_back(s);

@@ -190,7 +190,6 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     if (admitted) ++n;
   }
   if (!admitted) {
-    ++refused_;
     const std::string body =
         R"({"error":{"message":"too many connections from this address","type":"server_error","param":null,"code":"too_many_connections"}})";
     const std::string response = "HTTP/1.1 503 Service Unavailable\r\nContent-Type: application/json\r\nRetry-After: 1\r\n"

@@ -46,7 +46,6 @@ struct ConnectionLimits {
 class GuardedServer : public httplib::Server {
  public:
   explicit GuardedServer(ConnectionLimits limits);
-  std::int64_t refused_connections() const { return refused_; }
   // After binding: the listen backlog (the packaged library compiles in 5, and a burst of
   // connections past it is dropped or answered with SYN cookies that lose data). Linux takes a
   // second listen() on the bound socket as the new backlog.
@@ -57,7 +56,6 @@ class GuardedServer : public httplib::Server {
   ConnectionLimits limits_;
   std::mutex mu_;
   std::map<std::string, std::size_t> per_client_;
-  std::atomic<std::int64_t> refused_{0};
 };
 
 }  // namespace tfm::server
