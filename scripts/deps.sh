@@ -17,6 +17,9 @@ packages=(
   python3-torchvision                    # vit_b_16, the peer of `tfm bench vision` (bench/peers/torch)
   libstb-dev                             # the image decoder not taken, measured beside ours (bench/micro/bench_image_decode.cpp)
   dataset-fashion-mnist                  # real images: 70,000 28x28 clothing pictures, ten classes (configs/fashion-mnist-vit.json)
+  libsndfile1-dev libsoxr-dev libfftw3-dev  # audio: decoding, resampling, the log-mel FFT (src/audio, docs/speech.md)
+  python3-torchaudio                     # mel filter reference (tools/reference/ref_audio.py)
+  espeak-ng sox                          # speech made on the machine (tests, the speech recogniser's data)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)

@@ -114,4 +114,28 @@ struct ChrfScore {
 ChrfScore corpus_chrf(const std::vector<std::string>& hyps, const std::vector<std::vector<std::string>>& refs,
                       const ChrfOptions& opt = {});
 
+// ---- speech recognition: word and character error rates (jiwer's definitions) -------------
+struct ErrorCounts {
+  std::int64_t hits = 0, substitutions = 0, deletions = 0, insertions = 0;
+  std::int64_t reference = 0;  // words (or characters) of the references
+  double rate() const;          // (S + D + I) / reference
+  ErrorCounts& operator+=(const ErrorCounts& o);
+};
+struct ErrorRates {
+  ErrorCounts words, chars;
+};
+// none: the text as is (jiwer's default transforms only); basic: Whisper's BasicTextNormalizer
+// (lower case, [..] <..> (..) spans removed, NFKC, marks, symbols and punctuation as spaces,
+// whitespace collapsed).
+enum class TranscriptNormalizer { none, basic };
+std::string normalize_transcript(std::string_view text, TranscriptNormalizer how);
+// One pair: words are separated by spaces (runs collapsed, ends stripped); characters are
+// the stripped text's code points, spaces included.
+ErrorCounts word_errors(std::string_view reference, std::string_view hypothesis);
+ErrorCounts char_errors(std::string_view reference, std::string_view hypothesis);
+// A corpus: counts summed over the pairs (jiwer.wer / jiwer.cer over lists); an empty
+// reference is an error (jiwer refuses it too).
+ErrorRates error_rates(const std::vector<std::string>& references, const std::vector<std::string>& hypotheses,
+                       TranscriptNormalizer how = TranscriptNormalizer::none);
+
 }  // namespace tfm::metrics

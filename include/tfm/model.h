@@ -46,6 +46,7 @@ struct ModelInputs {
   Tensor decoder_input_ids;   // (B, T') for encoder-decoder models
   Tensor decoder_valid_lens;  // (B), optional: padding of decoder_input_ids
   Tensor pixel_values;        // (B, channels, H, W) f32: the encoder's input for image models (ViT)
+  Tensor input_features;      // (B, num_mel_bins, frames) f32: the encoder's input for speech models (Whisper)
   std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
 };
 
@@ -168,6 +169,8 @@ class Model {
   // Encoder-decoder: run the encoder over one source src_ids (1, S) and store every decoder
   // layer's cross-attention keys/values as cache source `source`.
   void encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source);
+  // The same for any encoder input (a speech model's input_features, batch 1).
+  void encode_to_cache(const ModelInputs& in, KVCache& cache, std::int64_t source);
   // Append ids (R, T) to the sequences held in cache slots `slots` (R of them; each row's
   // tokens take positions length(slot) .. length(slot)+T-1 and the slot grows by T). Returns
   // the logits of the last new token of each row (R, V), or of every new token (R, T, V)

@@ -6,7 +6,7 @@
 //   "gpt2", "llama", "mistral", "qwen2", "bert", "t5"  Hugging Face's keys for those
 //                  models, so their config.json files (and checkpoints, see parameter_specs)
 //                  line up; mistral and qwen2 share llama's layout (sliding window; q/k/v biases).
-// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled) and the
+// A "preset" key starts from a named preset (vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled, whisper-tiny/base/small) and the
 // remaining keys override it. Unknown keys and bad values are errors that name the key and
 // the allowed values.
 #pragma once
@@ -66,6 +66,10 @@ struct ModelConfig {
   // table was learnt for; other sizes interpolate it. 0: text.
   std::int64_t image_size = 0, patch_size = 0, num_channels = 3;
   bool cls_token = true, distillation_token = false;
+  // Speech models (Whisper): the encoder reads input_features (B, num_mel_bins, frames), a
+  // log-mel spectrogram, through two convolutions (the second of stride 2) and a table of
+  // max_source_positions positions (1500: 30 s of 10 ms frames halved). 0: not audio.
+  std::int64_t num_mel_bins = 0, max_source_positions = 0;
   // DeiT with its teacher's head: a second classifier on the distillation token; the logits are
   // the two heads' mean (ModelOutputs has each), the distillation head learns the teacher's labels.
   bool distillation_head = false;
@@ -122,6 +126,7 @@ struct ModelConfig {
   std::int64_t dim_head() const { return head_dim > 0 ? head_dim : d_model / n_heads; }
   std::int64_t decoder_layers() const { return n_decoder_layers > 0 ? n_decoder_layers : n_layers; }
   bool reads_images() const { return patch_size > 0; }
+  bool reads_audio() const { return num_mel_bins > 0; }
   std::int64_t num_patches() const { return reads_images() ? (image_size / patch_size) * (image_size / patch_size) : 0; }
   // The tokens before the patches ([CLS], distillation) and all of an image_size picture's.
   std::int64_t prefix_tokens() const { return reads_images() ? std::int64_t{cls_token} + std::int64_t{distillation_token} : 0; }
@@ -135,7 +140,7 @@ struct ModelConfig {
 // Parse config.json text (`where` names the source in errors); validates everything.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& where);
 ModelConfig load_model_config(const std::string& path);
-// A named preset: vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled (the sizes of the published base models).
+// A named preset: vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled, whisper-tiny/base/small (the sizes of the published base models).
 ModelConfig model_preset(const std::string& name);
 std::vector<std::string> model_preset_names();
 // config.json text in the key set of cfg.model_type (round-trips through parse_model_config).

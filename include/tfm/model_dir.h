@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/audio.h"
 #include "tfm/model.h"
 #include "tfm/image.h"
 #include "tfm/model_config.h"
@@ -32,6 +33,15 @@ struct GenerationDefaults {
   std::optional<double> temperature, top_p, repetition_penalty, length_penalty;
   std::optional<std::int64_t> top_k, num_beams, decoder_start_token_id, pad_token_id, bos_token_id;
   std::optional<bool> early_stopping;
+  // Token rules of speech models (Whisper's generation_config.json; older files keep the
+  // first three in config.json): tokens never generated, tokens not generated first, ids
+  // forced at positions after the start token ([position, id] pairs), the ids that turn
+  // timestamps off and name languages and tasks, and how late the first timestamp may be.
+  std::vector<std::int64_t> suppress_tokens, begin_suppress_tokens;
+  std::vector<std::pair<std::int64_t, std::int64_t>> forced_decoder_ids;
+  std::optional<std::int64_t> no_timestamps_token_id, max_initial_timestamp_index;
+  std::optional<bool> is_multilingual;
+  std::map<std::string, std::int64_t> lang_to_id, task_to_id;
 };
 
 struct LoadedModel {
@@ -40,6 +50,7 @@ struct LoadedModel {
   Tokenizer tokenizer;  // empty (vocab_size 0) for an image model without text
   GenerationDefaults generation = {};
   std::optional<ImageProcessor> image_processor = {};  // DIR/preprocessor_config.json, when there
+  std::optional<AudioFeatureExtractor> audio_features = {};  // a speech model's (preprocessor_config.json or Whisper's)
 };
 
 // The weights side of a directory, without its tokenizer (for callers that feed ids).

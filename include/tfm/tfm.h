@@ -7,6 +7,7 @@
 //   backward(y);                       // w.grad() is all ones
 #pragma once
 
+#include "tfm/audio.h"
 #include "tfm/autograd.h"
 #include "tfm/dtype.h"
 #include "tfm/error.h"

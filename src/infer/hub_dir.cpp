@@ -131,6 +131,52 @@ ModelSource read_safetensors_dir(const std::string& dir) {
 
 }  // namespace infer_detail
 
+namespace {
+
+void read_token_rules(const nlohmann::json& j, const std::string& where, GenerationDefaults& g) {
+  using json = nlohmann::json;
+  const auto ids = [&](const char* key, std::vector<std::int64_t>& out) {
+    if (!j.contains(key) || j[key].is_null()) return;
+    TFM_CHECK(j[key].is_array(), where, "key '", key, "' must be a list of token ids");
+    out.clear();
+    for (const json& id : j[key]) {
+      TFM_CHECK(id.is_number_integer() && id.get<std::int64_t>() >= 0, where, "key '", key, "': bad id ", id.dump());
+      out.push_back(id.get<std::int64_t>());
+    }
+  };
+  ids("suppress_tokens", g.suppress_tokens);
+  ids("begin_suppress_tokens", g.begin_suppress_tokens);
+  if (j.contains("forced_decoder_ids") && !j["forced_decoder_ids"].is_null()) {
+    const json& f = j["forced_decoder_ids"];
+    TFM_CHECK(f.is_array(), where, "key 'forced_decoder_ids' must be a list of [position, id] pairs");
+    g.forced_decoder_ids.clear();
+    for (const json& p : f) {
+      TFM_CHECK(p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[0].get<std::int64_t>() >= 1 &&
+                    (p[1].is_null() || (p[1].is_number_integer() && p[1].get<std::int64_t>() >= 0)),
+                where, "key 'forced_decoder_ids': bad pair ", p.dump(), " (want [position >= 1, id])");
+      if (!p[1].is_null()) g.forced_decoder_ids.emplace_back(p[0].get<std::int64_t>(), p[1].get<std::int64_t>());
+    }
+  }
+  if (auto v = infer_detail::opt_int(j, "no_timestamps_token_id", where)) g.no_timestamps_token_id = v;
+  if (auto v = infer_detail::opt_int(j, "max_initial_timestamp_index", where)) g.max_initial_timestamp_index = v;
+  if (j.contains("is_multilingual")) {
+    TFM_CHECK(j["is_multilingual"].is_boolean(), where, "key 'is_multilingual' must be true or false");
+    g.is_multilingual = j["is_multilingual"].get<bool>();
+  }
+  const auto table = [&](const char* key, std::map<std::string, std::int64_t>& out) {
+    if (!j.contains(key)) return;
+    TFM_CHECK(j[key].is_object(), where, "key '", key, "' must map names to token ids");
+    for (const auto& [name, id] : j[key].items()) {
+      TFM_CHECK(id.is_number_integer() && id.get<std::int64_t>() >= 0, where, "key '", key, "': bad id for '", name, "'");
+      out[name] = id.get<std::int64_t>();
+    }
+  };
+  table("lang_to_id", g.lang_to_id);
+  table("task_to_id", g.task_to_id);
+}
+
+}  // namespace
+
 GenerationDefaults parse_generation_config(const std::string& text, const std::string& where) {
   using json = nlohmann::json;
   json j;
@@ -170,6 +216,7 @@ GenerationDefaults parse_generation_config(const std::string& text, const std::s
               "key 'early_stopping' must be true, false or \"never\"");
     g.early_stopping = j["early_stopping"] == true;
   }
+  read_token_rules(j, where, g);
   for (const std::optional<std::int64_t>* v : {&g.max_length, &g.max_new_tokens, &g.num_beams})
     TFM_CHECK(!*v || **v >= 1, where, "max_length, max_new_tokens and num_beams must be >= 1");
   return g;

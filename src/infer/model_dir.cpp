@@ -102,7 +102,22 @@ LoadedModel load_model_dir(const std::string& dir) {
   TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
             " tokens but the model's vocab_size is ", src.config.vocab_size);
   LoadedModel lm{std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
-  if (fs::exists(join(dir, "preprocessor_config.json"))) lm.image_processor = ImageProcessor::load(dir);
+  if (lm.config.reads_audio()) {
+    lm.audio_features = AudioFeatureExtractor::load(dir, lm.config.num_mel_bins);
+    TFM_CHECK(lm.audio_features->options().n_mels == lm.config.num_mel_bins, join(dir, "preprocessor_config.json"),
+              "feature_size ", lm.audio_features->options().n_mels, " differs from the model's num_mel_bins ",
+              lm.config.num_mel_bins);
+    // Older Whisper files keep the token rules in config.json only.
+    if (lm.generation.suppress_tokens.empty() && lm.generation.forced_decoder_ids.empty()) {
+      const std::string cfg = join(dir, "config.json");
+      const GenerationDefaults old = parse_generation_config(read_file(cfg), cfg);
+      lm.generation.suppress_tokens = old.suppress_tokens;
+      lm.generation.begin_suppress_tokens = old.begin_suppress_tokens;
+      lm.generation.forced_decoder_ids = old.forced_decoder_ids;
+    }
+  } else if (fs::exists(join(dir, "preprocessor_config.json"))) {
+    lm.image_processor = ImageProcessor::load(dir);
+  }
   return lm;
 }
 

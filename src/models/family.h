@@ -64,6 +64,9 @@ struct Family {
 
   // Initialisation: the normal std of weight `name` (0: Xavier-uniform); null: init_std.
   std::function<double(const ModelConfig&, const std::string& name)> init_std;
+  // A parameter whose initial value is fixed rather than drawn (Whisper's sinusoidal encoder
+  // positions), or undefined for the usual draw.
+  std::function<Tensor(const ModelConfig&, const ParamSpec&)> fixed_init;
   std::string padded_embedding;  // the nn.Embedding(padding_idx) whose pad row starts at zero
   bool conv1d_linears = false;   // weights stored (in, out) (PEFT's fan_in_fan_out)
 

@@ -41,7 +41,11 @@ void init_parameters(const ModelConfig& c, const std::vector<ParamSpec>& specs, 
   const Family& family = model_family(c.model_type);
   for (std::size_t i = 0; i < specs.size(); ++i) {
     const ParamSpec& p = specs[i];
-    Tensor t;
+    Tensor t = family.fixed_init ? family.fixed_init(c, p) : Tensor();
+    if (t.defined()) {
+      params[p.name] = t;
+      continue;
+    }
     if (ends_with(p.name, ".bias") || ends_with(p.name, "predictions.bias") || p.name == "final_logits_bias") {
       t = Tensor::zeros(p.shape);
     } else if (c.norm == NormKind::scale_norm && p.shape == Shape{1}) {

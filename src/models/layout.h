@@ -37,6 +37,10 @@ struct Layout {
   // + (C), the [CLS] and DeiT's distillation tokens (1, 1, C) or undefined; pos_emb is then
   // (1, prefix tokens + patches, C) for image_size pictures, interpolated for other sizes.
   Tensor patch_weight, patch_bias, cls_token, dist_token;
+  // Speech models: the two convolutions over the log-mel frames as stored, (C, mels, 3) and
+  // (C, C, 3) + (C) each, and the encoder's position table (max_source_positions, C); pos_emb
+  // is then the decoder's.
+  Tensor conv1_weight, conv1_bias, conv2_weight, conv2_bias, source_pos_emb;
   nn::Norm embed_norm;
   bool has_embed_norm = false;
   Stack encoder, decoder;

@@ -259,6 +259,11 @@ Tensor Model::encode(const ModelInputs& in) {
     const auto setup = self_setup(m, m.layout.encoder, false, x.size(1), 0, Tensor());
     return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);
   }
+  if (m.cfg.reads_audio()) {
+    const Tensor x = embed_audio(m, in.input_features, rng);
+    const auto setup = self_setup(m, m.layout.encoder, false, x.size(1), 0, Tensor());
+    return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);
+  }
   check_ids(in.input_ids, "input_ids");
   const Tensor x = embed(m, in.input_ids, in.token_type_ids, 0, rng);
   const auto setup = self_setup(m, m.layout.encoder, false, in.input_ids.size(1), 0, in.valid_lens);

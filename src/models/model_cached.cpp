@@ -102,17 +102,24 @@ void preload_prefix(const Model::Impl& m, const std::vector<std::int64_t>& slots
 }  // namespace
 
 void Model::encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source) {
+  TFM_CHECK(src_ids.dim() == 2 && src_ids.size(0) == 1, "encode_to_cache", "source must be (1, S), got ",
+            shape_str(src_ids.shape()));
+  TFM_CHECK(src_ids.size(1) >= 1 && src_ids.size(1) <= cache.source_capacity(), "encode_to_cache", "source of ",
+            src_ids.size(1), " tokens; the cache holds sources of 1..", cache.source_capacity());
+  ModelInputs in;
+  in.input_ids = src_ids;
+  encode_to_cache(in, cache, source);
+}
+
+void Model::encode_to_cache(const ModelInputs& in, KVCache& cache, std::int64_t source) {
   NoGradGuard no_grad;
   TFM_CHECK(impl_->cfg.architecture == Architecture::encoder_decoder, "encode_to_cache",
             "only encoder-decoder models have cross-attention");
-  TFM_CHECK(src_ids.dim() == 2 && src_ids.size(0) == 1, "encode_to_cache", "source must be (1, S), got ",
-            shape_str(src_ids.shape()));
-  const std::int64_t S = src_ids.size(1);
-  TFM_CHECK(S >= 1 && S <= cache.source_capacity(), "encode_to_cache", "source of ", S,
-            " tokens; the cache holds sources of 1..", cache.source_capacity());
-  ModelInputs in;
-  in.input_ids = src_ids;
   const Tensor enc = encode(in);  // (1, S, C)
+  TFM_CHECK(enc.size(0) == 1, "encode_to_cache", "one source at a time, got a batch of ", enc.size(0));
+  const std::int64_t S = enc.size(1);
+  TFM_CHECK(S <= cache.source_capacity(), "encode_to_cache", "the encoder gave ", S,
+            " positions; the cache holds sources of 1..", cache.source_capacity());
   const Stack& s = impl_->layout.decoder;
   for (std::size_t l = 0; l < s.layers.size(); ++l) {
     const auto [k, v] = s.layers[l].cross_attn.project_kv(enc, nn::AttentionSetup{});  // (1, Hkv, S, Dh)

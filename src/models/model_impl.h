@@ -67,6 +67,9 @@ nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_len
 // An image model's input tokens (B, prefix + patches, C) from pixel_values (B, ch, H, W),
 // positions included (model_image.cpp).
 Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStream& rng);
+// A speech model's input tokens (B, frames / 2, C) from input_features (B, mels, frames):
+// the convolution stem and the positions (model_audio.cpp).
+Tensor embed_audio(const Model::Impl& m, const Tensor& features, nn::DropoutStream& rng);
 
 }  // namespace model_detail
 }  // namespace tfm

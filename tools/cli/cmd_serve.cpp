@@ -35,6 +35,10 @@ void add_serve_command(CLI::App& app) {
   auto* key = cmd->add_option("--api-key", a->o.api_key, "Require Authorization: Bearer KEY (all but /health)");
   cmd->add_option("--api-key-file", a->api_key_file, "Read the API key from this file (first line)")->excludes(key);
   cmd->add_option("--max-body-bytes", a->o.max_body_bytes, "Largest request body")->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--max-upload-bytes", a->o.max_upload_bytes, "Largest audio upload (speech models)")
+      ->check(CLI::Range(1024, 1 << 30));
+  cmd->add_option("--max-audio-seconds", a->o.max_audio_seconds, "Longest audio accepted (speech models)")
+      ->check(CLI::Range(1, 24 * 3600));
   cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));
   cmd->add_option("--idle-timeout", a->o.idle_timeout_s, "Seconds an idle keep-alive connection stays open")->check(CLI::Range(1, 3600));
   cmd->add_option("--header-timeout", a->o.header_timeout_s, "Seconds a request's line and headers may take to arrive")

@@ -22,5 +22,6 @@ void add_convert_command(CLI::App& app);  // cmd_convert.cpp: directory <-> GGUF
 void add_quantize_command(CLI::App& app);  // cmd_quantize.cpp: compact weight types
 void add_chat_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // cmd_serve.cpp: tfm serve (tools/server)
+void add_transcribe_command(CLI::App& app);  // cmd_transcribe.cpp: transcribe, mel, wer
 
 }  // namespace tfm::cli

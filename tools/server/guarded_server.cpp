@@ -178,6 +178,12 @@ void GuardedServer::set_listen_backlog(int n) {
   if (s != INVALID_SOCKET) (void)::listen(s, n);
 }
 
+namespace {
+thread_local bool close_requested = false;  // set by close_after_response on this connection's thread
+}  // namespace
+
+void GuardedServer::close_after_response() { close_requested = true; }
+
 bool GuardedServer::process_and_close_socket(socket_t sock) {
   std::string ip;
   int port = 0;
@@ -211,8 +217,9 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     if (!ready) break;
     DeadlineStream strm(sock, Clock::now() + limits_.header_timeout, read_ms, write_ms);
     bool closed = false;
+    close_requested = false;
     ret = process_request(strm, left == 1, closed, nullptr);
-    if (!ret || closed || strm.expired()) break;  // a head past its deadline closes the connection
+    if (!ret || closed || close_requested || strm.expired()) break;  // a head past its deadline closes the connection
   }
   {
     std::lock_guard lk(mu_);

@@ -50,6 +50,9 @@ class GuardedServer : public httplib::Server {
   // connections past it is dropped or answered with SYN cookies that lose data). Linux takes a
   // second listen() on the bound socket as the new backlog.
   void set_listen_backlog(int n);
+  // Called by a handler that answers without reading the whole body (a 413): the connection
+  // closes after this response instead of reading the unread body as the next request.
+  static void close_after_response();
 
  private:
   bool process_and_close_socket(socket_t sock) override;

@@ -2,6 +2,7 @@
 // after decoding, and 405 / 404 answers that never read a body.
 #include <cstdlib>
 
+#include "guarded_server.h"
 #include "routes.h"
 
 namespace tfm::server {
@@ -11,30 +12,47 @@ void RouteTable::get(const std::string& path, httplib::Server::Handler fn) {
   methods_[path].insert("GET");
 }
 
-void RouteTable::post(const std::string& path, httplib::Server::Handler fn) {
-  const std::size_t limit = max_body_;
-  svr_.Post(path, [fn = std::move(fn), limit](const httplib::Request& req, httplib::Response& res,
+void RouteTable::post(const std::string& path, httplib::Server::Handler fn, std::size_t max_body, const char* flag) {
+  const std::size_t limit = max_body > 0 ? max_body : max_body_;
+  const std::string too_large_message = std::string("the request body is larger than ") + flag;
+  svr_.Post(path, [fn = std::move(fn), limit, too_large_message](const httplib::Request& req, httplib::Response& res,
                                                const httplib::ContentReader& read) {
     std::string body;
     bool too_large = false;
-    const bool whole = read([&](const char* data, std::size_t n) {
-      if (body.size() + n > limit) return !(too_large = true);
-      body.append(data, n);
-      return true;
-    });
+    httplib::MultipartFormDataItems parts;
+    std::size_t part_bytes = 0;
+    const bool whole =
+        req.is_multipart_form_data()
+            ? read(
+                  [&](const httplib::MultipartFormData& part) {
+                    parts.push_back(part);
+                    return parts.size() <= 64;  // a form of this API has a handful of fields
+                  },
+                  [&](const char* data, std::size_t n) {
+                    if (part_bytes + n > limit) return !(too_large = true);
+                    part_bytes += n;
+                    parts.back().content.append(data, n);
+                    return true;
+                  })
+            : read([&](const char* data, std::size_t n) {
+                if (body.size() + n > limit) return !(too_large = true);
+                body.append(data, n);
+                return true;
+              });
     // A Content-Length past the limit: httplib's own check stops the read before our receiver.
     if (!whole && req.has_header("Content-Length") &&
         std::strtoull(req.get_header_value("Content-Length").c_str(), nullptr, 10) > limit)
       too_large = true;
     if (too_large || !whole) {
       res.set_header("Connection", "close");  // the rest of the body is never read
-      send_error(res, too_large ? ApiError(413, "invalid_request_error", "body_too_large",
-                                           "the request body is larger than --max-body-bytes")
+      GuardedServer::close_after_response();
+      send_error(res, too_large ? ApiError(413, "invalid_request_error", "body_too_large", too_large_message)
                                 : ApiError(400, "invalid_request_error", "bad_body", "the request body could not be read"));
       return;
     }
     httplib::Request with_body = req;
     with_body.body = std::move(body);
+    for (auto& part : parts) with_body.files.emplace(part.name, std::move(part));
     fn(with_body, res);
   });
   methods_[path].insert("POST");

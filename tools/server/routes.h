@@ -58,7 +58,10 @@ class RouteTable {
  public:
   RouteTable(httplib::Server& svr, std::size_t max_body_bytes) : svr_(svr), max_body_(max_body_bytes) {}
   void get(const std::string& path, httplib::Server::Handler fn);
-  void post(const std::string& path, httplib::Server::Handler fn);
+  // max_body: this route's limit instead of --max-body-bytes (0: that). A multipart/form-data
+  // body (an upload) arrives parsed into req.files, its parts counted against the limit.
+  void post(const std::string& path, httplib::Server::Handler fn, std::size_t max_body = 0,
+            const char* flag = "--max-body-bytes");  // the option that sets the limit, for the 413's message
   // After every route: GET, POST, PUT, DELETE and PATCH on a known path that lacks them -> 405;
   // a body sent to any other path is not read (404).
   void refuse_other_methods();
@@ -90,6 +93,7 @@ inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
 void add_model_routes(RouteTable& routes, ServerContext& cx);       // routes_model.cpp
 void add_static_routes(RouteTable& routes);                          // routes_static.cpp
 void add_slot_routes(RouteTable& routes, ServerContext& cx);        // routes_slots.cpp
+void add_audio_routes(RouteTable& routes, ServerContext& cx);       // routes_audio.cpp
 bool is_static_path(const std::string& path);                          // a playground file (no key needed)
 
 }  // namespace tfm::server

@@ -453,6 +453,9 @@ void whole_response(const std::shared_ptr<Call>& call, const httplib::Request& r
 // Encoder-decoder models: the prompt is translated (beam search when num_beams > 1), as a job.
 // Beam search neither samples nor streams: the keys that only shape sampling are refused.
 void translate_completion(ServerContext& cx, const Json& b, httplib::Response& res) {
+  if (cx.lm.config.reads_audio())
+    throw ApiError(400, "invalid_request_error", "model_not_supported",
+                   "this is a speech model: send audio to /v1/audio/transcriptions or /v1/audio/translations");
   for (const char* key : kSamplingOnlyKeys)
     if (const auto it = b.find(key); it != b.end() && !it->is_null())
       throw ApiError(400, "invalid_request_error", "unsupported_value",

@@ -20,6 +20,8 @@ struct ServeOptions {
   std::string cache_type = "f32";        // self-attention KV cache: f32, f16 or q8_0
   std::string api_key;                   // empty: no authentication
   std::int64_t max_body_bytes = 1 << 20; // request bodies above this: 413
+  std::int64_t max_upload_bytes = 25 << 20;  // audio uploads (multipart) above this: 413 (OpenAI's limit)
+  std::int64_t max_audio_seconds = 3600;     // longer uploads: 400
   std::int64_t timeout_s = 600;          // a request's whole life (generation included)
   std::int64_t idle_timeout_s = 5;       // idle keep-alive connections, and slow reads/writes: 30 s
   std::string cors_origin;               // empty: no CORS headers

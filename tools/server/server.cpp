@@ -117,7 +117,10 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   // --max-connections), a per-address limit and a deadline for each request's head.
   GuardedServer svr({static_cast<std::size_t>(opt.max_connections), static_cast<std::size_t>(opt.max_client_connections),
                      std::chrono::milliseconds(opt.header_timeout_s * 1000)});
-  svr.set_payload_max_length(static_cast<std::size_t>(opt.max_body_bytes));
+  // httplib's own cap is the largest any route takes (uploads to a speech model); each route
+  // enforces its own limit as it reads (RouteTable).
+  svr.set_payload_max_length(static_cast<std::size_t>(
+      lm.config.reads_audio() ? std::max(opt.max_body_bytes, opt.max_upload_bytes) : opt.max_body_bytes));
   svr.set_keep_alive_timeout(opt.idle_timeout_s);
   svr.set_keep_alive_max_count(100);
   svr.set_read_timeout(30);
@@ -191,6 +194,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   RouteTable routes(svr, static_cast<std::size_t>(opt.max_body_bytes));
   add_generation_routes(routes, cx);
   add_model_routes(routes, cx);
+  add_audio_routes(routes, cx);
   add_slot_routes(routes, cx);
   add_static_routes(routes);
   routes.refuse_other_methods();
@@ -206,7 +210,9 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
                  static_cast<long long>(opt.queue));
   else
     std::fprintf(stderr, "tfm serve: model %s (%s): %s\n", cx.model_id.c_str(), to_string(c.architecture),
-                 c.architecture == Architecture::encoder_decoder ? "completions translate the prompt" : "embeddings, classify");
+                 c.reads_audio()                                   ? "/v1/audio/transcriptions and /v1/audio/translations"
+                 : c.architecture == Architecture::encoder_decoder ? "completions translate the prompt"
+                                                                   : "embeddings, classify");
   std::fprintf(stderr, "tfm serve: memory plan: %s\n", summary(plan_memory(c, ctx, sched.generates() ? opt.parallel : 1)).c_str());
   std::printf("tfm serve: listening on http://%s:%d\n", opt.host.c_str(), port);
   std::fflush(stdout);

@@ -19,6 +19,7 @@ Family t5_family();
 Family marian_family();
 Family vit_family();
 Family deit_family();
+Family whisper_family();
 
 // ViT's embeddings and encoder under `root` ("vit.", "deit."), shared with DeiT (vit.cpp):
 // the config checks every image family runs last, the parameter specs and the wiring.
@@ -26,6 +27,10 @@ ConfigSchema vit_like_schema(const std::string& model_type);  // ViTConfig's key
 void finish_image_config(ModelConfig& c, const nlohmann::json& file, const std::string& where);
 std::vector<ParamSpec> vit_encoder_specs(const ModelConfig& c, const std::string& root);
 void wire_vit_encoder(Layout& l, const ModelConfig& c, const WireParams& P, const std::string& root);
+
+// BART's layer names under model.encoder.layers.<i> / model.decoder.layers.<i> (self_attn,
+// encoder_attn, their _layer_norm, fc1, fc2, final_layer_norm), shared by Marian and Whisper.
+void wire_bart_layers(Layout& l, const ModelConfig& c, const WireParams& P);
 
 // Shared by the file-name tests of the hub families.
 inline bool ends_with(const std::string& s, const std::string& suffix) {

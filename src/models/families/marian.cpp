@@ -94,11 +94,10 @@ std::vector<ParamSpec> parameters(const ModelConfig& c) {
   return s;
 }
 
-// BART's layout: post-norm layers, fc1/fc2, no final norms, the shared embedding for both
-// stacks and the tied head, plus final_logits_bias.
-void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
+}  // namespace
+
+void wire_bart_layers(Layout& l, const ModelConfig& c, const WireParams& P) {
   constexpr std::array<const char*, 4> names{"q_proj", "k_proj", "v_proj", "out_proj"};
-  l.tok_emb = P.need("model.shared.weight");
   for (const char* side : {"encoder", "decoder"}) {
     const bool dec = std::string(side) == "decoder";
     Stack& s = dec ? l.decoder : l.encoder;
@@ -120,6 +119,15 @@ void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
       s.layers.push_back(L);
     }
   }
+}
+
+namespace {
+
+// BART's layout: post-norm layers, fc1/fc2, no final norms, the shared embedding for both
+// stacks and the tied head, plus final_logits_bias.
+void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
+  l.tok_emb = P.need("model.shared.weight");
+  wire_bart_layers(l, c, P);
   l.lm_head = c.tie_embeddings ? l.tok_emb : P.need("lm_head.weight");
   l.logits_bias = P.need("final_logits_bias");
 }

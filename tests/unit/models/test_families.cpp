@@ -28,6 +28,7 @@ ModelConfig tiny(const Family& f) {
   c.num_labels = 3;
   c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
   if (c.reads_images()) c.image_size = 8, c.patch_size = 4, c.max_positions = c.image_tokens();
+  if (c.reads_audio()) c.num_mel_bins = 8, c.max_source_positions = 20;
   c.pad_token_id = c.pad_token_id >= 0 ? 1 : -1;
   c.bos_token_id = c.eos_token_id = c.decoder_start_token_id = 2;
   if (c.init_std == 0.0) c.init_std = 0.02;
@@ -53,21 +54,22 @@ TEST(Families, RegistryListsEveryModelTypeOnce) {
     EXPECT_TRUE(f.parameters && f.wire) << f.model_type;
     EXPECT_EQ(f.schema.base.model_type, f.model_type) << "the schema's base names its family";
   }
-  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit"})
+  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit", "whisper"})
     EXPECT_EQ(seen.count(t), 1u) << t;
   const std::string e = error_of([] { model_family("gpt3", "config.json"); });
   EXPECT_NE(e.find("config.json"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown value 'gpt3'"), std::string::npos) << e;
-  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit, whisper"), std::string::npos) << e;
 }
 
 TEST(Families, PresetsComeFromTheirFamilies) {
-  EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5", "vit-b16", "deit-b16-distilled"}));
+  EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5", "vit-b16", "deit-b16-distilled",
+                                                            "whisper-tiny", "whisper-base", "whisper-small"}));
   for (const Family& f : model_families())
     for (const auto& [name, c] : f.presets) EXPECT_EQ(model_preset(name).model_type, f.model_type) << name;
   const std::string e = error_of([] { model_preset("gtp2"); });
   EXPECT_NE(e.find("did you mean 'gpt2'"), std::string::npos) << e;
-  EXPECT_NE(e.find("allowed: vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled"), std::string::npos) << e;
+  EXPECT_NE(e.find("allowed: vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled, whisper-tiny"), std::string::npos) << e;
 }
 
 // Every family builds, wires and runs a forward pass from its own parameter specs; its config
@@ -87,6 +89,7 @@ TEST(Families, EachBuildsWiresAndRunsFromItsSpecs) {
     EXPECT_EQ(m.parameter_count(), n);
     ModelInputs in;
     if (c.reads_images()) in.pixel_values = Tensor::randn({2, c.num_channels, c.image_size, c.image_size}, 3);
+    else if (c.reads_audio()) in.input_features = Tensor::randn({1, c.num_mel_bins, 2 * c.max_source_positions - 1}, 3);
     else in.input_ids = Tensor::from_ints({3, 4, 5, 6}, {1, 4});
     if (c.architecture == Architecture::encoder_decoder) in.decoder_input_ids = Tensor::from_ints({2, 7}, {1, 2});
     const ModelOutputs out = m.forward(in);

@@ -1,0 +1,122 @@
+// Speech recognition with Whisper-style encoder-decoders (docs/speech.md), decoding as
+// OpenAI's whisper does (transcribe.py, decoding.py):
+//
+//   tfm::LoadedModel lm = tfm::load_model("whisper-tiny.en");
+//   tfm::Transcriber t(lm);
+//   tfm::Transcript r = t.transcribe(tfm::read_audio("talk.wav"), {});
+//   for (const auto& s : r.segments) printf("[%.2f -> %.2f] %s\n", s.start, s.end, s.text.c_str());
+//
+// Audio longer than one 30-second window is transcribed window after window: the log-mel
+// spectrogram of the whole file is computed once, each window is decoded, and the next window
+// starts where the last complete timestamped segment ended (or after the window without
+// timestamps). Each window is decoded greedily, and again at higher temperatures when the text
+// repeats itself (gzip compression ratio above a threshold) or is improbable (mean log-prob
+// below one); a window whose no-speech probability is high and whose text is improbable is
+// skipped as silence.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "tfm/audio.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model_dir.h"
+
+namespace tfm {
+
+// The special tokens of a Whisper vocabulary, from generation_config.json and the tokenizer.
+struct WhisperTokens {
+  std::int32_t sot = -1, eot = -1, transcribe = -1, translate = -1, no_timestamps = -1, no_speech = -1, sot_prev = -1;
+  std::int32_t timestamp_begin = -1;  // <|0.00|>; timestamps run to the vocabulary's end
+  std::vector<std::pair<std::string, std::int32_t>> languages;  // "en" -> <|en|>, in vocabulary order
+  std::vector<std::int32_t> suppress, begin_suppress;
+  std::int64_t max_initial_timestamp_index = 50;  // the first timestamp comes at most 1.0 s in
+  bool multilingual = false;
+  // Throws naming what is missing when the model's files do not describe a Whisper vocabulary.
+  static WhisperTokens of(const LoadedModel& lm);
+  std::int32_t language(const std::string& code) const;  // -1 when the vocabulary has none
+  std::string language_code(std::int32_t id) const;
+};
+
+// OpenAI's ApplyTimestampRules on one row of logits (V): `sampled` are the tokens generated
+// in this window so far. No-timestamps is never chosen; timestamps come in pairs (after a
+// pair, text or the end; after a lone timestamp, another timestamp or the end) and never go
+// back; the first token is a timestamp no later than max_initial_timestamp_index; when the
+// timestamps together are likelier than any single text token, a timestamp it is.
+void apply_timestamp_rules(std::span<float> logits, std::span<const std::int32_t> sampled, const WhisperTokens& t);
+
+struct TranscribeOptions {
+  std::string language;             // "" or "auto": detected from the first window
+  std::string task = "transcribe";  // or "translate" (to English)
+  bool timestamps = true;           // segment timestamps (off: <|notimestamps|>, one segment per window)
+  std::vector<double> temperatures{0.0, 0.2, 0.4, 0.6, 0.8, 1.0};  // the fallback ladder
+  double compression_ratio_threshold = 2.4;  // <= 0: never falls back for repetition
+  double logprob_threshold = -1.0;           // mean log-prob below it falls back (-inf: never)
+  double no_speech_threshold = 0.6;          // with an improbable text: the window is silence
+  bool condition_on_previous_text = true;    // the last window's text as a prompt (<|startofprev|>)
+  std::string initial_prompt;                // text before the first window (vocabulary, spelling)
+  std::int64_t max_new_tokens = 224;         // per window (Whisper's n_text_ctx / 2)
+  std::uint64_t seed = 0;                    // for temperatures above 0
+};
+
+struct TranscriptSegment {
+  double start = 0, end = 0;  // seconds
+  double seek = 0;            // where its window started (seconds)
+  std::string text;
+  std::vector<std::int32_t> tokens;  // timestamps included
+  double avg_logprob = 0, compression_ratio = 0, no_speech_prob = 0, temperature = 0;
+};
+
+struct Transcript {
+  std::string language;  // the code used ("en"), detected or given
+  std::string text;      // the segments' texts joined
+  std::vector<TranscriptSegment> segments;
+  double seconds = 0;    // the audio's length
+};
+
+// One window's decoding (Transcriber::decode_window), for tests and tools.
+struct WindowResult {
+  std::vector<std::int32_t> tokens;  // generated, without the prompt or the end token
+  double sum_logprob = 0, avg_logprob = 0, no_speech_prob = 0, compression_ratio = 0, temperature = 0;
+  std::string text;
+};
+
+class Transcriber {
+ public:
+  explicit Transcriber(LoadedModel& lm);
+  const WhisperTokens& tokens() const { return tok_; }
+  // on_segment sees each segment as its window completes; on_progress the seconds done.
+  Transcript transcribe(const Audio& audio, const TranscribeOptions& o,
+                        const std::function<void(const TranscriptSegment&)>& on_segment = {},
+                        const std::function<void(double done, double total)>& on_progress = {});
+  // The language of one window of features (n_mels, frames): its code and probability.
+  std::pair<std::string, double> detect_language(const Tensor& features);
+  // One window (features (n_mels, frames)) from the prompt's tokens, at one temperature.
+  WindowResult decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
+                             double temperature, std::int64_t max_new_tokens, std::uint64_t seed);
+  // The prompt of a window: [<|startofprev|> previous...] <|startoftranscript|> [lang] [task] [<|notimestamps|>].
+  std::vector<std::int32_t> prompt(const std::vector<std::int32_t>& previous, const std::string& language,
+                                   const std::string& task, bool timestamps) const;
+
+ private:
+  void encode(const Tensor& features);  // the window's cross-attention keys/values into the cache
+  LoadedModel& lm_;
+  WhisperTokens tok_;
+  KVCache cache_;
+};
+
+// A transcript as a file: "txt" (one trimmed line per segment), "srt", "vtt", or
+// "verbose_json" (OpenAI's shape: task, language name, duration, text, segments with their
+// decoding figures). `task` is the verbose_json's "task".
+std::string format_transcript(const Transcript& t, const std::string& format, const std::string& task = "transcribe");
+
+// Whisper's English name of a language code ("en" -> "english"; the code itself when unknown).
+std::string whisper_language_name(const std::string& code);
+
+// gzip's compression ratio of a text (bytes / deflated bytes), Whisper's repetition test.
+double compression_ratio(std::string_view text);
+
+}  // namespace tfm

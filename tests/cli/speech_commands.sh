@@ -1,0 +1,117 @@
+#!/usr/bin/env bash
+# Speech from the command line on a Whisper hub directory with random weights (written at test
+# time by tools/reference/ref_whisper.py, the parity reference): speech spoken by espeak-ng and
+# converted by sox into WAV, FLAC and Ogg/Vorbis at other rates and channel counts. tfm mel
+# writes .npy files NumPy reads ([n_mels, frames], the 30-s window with --window) and reads
+# every container to the same features; tfm transcribe gives txt, srt, vtt and json with
+# ordered times, one segment per window without timestamps, several windows (and progress on
+# stderr) for long audio, the same output for the same file in any container; q8_0 weights
+# run; tfm wer prints jiwer's figures; a file that is not audio, a text model and an
+# English-only model asked to translate are one-line errors.
+#   usage: speech_commands.sh TFM SOURCE_DIR
+set -euo pipefail
+TFM=$1 SRC=$2
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+export OMP_WAIT_POLICY=passive
+
+(cd "$SRC/tools/reference" && /usr/bin/python3 -c "import sys; sys.path.insert(0, '.'); import ref_whisper; ref_whisper.make(sys.argv[1])" "$DIR") \
+  || fail "ref_whisper.py"
+M=$DIR/hub/whisper_en
+espeak-ng -v en-us -s 150 -w "$DIR/speech22k.wav" "The quick brown fox jumps over the lazy dog."
+sox "$DIR/speech22k.wav" -r 16000 "$DIR/speech.wav"
+sox "$DIR/speech22k.wav" -r 44100 -c 2 "$DIR/speech.flac"
+sox "$DIR/speech22k.wav" -r 16000 "$DIR/speech.ogg"
+
+# ---- tfm mel --------------------------------------------------------------------------------
+"$TFM" mel "$DIR/speech.wav" -o "$DIR/wav.npy" 2> "$DIR/mel.err" || { cat "$DIR/mel.err"; fail "tfm mel"; }
+grep -q "16000 Hz (1 ch" "$DIR/mel.err" || fail "tfm mel report: $(cat "$DIR/mel.err")"
+"$TFM" mel "$DIR/speech.flac" -o "$DIR/flac.npy" 2> "$DIR/mel.err" || { cat "$DIR/mel.err"; fail "tfm mel flac"; }
+grep -q "44100 Hz (2 ch, FLAC" "$DIR/mel.err" || fail "tfm mel flac report: $(cat "$DIR/mel.err")"
+"$TFM" mel "$DIR/speech.ogg" -o "$DIR/ogg.npy" 2> /dev/null || fail "tfm mel ogg"
+"$TFM" mel "$DIR/speech.wav" -o "$DIR/window.npy" --window -m "$M" 2> /dev/null || fail "tfm mel --window"
+"$TFM" mel "$DIR/speech.wav" -o "$DIR/m128.npy" --n-mels 128 2> /dev/null || fail "tfm mel --n-mels"
+/usr/bin/python3 - "$DIR" <<'PY' || fail "the .npy files"
+import sys, numpy as np
+d = sys.argv[1]
+wav, flac, ogg, win, m128 = (np.load(f"{d}/{n}.npy") for n in ("wav", "flac", "ogg", "window", "m128"))
+assert wav.dtype == np.float32 and wav.ndim == 2 and wav.shape[0] == 80, wav.shape
+assert m128.shape[0] == 128 and m128.shape[1] == wav.shape[1], m128.shape
+assert win.shape == (80, 3000), win.shape
+assert abs(flac.shape[1] - wav.shape[1]) <= 1 and abs(ogg.shape[1] - wav.shape[1]) <= 1
+n = min(wav.shape[1], flac.shape[1], ogg.shape[1])
+# The same speech through another rate and container: close features (resampling and the lossy
+# codec move them slightly; the dynamic range is 2.0).
+assert np.abs(flac[:, :n] - wav[:, :n]).mean() < 0.02, np.abs(flac[:, :n] - wav[:, :n]).mean()
+assert np.abs(ogg[:, :n] - wav[:, :n]).mean() < 0.05, np.abs(ogg[:, :n] - wav[:, :n]).mean()
+assert np.allclose(win[:, :wav.shape[1] - 2], wav[:, :wav.shape[1] - 2], atol=0.5)
+PY
+echo "mel: wav/flac/ogg features agree; --window gives 3000 frames"
+
+# ---- tfm transcribe ---------------------------------------------------------------------------
+# (One temperature: the random model fails every fallback test, and each would decode again.)
+for fmt in txt srt vtt json; do
+  "$TFM" -t 1 transcribe -m "$M" "$DIR/speech.wav" --temperature 0 --format $fmt > "$DIR/out.$fmt" 2> "$DIR/tr.err" || { cat "$DIR/tr.err"; fail "transcribe --format $fmt"; }
+  [ -s "$DIR/out.$fmt" ] || fail "empty $fmt output"
+done
+head -1 "$DIR/out.srt" | grep -qx 1 || fail "srt numbering: $(head -3 "$DIR/out.srt")"
+grep -qE '^00:00:[0-9]{2},[0-9]{3} --> [0-9]{2}:[0-9]{2}:[0-9]{2},[0-9]{3}$' "$DIR/out.srt" || fail "srt times"
+head -1 "$DIR/out.vtt" | grep -qx WEBVTT || fail "vtt header"
+grep -qE '^00:00:[0-9]{2}\.[0-9]{3} --> ' "$DIR/out.vtt" || fail "vtt times"
+/usr/bin/python3 - "$DIR/out.json" <<'PY' || fail "json transcript"
+import json, sys
+t = json.load(open(sys.argv[1]))
+assert t["language"] == "english" and 2.5 < t["duration"] < 4.5, t["duration"]
+segs = t["segments"]
+assert segs and all(s["start"] < s["end"] for s in segs)
+assert all(a["end"] <= b["start"] + 1e-9 for a, b in zip(segs, segs[1:])), "segments overlap"
+assert all(x >= 50363 for s in segs for x in s["tokens"][:1]), "a timestamped segment starts with a timestamp"
+assert t["text"].strip() == "".join(s["text"] for s in segs).strip()
+PY
+"$TFM" -t 1 transcribe -m "$M" "$DIR/speech.wav" --temperature 0 --format json --no-timestamps > "$DIR/nots.json" 2> /dev/null
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); s = t["segments"]
+assert len(s) == 1 and s[0]["start"] == 0 and all(x < 50363 or x > 50363 for x in s[0]["tokens"]), s' "$DIR/nots.json" \
+  || fail "--no-timestamps gives one segment per window"
+# The same samples in another container give the same transcript (a 16 kHz FLAC: lossless).
+sox "$DIR/speech.wav" "$DIR/speech16.flac"
+"$TFM" -t 1 transcribe -m "$M" "$DIR/speech16.flac" --temperature 0 > "$DIR/flac.txt" 2> /dev/null
+cmp -s "$DIR/out.txt" "$DIR/flac.txt" || fail "a lossless FLAC of the WAV transcribes differently"
+# q8_0 weights (the rows of 16 fall back to f16) run the same path.
+"$TFM" -t 1 transcribe -m "$M" "$DIR/speech.wav" --temperature 0 --dtype q8_0 > /dev/null 2>&1 || fail "transcribe --dtype q8_0"
+echo "transcribe: txt, srt, vtt, json; --no-timestamps; FLAC == WAV; q8_0"
+
+# Long audio: 72 s (speech, silence, speech) is three windows, with progress on stderr; the
+# temperature fallback runs here (every window falls back to 1.0 on this model).
+sox "$DIR/speech.wav" "$DIR/pad.wav" pad 0 31
+sox "$DIR/pad.wav" "$DIR/pad.wav" "$DIR/speech.wav" "$DIR/long.wav"
+"$TFM" -t 1 transcribe -m "$M" "$DIR/long.wav" --format json > "$DIR/long.json" 2> "$DIR/long.err" || { cat "$DIR/long.err"; fail "long-form"; }
+grep -q "long.wav: 30 / 7[1-4] s" "$DIR/long.err" || fail "no progress on stderr: $(cat "$DIR/long.err")"
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); s = t["segments"]
+assert 70 < t["duration"] < 74 and max(x["start"] for x in s) >= 30, [(x["start"], x["end"]) for x in s]
+assert all(a["seek"] <= b["seek"] for a, b in zip(s, s[1:]))
+assert all(x["temperature"] == 1.0 for x in s), [x["temperature"] for x in s]' "$DIR/long.json" || fail "long-form windows"
+echo "transcribe: 71 s in several windows, progress shown"
+
+# ---- errors -----------------------------------------------------------------------------------
+echo "not audio" > "$DIR/notes.wav"
+if "$TFM" transcribe -m "$M" "$DIR/notes.wav" 2> "$DIR/err"; then fail "a text file was transcribed"; fi
+grep -q "notes.wav.*not a readable audio file" "$DIR/err" || fail "bad file message: $(cat "$DIR/err")"
+[ "$(wc -l < "$DIR/err")" -eq 1 ] || fail "more than one line: $(cat "$DIR/err")"
+if "$TFM" transcribe -m "$M" "$DIR/speech.wav" --task translate 2> "$DIR/err"; then fail "an English-only model translated"; fi
+grep -q "English-only model cannot translate" "$DIR/err" || fail "translate message: $(cat "$DIR/err")"
+if "$TFM" mel "$DIR/notes.wav" -o "$DIR/x.npy" 2> "$DIR/err"; then fail "tfm mel read a text file"; fi
+[ ! -e "$DIR/x.npy" ] || fail "tfm mel wrote a file for bad input"
+echo "errors: bad audio, translation on an English-only model"
+
+# ---- tfm wer ----------------------------------------------------------------------------------
+printf 'i love cats\nhello world\n' > "$DIR/ref.txt"
+printf 'i hate cats\nhello\n' > "$DIR/hyp.txt"
+"$TFM" wer "$DIR/ref.txt" "$DIR/hyp.txt" > "$DIR/wer.txt"
+grep -q "^WER 40.00% (5 words: 1 substitutions, 1 deletions, 0 insertions)" "$DIR/wer.txt" || fail "wer: $(cat "$DIR/wer.txt")"
+printf 'Hello, World!\n' > "$DIR/ref.txt"
+printf 'hello world\n' | "$TFM" wer "$DIR/ref.txt" --normalize basic --json > "$DIR/wer.json"
+/usr/bin/python3 -c 'import json, sys; w = json.load(open(sys.argv[1])); assert w["wer"]["rate"] == 0 and w["cer"]["rate"] == 0, w' "$DIR/wer.json" \
+  || fail "wer --normalize basic: $(cat "$DIR/wer.json")"
+echo "wer: jiwer's counts; basic normalisation"
+echo "speech commands: ok"

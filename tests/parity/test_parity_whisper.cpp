@@ -1,0 +1,102 @@
+// Whisper against tools/reference/ref_whisper.py (modeling_whisper's forward written out in
+// float64, a hub directory with random weights and an English-only vocabulary): the encoder
+// output, the decoder's logits and every parameter's gradient (the convolution stem's
+// included), greedy decoding with and without timestamps through the KV cache, and the
+// timestamp rules alone.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+
+#include "support/test_support.h"
+#include "tfm/load.h"
+#include "tfm/tfm.h"
+#include "tfm/transcribe.h"
+
+using namespace tfm;
+
+namespace {
+
+std::string hub_dir(const std::string& name) {
+  const char* d = std::getenv("TFM_FIXTURE_DIR");
+  return std::string(d ? d : "fixtures") + "/hub/" + name;
+}
+
+const SafetensorsFile& ref() {
+  static const SafetensorsFile r = load_safetensors(hub_dir("whisper_en") + ".ref.safetensors");
+  return r;
+}
+
+std::vector<std::int32_t> ids_of(const Tensor& t) {
+  std::vector<std::int32_t> v;
+  for (std::int64_t x : t.to_ints()) v.push_back(static_cast<std::int32_t>(x));
+  return v;
+}
+
+Tensor features() { return reshape(ref().tensors.at("input_features"), {80, 3000}); }
+
+}  // namespace
+
+TEST(WhisperParity, EncoderOutputLogitsAndEveryGradient) {
+  LoadedWeights w = load_model_weights(hub_dir("whisper_en"));
+  EXPECT_EQ(w.config.model_type, "whisper");
+  EXPECT_EQ(w.config.num_mel_bins, 80);
+  ModelInputs in;
+  in.input_features = ref().tensors.at("input_features");
+  in.decoder_input_ids = ref().tensors.at("decoder_input_ids");
+  for (auto& [name, p] : w.model.parameters()) p.requires_grad_();
+  const ModelOutputs out = w.model.forward(in);
+  test::expect_close(out.encoder_hidden, ref().tensors.at("encoder_hidden"), 1e-4, 1e-4, "encoder_hidden");
+  test::expect_close(out.logits, ref().tensors.at("logits"), 1e-4, 1e-4, "logits");
+  backward(out.logits, ref().tensors.at("w"));
+  for (const auto& [name, p] : w.model.parameters()) {
+    ASSERT_TRUE(p.grad().defined()) << name;
+    // The gradients sum over 1500 encoder positions and a 51864-word vocabulary in f32 (the
+    // reference in f64): elements that cancel to near zero carry the rounding of the large
+    // terms, so the absolute tolerance scales with the tensor's largest gradient.
+    const Tensor& want = ref().tensors.at("grad." + name);
+    double scale = 0;
+    for (std::int64_t i = 0; i < want.numel(); ++i) scale = std::max(scale, std::abs(static_cast<double>(want.data<float>()[i])));
+    test::expect_close(p.grad(), want, 1e-4, std::max(2e-5, 1e-5 * scale), "grad " + name);
+  }
+}
+
+TEST(WhisperParity, GreedyWithoutTimestampsThroughTheCache) {
+  LoadedModel lm = load_model(hub_dir("whisper_en"));
+  Transcriber t(lm);
+  EXPECT_FALSE(t.tokens().multilingual);
+  EXPECT_EQ(t.tokens().timestamp_begin, 50363);
+  const std::vector<std::int32_t> prompt = t.prompt({}, "", "transcribe", false);
+  EXPECT_EQ(prompt, (std::vector<std::int32_t>{50257, 50362}));
+  const WindowResult r = t.decode_window(features(), prompt, false, 0.0, 20, 0);
+  EXPECT_EQ(r.tokens, ids_of(ref().tensors.at("greedy")));
+}
+
+TEST(WhisperParity, GreedyWithTimestampRules) {
+  LoadedModel lm = load_model(hub_dir("whisper_en"));
+  Transcriber t(lm);
+  const std::vector<std::int32_t> prompt = t.prompt({}, "", "transcribe", true);
+  EXPECT_EQ(prompt, (std::vector<std::int32_t>{50257}));
+  const WindowResult r = t.decode_window(features(), prompt, true, 0.0, 20, 0);
+  EXPECT_EQ(r.tokens, ids_of(ref().tensors.at("greedy_ts")));
+}
+
+TEST(WhisperParity, TimestampRulesAlone) {
+  LoadedModel lm = load_model(hub_dir("whisper_en"));
+  const WhisperTokens tok = WhisperTokens::of(lm);
+  for (const std::string suffix : {"", "_1", "_2", "_3", "_4", "_5"}) {
+    const Tensor& in = ref().tensors.at("ts_filter_in" + suffix);
+    const Tensor& want = ref().tensors.at("ts_filter_out" + suffix);
+    std::vector<float> row(in.data<float>(), in.data<float>() + in.numel());
+    std::vector<std::int32_t> sampled = ids_of(ref().tensors.at("ts_filter_prefix" + suffix));
+    sampled.erase(sampled.begin());  // the prompt [<|startoftranscript|>]
+    apply_timestamp_rules(row, sampled, tok);
+    const float* w = want.data<float>();
+    for (std::size_t i = 0; i < row.size(); ++i) {
+      ASSERT_EQ(std::isinf(row[i]), std::isinf(w[i])) << "case '" << suffix << "' token " << i;
+      if (!std::isinf(w[i])) {
+        ASSERT_EQ(row[i], w[i]) << "case '" << suffix << "' token " << i;
+      }
+    }
+  }
+}
