@@ -91,8 +91,8 @@ struct ScheduleConfig {
 double learning_rate(const ScheduleConfig& s, double peak_lr, std::int64_t step, std::int64_t total_steps);
 
 // ---- train config ----------------------------------------------------------------------
-enum class TaskKind { lm, classifier, seq2seq, image_classifier };
-const char* task_name(TaskKind k);  // "lm", "classifier", "seq2seq", "image_classifier"
+enum class TaskKind { lm, classifier, seq2seq, image_classifier, speech };
+const char* task_name(TaskKind k);  // "lm", "classifier", "seq2seq", "image_classifier", "speech"
 
 // Knowledge distillation (docs/training.md): a frozen teacher runs on every training batch.
 // loss = alpha * T^2 * KL(softmax(teacher/T) || softmax(student/T)) + (1 - alpha) * hard loss,
@@ -171,6 +171,14 @@ struct TrainConfig {
   // "data.augment": {"crop_padding": N, "horizontal_flip": bool} on the training images.
   std::int64_t augment_crop_padding = 0;
   bool augment_horizontal_flip = false;
+  // data (speech): "train" and "test" are manifests of path<TAB>transcript lines (paths
+  // relative to the manifest); audio is read at 16 kHz and cut into chunk_length-second windows
+  // as WhisperFeatureExtractor does. "spec_augment": {"time_masks", "time_width", "freq_masks",
+  // "freq_width"}; timestamps_fraction of the training clips are taught with timestamps.
+  double chunk_length = 30.0;
+  std::int64_t spec_time_masks = 0, spec_time_width = 0, spec_freq_masks = 0, spec_freq_width = 0;
+  double timestamps_fraction = 0.5;
+  std::int64_t wer_examples = 200;  // speech: test clips decoded (greedy) for WER at each eval
   // optimisation
   OptimizerConfig optimizer;
   ScheduleConfig schedule;

@@ -37,6 +37,7 @@ struct WhisperTokens {
   bool multilingual = false;
   // Throws naming what is missing when the model's files do not describe a Whisper vocabulary.
   static WhisperTokens of(const LoadedModel& lm);
+  static WhisperTokens of(const ModelConfig& cfg, const Tokenizer& tok, const GenerationDefaults& g);
   std::int32_t language(const std::string& code) const;  // -1 when the vocabulary has none
   std::string language_code(std::int32_t id) const;
 };
@@ -87,6 +88,8 @@ struct WindowResult {
 class Transcriber {
  public:
   explicit Transcriber(LoadedModel& lm);
+  // A model being trained (its tokenizer and front end held by the trainer).
+  Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx);
   const WhisperTokens& tokens() const { return tok_; }
   // on_segment sees each segment as its window completes; on_progress the seconds done.
   Transcript transcribe(const Audio& audio, const TranscribeOptions& o,
@@ -103,8 +106,10 @@ class Transcriber {
 
  private:
   void encode(const Tensor& features);  // the window's cross-attention keys/values into the cache
-  LoadedModel& lm_;
+  Model& model_;
+  const Tokenizer& text_;
   WhisperTokens tok_;
+  AudioFeatureExtractor fx_;
   KVCache cache_;
 };
 

@@ -158,12 +158,12 @@ double compression_ratio(std::string_view text) {
 }
 
 // ---- the vocabulary's special tokens -----------------------------------------------------
-WhisperTokens WhisperTokens::of(const LoadedModel& lm) {
-  const Tokenizer& tok = lm.tokenizer;
-  const GenerationDefaults& g = lm.generation;
+WhisperTokens WhisperTokens::of(const LoadedModel& lm) { return of(lm.config, lm.tokenizer, lm.generation); }
+
+WhisperTokens WhisperTokens::of(const ModelConfig& config, const Tokenizer& tok, const GenerationDefaults& g) {
   WhisperTokens t;
   const char* where = "whisper";
-  TFM_CHECK(lm.config.reads_audio() && lm.config.architecture == Architecture::encoder_decoder, where,
+  TFM_CHECK(config.reads_audio() && config.architecture == Architecture::encoder_decoder, where,
             "the model does not read audio (a Whisper-style encoder-decoder is needed)");
   t.sot = token_id(tok, "<|startoftranscript|>");
   if (t.sot < 0 && g.decoder_start_token_id) t.sot = static_cast<std::int32_t>(*g.decoder_start_token_id);
@@ -179,8 +179,8 @@ WhisperTokens WhisperTokens::of(const LoadedModel& lm) {
   TFM_CHECK(t.sot >= 0 && t.eot >= 0 && t.no_timestamps >= 0, where,
             "the tokenizer lacks Whisper's <|startoftranscript|>, <|endoftext|> or <|notimestamps|>");
   t.timestamp_begin = t.no_timestamps + 1;
-  TFM_CHECK(t.timestamp_begin < lm.config.vocab_size, where, "no timestamp tokens after <|notimestamps|> (id ",
-            t.no_timestamps, ", vocab_size ", lm.config.vocab_size, ")");
+  TFM_CHECK(t.timestamp_begin < config.vocab_size, where, "no timestamp tokens after <|notimestamps|> (id ",
+            t.no_timestamps, ", vocab_size ", config.vocab_size, ")");
   // The languages: the lang_to_id table, else every <|xx|> token between the start token and
   // <|translate|> (Whisper's order).
   if (!g.lang_to_id.empty()) {
@@ -193,13 +193,13 @@ WhisperTokens WhisperTokens::of(const LoadedModel& lm) {
       if (s.size() > 4 && s.rfind("<|", 0) == 0) t.languages.emplace_back(s.substr(2, s.size() - 4), id);
     }
   }
-  t.multilingual = g.is_multilingual ? *g.is_multilingual : lm.config.vocab_size >= 51865;
+  t.multilingual = g.is_multilingual ? *g.is_multilingual : config.vocab_size >= 51865;
   for (std::int64_t id : g.suppress_tokens) t.suppress.push_back(static_cast<std::int32_t>(id));
   for (std::int64_t id : g.begin_suppress_tokens) t.begin_suppress.push_back(static_cast<std::int32_t>(id));
   if (g.max_initial_timestamp_index) t.max_initial_timestamp_index = *g.max_initial_timestamp_index;
-  for (std::int32_t id : t.suppress) TFM_CHECK(id < lm.config.vocab_size, where, "suppress_tokens holds id ", id, " past the vocabulary");
+  for (std::int32_t id : t.suppress) TFM_CHECK(id < config.vocab_size, where, "suppress_tokens holds id ", id, " past the vocabulary");
   for (std::int32_t id : t.begin_suppress)
-    TFM_CHECK(id < lm.config.vocab_size, where, "begin_suppress_tokens holds id ", id, " past the vocabulary");
+    TFM_CHECK(id < config.vocab_size, where, "begin_suppress_tokens holds id ", id, " past the vocabulary");
   return t;
 }
 
@@ -258,18 +258,26 @@ void apply_timestamp_rules(std::span<float> logits, std::span<const std::int32_t
 
 // ---- one window --------------------------------------------------------------------------
 Transcriber::Transcriber(LoadedModel& lm)
-    : lm_(lm),
-      tok_(WhisperTokens::of(lm)),
-      cache_(lm.config, 1, lm.config.max_positions, 1, lm.config.max_source_positions) {
+    : Transcriber(lm.model, lm.tokenizer, WhisperTokens::of(lm),
+                  lm.audio_features ? *lm.audio_features : AudioFeatureExtractor::whisper(lm.config.num_mel_bins)) {}
+
+Transcriber::Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx)
+    : model_(model),
+      text_(tok),
+      tok_(special),
+      fx_(fx),
+      cache_(model.config(), 1, model.config().max_positions, 1, model.config().max_source_positions) {
+  TFM_CHECK(fx.options().n_mels == model.config().num_mel_bins, "transcribe", "the front end gives ", fx.options().n_mels,
+            " mel bins; the model reads ", model.config().num_mel_bins);
   cache_.bind_source(0, 0);
 }
 
 void Transcriber::encode(const Tensor& features) {
-  TFM_CHECK(features.dim() == 2 && features.size(0) == lm_.config.num_mel_bins, "transcribe", "features must be (",
-            lm_.config.num_mel_bins, ", frames), got ", shape_str(features.shape()));
+  TFM_CHECK(features.dim() == 2 && features.size(0) == model_.config().num_mel_bins, "transcribe", "features must be (",
+            model_.config().num_mel_bins, ", frames), got ", shape_str(features.shape()));
   ModelInputs in;
   in.input_features = reshape(features, {1, features.size(0), features.size(1)});
-  lm_.model.encode_to_cache(in, cache_, 0);
+  model_.encode_to_cache(in, cache_, 0);
 }
 
 std::vector<std::int32_t> Transcriber::prompt(const std::vector<std::int32_t>& previous, const std::string& language,
@@ -277,7 +285,7 @@ std::vector<std::int32_t> Transcriber::prompt(const std::vector<std::int32_t>& p
   std::vector<std::int32_t> p;
   if (!previous.empty() && tok_.sot_prev >= 0) {
     p.push_back(tok_.sot_prev);
-    const std::size_t keep = static_cast<std::size_t>(lm_.config.max_positions / 2 - 1);
+    const std::size_t keep = static_cast<std::size_t>(model_.config().max_positions / 2 - 1);
     p.insert(p.end(), previous.end() - static_cast<std::ptrdiff_t>(std::min(keep, previous.size())), previous.end());
   }
   p.push_back(tok_.sot);
@@ -302,7 +310,7 @@ std::pair<std::string, double> Transcriber::detect_language(const Tensor& featur
   encode(features);
   cache_.reset(0);
   const std::vector<std::int32_t> sot{tok_.sot};
-  const Tensor logits = lm_.model.decode_cached(id_tensor(sot), {0}, cache_);
+  const Tensor logits = model_.decode_cached(id_tensor(sot), {0}, cache_);
   std::vector<float> row = row_of(logits, 0), masked(row.size(), kNegInf);
   for (const auto& [code, id] : tok_.languages) masked[static_cast<std::size_t>(id)] = row[static_cast<std::size_t>(id)];
   const std::vector<double> lp = log_softmax_row(masked);
@@ -317,7 +325,7 @@ WindowResult Transcriber::decode_window(const Tensor& features, const std::vecto
             cache_.capacity(), " positions");
   encode(features);
   cache_.reset(0);
-  const Tensor all = lm_.model.decode_cached(id_tensor(prompt), {0}, cache_, true);  // (1, P, V)
+  const Tensor all = model_.decode_cached(id_tensor(prompt), {0}, cache_, true);  // (1, P, V)
   WindowResult r;
   r.temperature = temperature;
   const auto sot_at = std::find(prompt.begin(), prompt.end(), tok_.sot) - prompt.begin();
@@ -339,12 +347,12 @@ WindowResult Transcriber::decode_window(const Tensor& features, const std::vecto
     r.tokens.push_back(next);
     if (i + 1 == room) break;
     const std::vector<std::int32_t> one{next};
-    row = row_of(lm_.model.decode_cached(id_tensor(one), {0}, cache_), 0);
+    row = row_of(model_.decode_cached(id_tensor(one), {0}, cache_), 0);
   }
   std::vector<std::int32_t> text;
   for (std::int32_t t : r.tokens)
     if (t < tok_.eot) text.push_back(t);
-  r.text = metrics::valid_utf8(lm_.tokenizer.decode(text));  // a token may end inside a character: U+FFFD, as Python
+  r.text = metrics::valid_utf8(text_.decode(text));  // a token may end inside a character: U+FFFD, as Python
   r.avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
   r.compression_ratio = compression_ratio(r.text);
   return r;
@@ -354,8 +362,7 @@ WindowResult Transcriber::decode_window(const Tensor& features, const std::vecto
 Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& o,
                                    const std::function<void(const TranscriptSegment&)>& on_segment,
                                    const std::function<void(double, double)>& on_progress) {
-  TFM_CHECK(lm_.audio_features.has_value(), "transcribe", "the model has no audio front end");
-  const AudioFeatureExtractor& fx = *lm_.audio_features;
+  const AudioFeatureExtractor& fx = fx_;
   const LogMelOptions& mo = fx.options();
   TFM_CHECK(audio.sample_rate == mo.sample_rate, "transcribe", "audio at ", audio.sample_rate, " Hz; the model hears ",
             mo.sample_rate, " Hz (read it with that rate)");
@@ -383,7 +390,7 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
   std::vector<std::int32_t> all_tokens;
   if (!o.initial_prompt.empty()) {
     const std::size_t a = o.initial_prompt.find_first_not_of(" \t\n"), z = o.initial_prompt.find_last_not_of(" \t\n");
-    if (a != std::string::npos) all_tokens = lm_.tokenizer.encode(" " + o.initial_prompt.substr(a, z - a + 1));
+    if (a != std::string::npos) all_tokens = text_.encode(" " + o.initial_prompt.substr(a, z - a + 1));
   }
   std::size_t prompt_reset_since = 0;
   std::int64_t seek = 0;
@@ -418,7 +425,7 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
       std::vector<std::int32_t> text;
       for (std::int32_t t : toks)
         if (t < tok_.eot) text.push_back(t);
-      s.text = metrics::valid_utf8(lm_.tokenizer.decode(text));
+      s.text = metrics::valid_utf8(text_.decode(text));
       s.tokens = std::move(toks);
       s.avg_logprob = r.avg_logprob;
       s.compression_ratio = r.compression_ratio;

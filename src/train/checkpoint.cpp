@@ -55,7 +55,8 @@ void sync_dir(const fs::path& dir) {
 // The files this code writes into DIR; a temp file of theirs ("NAME.tmp.PID", write_file_atomic)
 // left by a killed run is removed by the next save.
 constexpr const char* kDirFiles[] = {"config.json", "tokenizer.json", "model.safetensors", "train_config.json",
-                                     "metrics.jsonl", "curves.svg", "confusion.svg", "preprocessor_config.json"};
+                                     "metrics.jsonl", "curves.svg", "confusion.svg", "preprocessor_config.json",
+                                     "generation_config.json"};
 
 void remove_stale_temp_files(const fs::path& out) {
   std::error_code ec;

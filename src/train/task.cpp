@@ -3,14 +3,18 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <filesystem>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/metrics.h"
 #include "tfm/ops.h"
+#include "tfm/safetensors.h"
 #include "tfm/session.h"
+#include "tfm/transcribe.h"
 #include "train/distill.h"
 #include "train/text_reader.h"
 
@@ -198,6 +202,167 @@ TaskData image_data(const TrainConfig& cfg) {
   return d;
 }
 
+// ---- speech --------------------------------------------------------------------------------
+// Whisper's special tokens after a BPE vocabulary trained on the transcripts (byte-level, so
+// nothing is unknown), in Whisper's order: the end, start, task tokens, no-timestamps, then
+// the 1501 timestamps <|0.00|> .. <|30.00|>.
+Tokenizer speech_tokenizer(const TrainConfig& cfg, const std::vector<std::string>& transcripts) {
+  TFM_CHECK(cfg.tokenizer_kind == "bpe", cfg.source + ".tokenizer", "task \"speech\" trains a \"bpe\" tokenizer (Whisper's kind), got \"",
+            cfg.tokenizer_kind, "\"");
+  TokenizerTrainOptions to;
+  to.kind = TokenizerKind::bpe;
+  to.vocab_size = cfg.tokenizer_vocab_size;
+  to.min_freq = cfg.tokenizer_min_freq;
+  to.reserved = {};
+  json j = json::parse(Tokenizer::train(transcripts, to).to_json());
+  std::int64_t id = 0;
+  for (const auto& [piece, i] : j["model"]["vocab"].items()) id = std::max<std::int64_t>(id, i.get<std::int64_t>() + 1);
+  for (const auto& a : j["added_tokens"]) id = std::max<std::int64_t>(id, a["id"].get<std::int64_t>() + 1);
+  const auto add = [&](const std::string& s) {
+    j["added_tokens"].push_back({{"id", id++}, {"content", s}, {"single_word", false}, {"lstrip", false}, {"rstrip", false},
+                                 {"normalized", false}, {"special", true}});
+  };
+  for (const char* s : {"<|endoftext|>", "<|startoftranscript|>", "<|translate|>", "<|transcribe|>", "<|startoflm|>",
+                        "<|startofprev|>", "<|nospeech|>", "<|notimestamps|>"})
+    add(s);
+  for (int i = 0; i <= 1500; ++i) {
+    char buf[16];
+    std::snprintf(buf, sizeof buf, "<|%.2f|>", i * 0.02);
+    add(buf);
+  }
+  return Tokenizer::from_json(j.dump());
+}
+
+// The decoding rules of a speech model trained here (its generation_config.json says the same).
+GenerationDefaults speech_generation(const Tokenizer& tok) {
+  GenerationDefaults g;
+  const auto id = [&](const char* s) { return static_cast<std::int64_t>(tok.token_to_id(s)); };
+  g.decoder_start_token_id = id("<|startoftranscript|>");
+  g.eos_token_ids = {id("<|endoftext|>")};
+  g.pad_token_id = id("<|endoftext|>");
+  g.no_timestamps_token_id = id("<|notimestamps|>");
+  g.suppress_tokens = {id("<|startoftranscript|>"), id("<|translate|>"), id("<|transcribe|>"), id("<|startoflm|>"),
+                       id("<|startofprev|>"), id("<|nospeech|>")};
+  g.begin_suppress_tokens = {id("<|endoftext|>")};
+  g.max_initial_timestamp_index = 50;
+  g.is_multilingual = false;
+  g.forced_decoder_ids = {{1, id("<|notimestamps|>")}};
+  return g;
+}
+
+std::string generation_json(const GenerationDefaults& g) {
+  return json{{"decoder_start_token_id", *g.decoder_start_token_id}, {"bos_token_id", *g.decoder_start_token_id},
+              {"eos_token_id", g.eos_token_ids.front()}, {"pad_token_id", *g.pad_token_id},
+              {"no_timestamps_token_id", *g.no_timestamps_token_id}, {"suppress_tokens", g.suppress_tokens},
+              {"begin_suppress_tokens", g.begin_suppress_tokens}, {"max_initial_timestamp_index", *g.max_initial_timestamp_index},
+              {"is_multilingual", false}, {"forced_decoder_ids", json::array({json::array({1, *g.no_timestamps_token_id})})},
+              {"return_timestamps", false}, {"max_length", 448}}
+             .dump(2) + "\n";
+}
+
+// path<TAB>transcript lines; paths relative to the manifest's folder.
+std::vector<std::pair<std::string, std::string>> read_manifest(const std::string& path) {
+  const auto base = std::filesystem::path(path).parent_path();
+  std::vector<std::pair<std::string, std::string>> out;
+  for (auto& [file, text] : read_pairs_tsv(path, false)) {
+    const auto p = std::filesystem::path(file);
+    out.emplace_back((p.is_absolute() ? p : base / p).string(), text);
+  }
+  TFM_CHECK(!out.empty(), path, "holds no path<TAB>transcript lines");
+  return out;
+}
+
+// Each clip read at the front end's rate, its window's features computed once (in parallel).
+std::vector<SpeechClip> read_clips(const std::vector<std::pair<std::string, std::string>>& rows, const AudioFeatureExtractor& fx,
+                                   const Tokenizer& tok) {
+  std::vector<SpeechClip> clips(rows.size());
+  std::string error;
+#pragma omp parallel for schedule(dynamic, 16)
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    try {
+      AudioReadOptions ro;
+      ro.sample_rate = fx.options().sample_rate;
+      const Audio a = read_audio(rows[i].first, ro);
+      const Tensor w = fx(a.samples);  // (mels, window)
+      const std::int64_t mels = w.size(0), window = w.size(1);
+      const std::int64_t keep = std::min(window, static_cast<std::int64_t>(a.samples.size()) / fx.options().hop + 3);
+      SpeechClip& c = clips[i];
+      c.frames = Tensor::empty({mels, keep});
+      for (std::int64_t m = 0; m < mels; ++m)
+        std::copy_n(w.data<float>() + m * window, keep, c.frames.data<float>() + m * keep);
+      c.padding = w.data<float>()[window - 1];
+      c.seconds = a.seconds();
+      c.transcript = rows[i].second;
+      c.text = tok.encode(" " + rows[i].second);
+    } catch (const Error& e) {
+#pragma omp critical
+      if (error.empty()) error = e.what();
+    }
+  }
+  TFM_CHECK(error.empty(), "speech data", error);
+  return clips;
+}
+
+TaskData speech_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
+  const std::string where = cfg.source + ".data";
+  TFM_CHECK(!cfg.test_file.empty(), where, "task \"speech\" needs \"test\": a manifest of held-out clips");
+  const auto train_rows = read_manifest(cfg.train_file), test_rows = read_manifest(cfg.test_file);
+  if (!tok) {
+    std::vector<std::string> corpus;
+    for (const auto& [file, text] : train_rows) corpus.push_back(" " + text);
+    tok = speech_tokenizer(cfg, corpus);
+  }
+  const json model = json::parse(cfg.model_json);
+  const std::int64_t mels = model.value("num_mel_bins", std::int64_t{80});
+  const auto chunk = static_cast<std::int64_t>(std::llround(cfg.chunk_length));
+  TFM_CHECK(std::abs(cfg.chunk_length - static_cast<double>(chunk)) < 1e-9, where + ".chunk_length",
+            "must be a whole number of seconds (preprocessor_config.json's chunk_length)");
+  const std::string pre = json{{"feature_extractor_type", "WhisperFeatureExtractor"}, {"feature_size", mels},
+                               {"sampling_rate", 16000}, {"hop_length", 160}, {"n_fft", 400}, {"chunk_length", chunk},
+                               {"n_samples", chunk * 16000}, {"nb_max_frames", chunk * 100}, {"padding_value", 0.0},
+                               {"padding_side", "right"}, {"return_attention_mask", false}}
+                              .dump(2);
+  const auto dir = std::filesystem::temp_directory_path() / ("tfm_speech_fx_" + std::to_string(::getpid()));
+  std::filesystem::create_directories(dir);
+  write_file_atomic((dir / "preprocessor_config.json").string(), pre);
+  const AudioFeatureExtractor fx = AudioFeatureExtractor::load(dir.string(), mels);
+  std::filesystem::remove_all(dir);
+  TaskData d;
+  d.kind = TaskKind::speech;
+  d.audio = fx;
+  const GenerationDefaults g = speech_generation(*tok);
+  d.special.sot = static_cast<std::int32_t>(*g.decoder_start_token_id);
+  d.special.eot = static_cast<std::int32_t>(g.eos_token_ids.front());
+  d.special.no_timestamps = static_cast<std::int32_t>(*g.no_timestamps_token_id);
+  d.special.timestamp_begin = d.special.no_timestamps + 1;
+  d.special.transcribe = tok->token_to_id("<|transcribe|>");
+  d.special.translate = tok->token_to_id("<|translate|>");
+  d.special.sot_prev = tok->token_to_id("<|startofprev|>");
+  d.special.no_speech = tok->token_to_id("<|nospeech|>");
+  for (std::int64_t id : g.suppress_tokens) d.special.suppress.push_back(static_cast<std::int32_t>(id));
+  d.special.begin_suppress = {d.special.eot};
+  d.model_files["preprocessor_config.json"] = pre + "\n";
+  d.model_files["generation_config.json"] = generation_json(g);
+  d.tok = &*tok;
+  std::vector<SpeechClip> train = read_clips(train_rows, fx, *tok), test = read_clips(test_rows, fx, *tok);
+  // A clip longer than the window would be cut off mid-sentence against its whole transcript:
+  // such clips are left out of both splits, and the log says how many.
+  for (auto* set : {&train, &test}) {
+    const auto before = set->size();
+    std::erase_if(*set, [&](const SpeechClip& c) { return c.seconds > cfg.chunk_length + 1e-9; });
+    if (set->size() < before)
+      std::fprintf(stderr, "speech data: %zu of %zu %s clips are longer than chunk_length %g s and are left out\n",
+                   before - set->size(), before, set == &train ? "training" : "test", cfg.chunk_length);
+  }
+  TFM_CHECK(!test.empty(), where, "no test clip fits chunk_length ", cfg.chunk_length, " s");
+  TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size, cfg.source, "the training manifest holds ", train.size(),
+            " clips: too few for one batch of ", cfg.batch_size);
+  d.speech.emplace(std::move(train), std::move(test), d.special, fx.window_frames(),
+                   SpecAugmentConfig{cfg.spec_time_masks, cfg.spec_time_width, cfg.spec_freq_masks, cfg.spec_freq_width},
+                   cfg.timestamps_fraction, cfg.seed);
+  return d;
+}
+
 // Decoding for BLEU with the KV-cache Translator: greedy (batched) or beam search. Sources
 // are the rows of the padded batch src (B, S), each cut to its valid length.
 std::vector<std::vector<std::int32_t>> decode_for_bleu(Model& m, const Tokenizer& tok, const Tensor& src, const Tensor& lens,
@@ -235,6 +400,7 @@ TaskData make_task_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
     tok.emplace();  // no text: an empty tokenizer keeps the model directory's shape
     return image_data(cfg);
   }
+  if (cfg.task == TaskKind::speech) return speech_data(cfg, tok);
   if (cfg.task == TaskKind::classifier) return cls_data(cfg, tok);
   if (cfg.task == TaskKind::seq2seq) return s2s_data(cfg, tok);
   return lm_data(cfg, tok);
@@ -293,6 +459,7 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
   if (!m.contains("vocab_size") && d.kind != TaskKind::image_classifier) m["vocab_size"] = vocab;
   if (classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
   const std::string where = cfg.source + ".model";
+  if (d.kind == TaskKind::speech && !m.contains("max_source_positions")) m["max_source_positions"] = d.audio->window_frames() / 2;
   ModelConfig mc = parse_model_config(m.dump(), where);
   if (classifier && mc.id2label.empty()) mc.id2label = d.label_names;  // saved in config.json
   if (d.kind == TaskKind::image_classifier) {
@@ -308,6 +475,22 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
               " patches but data.preprocessor gives 3 x ", h, " x ", w, " (set num_channels 3, or the preprocessor's size)");
     return mc;
   }
+  if (d.kind == TaskKind::speech) {
+    // The sizes the data decides, unless the config sets them: the encoder's positions for the
+    // window, the special tokens.
+    if (!m.contains("max_source_positions")) m["max_source_positions"] = d.audio->window_frames() / 2;
+    if (!m.contains("decoder_start_token_id")) m["decoder_start_token_id"] = d.special.sot;
+    if (!m.contains("bos_token_id")) m["bos_token_id"] = d.special.sot;
+    if (!m.contains("eos_token_id")) m["eos_token_id"] = d.special.eot;
+    if (!m.contains("pad_token_id")) m["pad_token_id"] = d.special.eot;
+    mc = parse_model_config(m.dump(), where);
+    TFM_CHECK(mc.reads_audio() && mc.architecture == Architecture::encoder_decoder, where,
+              "task 'speech' needs a speech model (model_type \"whisper\")");
+    TFM_CHECK(mc.num_mel_bins == d.audio->options().n_mels, where, "num_mel_bins ", mc.num_mel_bins, " but the front end gives ",
+              d.audio->options().n_mels);
+    TFM_CHECK(2 * mc.max_source_positions >= d.audio->window_frames(), where, "max_source_positions ", mc.max_source_positions,
+              " is too few for a window of ", d.audio->window_frames(), " frames (data.chunk_length)");
+  }
   TFM_CHECK(mc.vocab_size >= vocab, where, "vocab_size ", mc.vocab_size, " < the tokenizer's ", vocab);
   if (d.kind == TaskKind::lm) {
     TFM_CHECK(mc.architecture == Architecture::decoder_only && mc.head == HeadKind::lm, where,
@@ -315,6 +498,8 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
               to_string(mc.head));
     TFM_CHECK(cfg.block_size <= mc.max_positions || mc.position != PositionKind::learned, cfg.source,
               "data.block_size ", cfg.block_size, " exceeds the model's max_positions ", mc.max_positions);
+  } else if (d.kind == TaskKind::speech) {
+    // checked above
   } else if (d.kind == TaskKind::seq2seq) {
     TFM_CHECK(mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm, where,
               "task 'seq2seq' needs an encoder-decoder model with an lm head, got ", to_string(mc.architecture));
@@ -341,6 +526,9 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
     tokens = in.input_ids.numel();
   } else if (d.kind == TaskKind::seq2seq) {
     d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
+    tokens = in.decoder_input_ids.numel();
+  } else if (d.kind == TaskKind::speech) {
+    d.speech->train_batch(cursor, cfg.batch_size, in.input_features, in.decoder_input_ids, targets);
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::image_classifier) {
     d.images->train_batch(cursor, cfg.batch_size, in.pixel_values, targets);
@@ -392,6 +580,34 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     }
     out["loss"] = sum / static_cast<double>(total * cfg.block_size);
     out["perplexity"] = std::exp(out["loss"]);
+  } else if (d.kind == TaskKind::speech) {
+    double count = 0;
+    for (std::int64_t first = 0; first < d.speech->test_size(); first += cfg.batch_size) {
+      ModelInputs in;
+      Tensor labels;
+      d.speech->test_batch(first, cfg.batch_size, in.input_features, in.decoder_input_ids, labels);
+      const Tensor logits = m.forward(in).logits;
+      sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
+      for (std::int64_t l : labels.to_ints()) count += l != -100;
+    }
+    out["loss"] = sum / count;
+    const std::int64_t n = std::min(cfg.wer_examples, d.speech->test_size());
+    if (n > 0) {
+      // Greedy transcription of each test clip's window, scored as Whisper's papers do: WER after
+      // its basic normaliser (case and punctuation, which the speech does not carry, ignored).
+      Transcriber tr(m, *d.tok, d.special, *d.audio);
+      std::vector<std::string> hyps, refs;
+      const std::vector<std::int32_t> prompt{d.special.sot, d.special.no_timestamps};
+      for (std::int64_t i = 0; i < n; ++i) {
+        const SpeechClip& c = d.speech->test()[static_cast<std::size_t>(i)];
+        hyps.push_back(tr.decode_window(d.speech->window(c), prompt, false, 0.0, 128, 0).text);
+        refs.push_back(c.transcript);
+      }
+      const auto r = metrics::error_rates(refs, hyps, metrics::TranscriptNormalizer::basic);
+      out["wer"] = r.words.rate();
+      out["cer"] = r.chars.rate();
+      if (detail) detail->hypotheses = std::move(hyps);
+    }
   } else if (d.kind == TaskKind::seq2seq) {
     const auto& test = d.s2s->test();
     double count = 0;

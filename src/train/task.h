@@ -17,6 +17,10 @@ struct TaskData {
   std::optional<ClsData> cls;
   std::optional<Seq2SeqData> s2s;
   std::optional<ImageData> images;
+  std::optional<SpeechData> speech;
+  std::optional<AudioFeatureExtractor> audio;   // speech: the front end (saved as preprocessor_config.json)
+  WhisperTokens special;                        // speech: the vocabulary's special tokens
+  std::map<std::string, std::string> model_files;  // written into the model directory (speech: its configs)
   std::vector<std::string> label_names;
   std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
   const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs

@@ -103,6 +103,7 @@ const char* task_name(TaskKind k) {
     case TaskKind::classifier: return "classifier";
     case TaskKind::seq2seq: return "seq2seq";
     case TaskKind::image_classifier: return "image_classifier";
+    case TaskKind::speech: return "speech";
   }
   return "?";
 }
@@ -121,9 +122,11 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
                                   "training", "eval", "checkpoint", "sample", "init_from", "init_skip", "lora", "adapter", "trainable",
                                   "distributed", "distill"});
   std::string task = "lm";
-  top.get_string("task", task, {"lm", "classifier", "seq2seq", "image_classifier"});
+  top.get_string("task", task, {"lm", "classifier", "seq2seq", "image_classifier", "speech"});
   c.task = task == "classifier" ? TaskKind::classifier : task == "seq2seq" ? TaskKind::seq2seq
-           : task == "image_classifier" ? TaskKind::image_classifier : TaskKind::lm;
+           : task == "image_classifier" ? TaskKind::image_classifier
+           : task == "speech"           ? TaskKind::speech
+                                        : TaskKind::lm;
   std::int64_t seed = static_cast<std::int64_t>(c.seed);
   top.get_int("seed", seed, 0);
   c.seed = static_cast<std::uint64_t>(seed);
@@ -236,7 +239,8 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   const Section data(section(root, "data"), where + ".data", {"train", "val_fraction", "block_size", "test_fraction",
                                                                     "max_length", "header", "positive_label", "test_size", "labels",
                                                                     "train_labels", "test", "test_labels", "preprocessor",
-                                                                    "augment"});
+                                                                    "augment", "chunk_length", "spec_augment",
+                                                                    "timestamps_fraction"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -250,9 +254,21 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   data.get_string("train_labels", c.train_labels_file);
   data.get_string("test", c.test_file);
   data.get_string("test_labels", c.test_labels_file);
-  const bool image_task = c.task == TaskKind::image_classifier;
-  for (const char* k : {"train_labels", "test", "test_labels", "preprocessor", "augment"})
+  const bool image_task = c.task == TaskKind::image_classifier, speech_task = c.task == TaskKind::speech;
+  for (const char* k : {"train_labels", "test_labels", "preprocessor", "augment"})
     TFM_CHECK(image_task || !data.has(k), data.key(k), "applies to task \"image_classifier\" only");
+  TFM_CHECK(image_task || speech_task || !data.has("test"), data.key("test"), "applies to tasks \"image_classifier\" and \"speech\"");
+  for (const char* k : {"chunk_length", "spec_augment", "timestamps_fraction"})
+    TFM_CHECK(speech_task || !data.has(k), data.key(k), "applies to task \"speech\" only");
+  data.get_double("chunk_length", c.chunk_length, 1.0, 30.0);
+  data.get_double("timestamps_fraction", c.timestamps_fraction, 0.0, 1.0);
+  if (data.has("spec_augment")) {
+    const Section a(data.at("spec_augment"), data.key("spec_augment"), {"time_masks", "time_width", "freq_masks", "freq_width"});
+    a.get_int("time_masks", c.spec_time_masks, 0, 100);
+    a.get_int("time_width", c.spec_time_width, 0, 3000);
+    a.get_int("freq_masks", c.spec_freq_masks, 0, 100);
+    a.get_int("freq_width", c.spec_freq_width, 0, 1024);
+  }
   if (data.has("preprocessor")) {
     TFM_CHECK(data.at("preprocessor").is_object(), data.key("preprocessor"), "must be an object (preprocessor_config.json's keys)");
     c.preprocessor_json = data.at("preprocessor").dump();
@@ -323,7 +339,9 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   dp.get_bool("zero_optimizer", c.zero_optimizer);
   dp.get_bool("bit_exact", c.bit_exact);
 
-  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize"});
+  const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize",
+                                                            "wer_examples"});
+  e.get_int("wer_examples", c.wer_examples, 0);
   e.get_int("every", c.eval_every, 1);
   e.get_int("batches", c.eval_batches, 1);
   e.get_int("log_every", c.log_every, 1);

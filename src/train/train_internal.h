@@ -6,8 +6,10 @@
 #include <string>
 #include <vector>
 
+#include "tfm/audio.h"
 #include "tfm/image.h"
 #include "tfm/tensor.h"
+#include "tfm/transcribe.h"
 
 namespace tfm::train_detail {
 
@@ -109,6 +111,48 @@ class ImageData {
   LabeledImages train_, test_;
   ImageProcessor processor_;
   ImageAugment augment_;
+  std::uint64_t seed_;
+  std::int64_t cached_epoch_ = -1;
+  std::vector<std::int64_t> order_;
+};
+
+// Speech (task "speech"): clips with their transcripts. Each clip keeps the log-mel frames of
+// its window that hold sound (and the STFT's overlap into the padding); the rest of the window
+// is the padding's one value, so 6,000 clips of a 6-s window fit in memory.
+struct SpeechClip {
+  Tensor frames;        // (n_mels, stored) f32: the window's first columns
+  float padding = 0;    // the value of every later column of the window
+  std::vector<std::int32_t> text;  // the transcript's tokens
+  std::string transcript;
+  double seconds = 0;
+};
+// SpecAugment (Park et al. 2019) on the training features: `time_masks` spans of up to
+// time_width frames and `freq_masks` bands of up to freq_width mel bins, set to the clip's mean.
+struct SpecAugmentConfig {
+  std::int64_t time_masks = 0, time_width = 0, freq_masks = 0, freq_width = 0;
+};
+class SpeechData {
+ public:
+  SpeechData(std::vector<SpeechClip> train, std::vector<SpeechClip> test, const WhisperTokens& special,
+             std::int64_t window_frames, SpecAugmentConfig augment, double timestamps_fraction, std::uint64_t seed);
+  std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
+  std::int64_t test_size() const { return static_cast<std::int64_t>(test_.size()); }
+  const std::vector<SpeechClip>& test() const { return test_; }
+  // input_features (B, n_mels, window) and the decoder's inputs and labels (-100 at padding):
+  // <|startoftranscript|> then <|notimestamps|> text <|endoftext|>, or (timestamps_fraction of
+  // the training clips) <|0.00|> text <|end time|> <|endoftext|>, as Whisper trains.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels);
+  void test_batch(std::int64_t first, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels) const;
+  Tensor window(const SpeechClip& c) const;  // (n_mels, window) as the model reads it
+
+ private:
+  void pack(const std::vector<const SpeechClip*>& clips, const std::vector<bool>& timestamps, bool augment,
+            std::uint64_t draw, Tensor& features, Tensor& dec_in, Tensor& labels) const;
+  std::vector<SpeechClip> train_, test_;
+  WhisperTokens special_;
+  std::int64_t window_;
+  SpecAugmentConfig augment_;
+  double timestamps_fraction_;
   std::uint64_t seed_;
   std::int64_t cached_epoch_ = -1;
   std::vector<std::int64_t> order_;

@@ -174,6 +174,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   r.state.threads = num_threads();
   r.state.train_config_json = model_dir_train_config(cfg, r.data);
   if (r.data.images) r.state.model_files["preprocessor_config.json"] = r.data.images->processor().source_json() + "\n";
+  for (const auto& [name, text] : r.data.model_files) r.state.model_files[name] = text;
   return r;
 }
 

@@ -7,7 +7,8 @@
 # ordered times, one segment per window without timestamps, several windows (and progress on
 # stderr) for long audio, the same output for the same file in any container; q8_0 weights
 # run; tfm wer prints jiwer's figures; a file that is not audio, a text model and an
-# English-only model asked to translate are one-line errors.
+# English-only model asked to translate are one-line errors. tfm train (task speech) on a tiny
+# corpus made by tools/speech/make_speech_corpus.py writes a WER and a directory tfm transcribe reads.
 #   usage: speech_commands.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
@@ -114,4 +115,36 @@ printf 'hello world\n' | "$TFM" wer "$DIR/ref.txt" --normalize basic --json > "$
 /usr/bin/python3 -c 'import json, sys; w = json.load(open(sys.argv[1])); assert w["wer"]["rate"] == 0 and w["cer"]["rate"] == 0, w' "$DIR/wer.json" \
   || fail "wer --normalize basic: $(cat "$DIR/wer.json")"
 echo "wer: jiwer's counts; basic normalisation"
+# ---- tfm train (task speech) --------------------------------------------------------------------
+# A tiny corpus from tools/speech (espeak-ng + sox), a few steps: the run writes the WER, and
+# its directory is a Whisper hub layout tfm transcribe reads (the front end, the decoding rules).
+/usr/bin/python3 "$SRC/tools/speech/make_speech_corpus.py" "$DIR/corpus" --train 24 --test 4 --jobs 1 2> /dev/null \
+  || fail "make_speech_corpus.py"
+cat > "$DIR/speech.json" <<JSON
+{ "task": "speech", "seed": 3,
+  "model": { "model_type": "whisper", "num_mel_bins": 80, "d_model": 32, "encoder_layers": 1, "decoder_layers": 1,
+             "encoder_attention_heads": 2, "decoder_attention_heads": 2, "encoder_ffn_dim": 64, "decoder_ffn_dim": 64,
+             "max_target_positions": 64 },
+  "tokenizer": { "kind": "bpe", "vocab_size": 300 },
+  "data": { "train": "$DIR/corpus/train.tsv", "test": "$DIR/corpus/test.tsv", "chunk_length": 6,
+            "spec_augment": { "time_masks": 1, "time_width": 10, "freq_masks": 1, "freq_width": 5 } },
+  "training": { "batch_size": 4, "max_steps": 4 },
+  "eval": { "every": 4, "log_every": 2, "wer_examples": 4 } }
+JSON
+"$TFM" -t 1 train "$DIR/speech.json" --out "$DIR/asr" > "$DIR/asr.log" 2>&1 || { cat "$DIR/asr.log"; fail "train task speech"; }
+grep -q '"split":"val".*"wer"' "$DIR/asr/metrics.jsonl" || fail "no wer in metrics.jsonl: $(cat "$DIR/asr/metrics.jsonl")"
+for f in preprocessor_config.json generation_config.json tokenizer.json config.json model.safetensors; do
+  [ -s "$DIR/asr/$f" ] || fail "the speech model directory has no $f"
+done
+grep -q '"chunk_length": 6' "$DIR/asr/preprocessor_config.json" || fail "chunk_length not saved"
+"$TFM" -t 1 transcribe -m "$DIR/asr" "$DIR/corpus/test/000000.wav" --format json > "$DIR/asr.json" 2> "$DIR/err" \
+  || { cat "$DIR/err"; fail "transcribe with the trained model"; }
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert "segments" in t and t["duration"] > 0' "$DIR/asr.json" \
+  || fail "the trained model's transcript"
+# A wrong manifest is an error naming it.
+printf 'missing.wav\thello\n' > "$DIR/bad.tsv"
+sed "s|$DIR/corpus/test.tsv|$DIR/bad.tsv|" "$DIR/speech.json" > "$DIR/bad.json"
+if "$TFM" train "$DIR/bad.json" --out "$DIR/bad" 2> "$DIR/err" > /dev/null; then fail "a missing clip trained"; fi
+grep -q "missing.wav.*not a readable audio file" "$DIR/err" || fail "missing clip message: $(cat "$DIR/err")"
+echo "train: task speech writes wer; its directory transcribes"
 echo "speech commands: ok"
