@@ -19,7 +19,7 @@ packages=(
   dataset-fashion-mnist                  # real images: 70,000 28x28 clothing pictures, ten classes (configs/fashion-mnist-vit.json)
   libsndfile1-dev libsoxr-dev libfftw3-dev  # audio: decoding, resampling, the log-mel FFT (src/audio, docs/speech.md)
   python3-torchaudio                     # mel filter reference (tools/reference/ref_audio.py)
-  espeak-ng sox                          # speech made on the machine (tests, the speech recogniser's data)
+  espeak-ng sox lame                     # speech made on the machine (tests, the speech recogniser's data); lame: MP3 test files
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)

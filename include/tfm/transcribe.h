@@ -54,6 +54,8 @@ struct TranscribeOptions {
   std::string task = "transcribe";  // or "translate" (to English)
   bool timestamps = true;           // segment timestamps (off: <|notimestamps|>, one segment per window)
   std::vector<double> temperatures{0.0, 0.2, 0.4, 0.6, 0.8, 1.0};  // the fallback ladder
+  std::int64_t beam_size = 5;  // at temperature 0 (1: greedy), as whisper's command line
+  std::int64_t best_of = 5;    // samples drawn at each temperature above 0; the likeliest is kept
   double compression_ratio_threshold = 2.4;  // <= 0: never falls back for repetition
   double logprob_threshold = -1.0;           // mean log-prob below it falls back (-inf: never)
   double no_speech_threshold = 0.6;          // with an improbable text: the window is silence
@@ -87,9 +89,11 @@ struct WindowResult {
 
 class Transcriber {
  public:
-  explicit Transcriber(LoadedModel& lm);
+  // max_beam: the widest beam search asked of it (one KV-cache slot each).
+  explicit Transcriber(LoadedModel& lm, std::int64_t max_beam = 5);
   // A model being trained (its tokenizer and front end held by the trainer).
-  Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx);
+  Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx,
+              std::int64_t max_beam = 1);
   const WhisperTokens& tokens() const { return tok_; }
   // on_segment sees each segment as its window completes; on_progress the seconds done.
   Transcript transcribe(const Audio& audio, const TranscribeOptions& o,
@@ -97,15 +101,23 @@ class Transcriber {
                         const std::function<void(double done, double total)>& on_progress = {});
   // The language of one window of features (n_mels, frames): its code and probability.
   std::pair<std::string, double> detect_language(const Tensor& features);
-  // One window (features (n_mels, frames)) from the prompt's tokens, at one temperature.
+  // One window (features (n_mels, frames)) from the prompt's tokens, at one temperature:
+  // greedy or sampled (seeded), or at temperature 0 with beam_size > 1 whisper's beam search
+  // (BeamSearchDecoder, patience 1: the beam_size best finished candidates, ranked by the
+  // sum of log-probabilities over their length).
   WindowResult decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
-                             double temperature, std::int64_t max_new_tokens, std::uint64_t seed);
+                             double temperature, std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size = 1);
   // The prompt of a window: [<|startofprev|> previous...] <|startoftranscript|> [lang] [task] [<|notimestamps|>].
   std::vector<std::int32_t> prompt(const std::vector<std::int32_t>& previous, const std::string& language,
                                    const std::string& task, bool timestamps) const;
 
  private:
   void encode(const Tensor& features);  // the window's cross-attention keys/values into the cache
+  // The logit rules of step `step` on one row: suppressed tokens, the first step's, timestamps.
+  void filter(std::vector<float>& row, std::span<const std::int32_t> sampled, bool timestamps) const;
+  WindowResult beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,
+                           std::int64_t max_new_tokens, std::int64_t beam_size);
+  void finish(WindowResult& r) const;  // text, mean log-probability, compression ratio
   Model& model_;
   const Tokenizer& text_;
   WhisperTokens tok_;

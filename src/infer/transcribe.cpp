@@ -10,6 +10,8 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <map>
+#include <numeric>
 
 #include "tfm/error.h"
 #include "tfm/metrics.h"
@@ -257,19 +259,121 @@ void apply_timestamp_rules(std::span<float> logits, std::span<const std::int32_t
 }
 
 // ---- one window --------------------------------------------------------------------------
-Transcriber::Transcriber(LoadedModel& lm)
+Transcriber::Transcriber(LoadedModel& lm, std::int64_t max_beam)
     : Transcriber(lm.model, lm.tokenizer, WhisperTokens::of(lm),
-                  lm.audio_features ? *lm.audio_features : AudioFeatureExtractor::whisper(lm.config.num_mel_bins)) {}
+                  lm.audio_features ? *lm.audio_features : AudioFeatureExtractor::whisper(lm.config.num_mel_bins), max_beam) {}
 
-Transcriber::Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx)
+Transcriber::Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx,
+                         std::int64_t max_beam)
     : model_(model),
       text_(tok),
       tok_(special),
       fx_(fx),
-      cache_(model.config(), 1, model.config().max_positions, 1, model.config().max_source_positions) {
+      cache_(model.config(), std::max<std::int64_t>(max_beam, 1), model.config().max_positions, 1,
+             model.config().max_source_positions) {
   TFM_CHECK(fx.options().n_mels == model.config().num_mel_bins, "transcribe", "the front end gives ", fx.options().n_mels,
             " mel bins; the model reads ", model.config().num_mel_bins);
-  cache_.bind_source(0, 0);
+  for (std::int64_t s = 0; s < cache_.slots(); ++s) cache_.bind_source(s, 0);
+}
+
+void Transcriber::filter(std::vector<float>& row, std::span<const std::int32_t> sampled, bool timestamps) const {
+  for (std::int32_t id : tok_.suppress) row[static_cast<std::size_t>(id)] = kNegInf;
+  if (sampled.empty())
+    for (std::int32_t id : tok_.begin_suppress) row[static_cast<std::size_t>(id)] = kNegInf;
+  if (timestamps) apply_timestamp_rules(row, sampled, tok_);
+}
+
+void Transcriber::finish(WindowResult& r) const {
+  std::vector<std::int32_t> text;
+  for (std::int32_t t : r.tokens)
+    if (t < tok_.eot) text.push_back(t);
+  r.text = metrics::valid_utf8(text_.decode(text));  // a token may end inside a character: U+FFFD, as Python
+  r.avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
+  r.compression_ratio = compression_ratio(r.text);
+}
+
+// whisper's BeamSearchDecoder: every live beam proposes its beam_size + 1 likeliest tokens;
+// candidates (keyed by their whole sequence, so equal beams merge) are ranked by their summed
+// log-probability; those ending the text join the finished list (until it holds beam_size),
+// the best beam_size others live on. The KV cache slots follow their beams (reorder).
+WindowResult Transcriber::beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,
+                                      std::int64_t max_new_tokens, std::int64_t beam_size) {
+  TFM_CHECK(beam_size <= cache_.slots(), "transcribe", "beam size ", beam_size, " is wider than the ", cache_.slots(),
+            " beams this transcriber holds");
+  const auto P = static_cast<std::int64_t>(prompt.size());
+  cache_.reorder(std::vector<std::int64_t>(static_cast<std::size_t>(beam_size), 0));  // every beam starts from the prompt
+  struct Beam {
+    std::vector<std::int32_t> tokens;  // after the prompt
+    double sum_logprob = 0;
+  };
+  std::vector<Beam> beams(static_cast<std::size_t>(beam_size));
+  std::vector<std::vector<float>> rows(static_cast<std::size_t>(beam_size), row_of(prompt_logits, P - 1));
+  std::vector<Beam> finished;
+  const std::int64_t room = std::min(max_new_tokens, cache_.capacity() - P);
+  for (std::int64_t step = 0; step < room && static_cast<std::int64_t>(finished.size()) < beam_size; ++step) {
+    std::map<std::vector<std::int32_t>, std::pair<double, std::int64_t>> candidates;  // sequence -> (score, source beam)
+    for (std::int64_t b = 0; b < beam_size; ++b) {
+      std::vector<float>& row = rows[static_cast<std::size_t>(b)];
+      const Beam& beam = beams[static_cast<std::size_t>(b)];
+      filter(row, beam.tokens, timestamps);
+      const std::vector<double> lp = log_softmax_row(row);
+      std::vector<std::int32_t> ids(lp.size());
+      std::iota(ids.begin(), ids.end(), 0);
+      const auto k = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(beam_size + 1), ids.size()));
+      std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](std::int32_t a, std::int32_t z) {
+        return lp[static_cast<std::size_t>(a)] != lp[static_cast<std::size_t>(z)] ? lp[static_cast<std::size_t>(a)] > lp[static_cast<std::size_t>(z)] : a < z;
+      });
+      for (std::ptrdiff_t j = 0; j < k; ++j) {
+        std::vector<std::int32_t> seq = beam.tokens;
+        seq.push_back(ids[static_cast<std::size_t>(j)]);
+        candidates[seq] = {beam.sum_logprob + lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(j)])], b};
+      }
+    }
+    std::vector<std::pair<std::vector<std::int32_t>, std::pair<double, std::int64_t>>> ranked(candidates.begin(), candidates.end());
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& z) { return a.second.first > z.second.first; });
+    std::vector<Beam> next;
+    std::vector<std::int64_t> parents;
+    std::vector<Beam> newly;
+    for (const auto& [seq, score_src] : ranked) {
+      if (seq.back() == tok_.eot) {
+        newly.push_back({std::vector<std::int32_t>(seq.begin(), seq.end() - 1), score_src.first});
+        continue;
+      }
+      next.push_back({seq, score_src.first});
+      parents.push_back(score_src.second);
+      if (static_cast<std::int64_t>(next.size()) == beam_size) break;
+    }
+    for (Beam& f : newly)
+      if (static_cast<std::int64_t>(finished.size()) < beam_size) finished.push_back(std::move(f));
+    while (!next.empty() && static_cast<std::int64_t>(next.size()) < beam_size) {  // fewer live candidates than beams
+      next.push_back(next.front());
+      parents.push_back(parents.front());
+    }
+    if (next.empty()) break;
+    if (static_cast<std::int64_t>(finished.size()) >= beam_size || step + 1 == room) {
+      beams = std::move(next);
+      break;
+    }
+    cache_.reorder(parents);
+    std::vector<std::int64_t> ids, slots;
+    for (std::int64_t b = 0; b < beam_size; ++b) {
+      ids.push_back(next[static_cast<std::size_t>(b)].tokens.back());
+      slots.push_back(b);
+    }
+    const Tensor logits = model_.decode_cached(Tensor::from_ints(ids, {beam_size, 1}), slots, cache_);  // (B, V)
+    for (std::int64_t b = 0; b < beam_size; ++b) rows[static_cast<std::size_t>(b)] = row_of(logits, b);
+    beams = std::move(next);
+  }
+  // Too few finished within the length: the live beams count as candidates (whisper's finalize).
+  for (Beam& b : beams)
+    if (static_cast<std::int64_t>(finished.size()) < beam_size) finished.push_back(std::move(b));
+  // MaximumLikelihoodRanker without a length penalty: the sum over the length.
+  const auto score = [](const Beam& b) { return b.sum_logprob / static_cast<double>(std::max<std::size_t>(b.tokens.size(), 1)); };
+  const auto best = std::max_element(finished.begin(), finished.end(), [&](const Beam& a, const Beam& z) { return score(a) < score(z); });
+  WindowResult r;
+  r.tokens = best->tokens;
+  r.sum_logprob = best->sum_logprob;
+  return r;
 }
 
 void Transcriber::encode(const Tensor& features) {
@@ -319,42 +423,39 @@ std::pair<std::string, double> Transcriber::detect_language(const Tensor& featur
 }
 
 WindowResult Transcriber::decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
-                                        double temperature, std::int64_t max_new_tokens, std::uint64_t seed) {
+                                        double temperature, std::int64_t max_new_tokens, std::uint64_t seed,
+                                        std::int64_t beam_size) {
   const std::int64_t P = static_cast<std::int64_t>(prompt.size());
   TFM_CHECK(P >= 1 && P < cache_.capacity(), "transcribe", "a prompt of ", P, " tokens does not fit the decoder's ",
             cache_.capacity(), " positions");
+  TFM_CHECK(beam_size >= 1, "transcribe", "beam size must be at least 1, got ", beam_size);
   encode(features);
   cache_.reset(0);
   const Tensor all = model_.decode_cached(id_tensor(prompt), {0}, cache_, true);  // (1, P, V)
-  WindowResult r;
-  r.temperature = temperature;
+  double no_speech = 0;
   const auto sot_at = std::find(prompt.begin(), prompt.end(), tok_.sot) - prompt.begin();
-  if (tok_.no_speech >= 0) {
-    const std::vector<double> lp = log_softmax_row(row_of(all, sot_at));
-    r.no_speech_prob = std::exp(lp[static_cast<std::size_t>(tok_.no_speech)]);
+  if (tok_.no_speech >= 0) no_speech = std::exp(log_softmax_row(row_of(all, sot_at))[static_cast<std::size_t>(tok_.no_speech)]);
+  WindowResult r;
+  if (temperature == 0 && beam_size > 1) {
+    r = beam_search(prompt, all, timestamps, max_new_tokens, beam_size);
+  } else {
+    std::vector<float> row = row_of(all, P - 1);
+    std::uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
+    const std::int64_t room = std::min(max_new_tokens, cache_.capacity() - P);
+    for (std::int64_t i = 0; i < room; ++i) {
+      filter(row, r.tokens, timestamps);
+      const std::int32_t next = temperature > 0 ? sample_row(row, temperature, rng) : argmax_row(row);
+      r.sum_logprob += log_softmax_row(row)[static_cast<std::size_t>(next)];
+      if (next == tok_.eot) break;
+      r.tokens.push_back(next);
+      if (i + 1 == room) break;
+      const std::vector<std::int32_t> one{next};
+      row = row_of(model_.decode_cached(id_tensor(one), {0}, cache_), 0);
+    }
   }
-  std::vector<float> row = row_of(all, P - 1);
-  std::uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
-  const std::int64_t room = std::min(max_new_tokens, cache_.capacity() - P);
-  for (std::int64_t i = 0; i < room; ++i) {
-    for (std::int32_t id : tok_.suppress) row[static_cast<std::size_t>(id)] = kNegInf;
-    if (i == 0)
-      for (std::int32_t id : tok_.begin_suppress) row[static_cast<std::size_t>(id)] = kNegInf;
-    if (timestamps) apply_timestamp_rules(row, r.tokens, tok_);
-    const std::int32_t next = temperature > 0 ? sample_row(row, temperature, rng) : argmax_row(row);
-    r.sum_logprob += log_softmax_row(row)[static_cast<std::size_t>(next)];
-    if (next == tok_.eot) break;
-    r.tokens.push_back(next);
-    if (i + 1 == room) break;
-    const std::vector<std::int32_t> one{next};
-    row = row_of(model_.decode_cached(id_tensor(one), {0}, cache_), 0);
-  }
-  std::vector<std::int32_t> text;
-  for (std::int32_t t : r.tokens)
-    if (t < tok_.eot) text.push_back(t);
-  r.text = metrics::valid_utf8(text_.decode(text));  // a token may end inside a character: U+FFFD, as Python
-  r.avg_logprob = r.sum_logprob / static_cast<double>(r.tokens.size() + 1);
-  r.compression_ratio = compression_ratio(r.text);
+  r.temperature = temperature;
+  r.no_speech_prob = no_speech;
+  finish(r);
   return r;
 }
 
@@ -404,7 +505,16 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
                                                out.language, o.task, o.timestamps);
     WindowResult r;
     for (double t : o.temperatures) {
-      r = decode_window(features, p, o.timestamps, t, o.max_new_tokens, o.seed + static_cast<std::uint64_t>(seek));
+      // Above 0: best_of samples, the likeliest per token kept (whisper's ranking without beams).
+      const std::int64_t draws = t > 0 ? std::max<std::int64_t>(o.best_of, 1) : 1;
+      for (std::int64_t k = 0; k < draws; ++k) {
+        const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(seek) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(k);
+        WindowResult w = decode_window(features, p, o.timestamps, t, o.max_new_tokens, seed, o.beam_size);
+        const auto per_token = [](const WindowResult& x) {
+          return x.sum_logprob / static_cast<double>(std::max<std::size_t>(x.tokens.size(), 1));
+        };
+        if (k == 0 || per_token(w) > per_token(r)) r = std::move(w);
+      }
       bool fallback = (o.compression_ratio_threshold > 0 && r.compression_ratio > o.compression_ratio_threshold) ||
                       r.avg_logprob < o.logprob_threshold;
       if (r.no_speech_prob > o.no_speech_threshold && r.avg_logprob < o.logprob_threshold) fallback = false;  // silence

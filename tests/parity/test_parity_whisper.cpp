@@ -100,3 +100,25 @@ TEST(WhisperParity, TimestampRulesAlone) {
     }
   }
 }
+
+// whisper_en_beam (another seed; the end token's embedding scaled so beams finish): whisper's
+// beam search (5 beams, patience 1, the likeliest per token) token for token, with and without
+// timestamps, its summed log-probability, and greedy decoding that ends on the end token.
+TEST(WhisperParity, BeamSearchAsWhisper) {
+  LoadedModel lm = load_model(hub_dir("whisper_en_beam"));
+  const SafetensorsFile r = load_safetensors(hub_dir("whisper_en_beam") + ".ref.safetensors");
+  const Tensor f = reshape(r.tensors.at("input_features"), {80, 3000});
+  Transcriber t(lm, 5);
+  std::vector<std::int32_t> greedy = ids_of(r.tensors.at("greedy"));
+  ASSERT_EQ(greedy.back(), 50256);  // the reference keeps the end token; the engine stops at it
+  greedy.pop_back();
+  EXPECT_EQ(t.decode_window(f, {50257, 50362}, false, 0.0, 20, 0).tokens, greedy);
+  const WindowResult beam = t.decode_window(f, {50257, 50362}, false, 0.0, 20, 0, 5);
+  EXPECT_EQ(beam.tokens, ids_of(r.tensors.at("beam")));
+  EXPECT_NEAR(beam.sum_logprob, r.tensors.at("beam_sum_logprob").item(), 1e-4 * 146);
+  const WindowResult ts = t.decode_window(f, {50257}, true, 0.0, 20, 0, 5);
+  EXPECT_EQ(ts.tokens, ids_of(r.tensors.at("beam_ts")));
+  EXPECT_NEAR(ts.sum_logprob, r.tensors.at("beam_ts_sum_logprob").item(), 1e-4 * 25);
+  // One beam is greedy.
+  EXPECT_EQ(t.decode_window(f, {50257, 50362}, false, 0.0, 20, 0, 1).tokens, greedy);
+}

@@ -39,6 +39,8 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1024, 1 << 30));
   cmd->add_option("--max-audio-seconds", a->o.max_audio_seconds, "Longest audio accepted (speech models)")
       ->check(CLI::Range(1, 24 * 3600));
+  cmd->add_option("--beam-size", a->o.beam_size, "Speech models: beams at temperature 0 (1: greedy)")->check(CLI::Range(1, 16));
+  cmd->add_option("--best-of", a->o.best_of, "Speech models: samples at each fallback temperature")->check(CLI::Range(1, 16));
   cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));
   cmd->add_option("--idle-timeout", a->o.idle_timeout_s, "Seconds an idle keep-alive connection stays open")->check(CLI::Range(1, 3600));
   cmd->add_option("--header-timeout", a->o.header_timeout_s, "Seconds a request's line and headers may take to arrive")

@@ -26,6 +26,7 @@ void add_transcribe_command(CLI::App& app) {
     std::vector<double> temperatures;
     double no_speech = 0.6, logprob = -1.0, compression = 2.4;
     std::uint64_t seed = 0;
+    std::int64_t beam_size = 5, best_of = 5;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory (Whisper's hub layout)")->required();
@@ -40,12 +41,14 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--logprob-threshold", a->logprob, "Mean log-probability below which a window is decoded again hotter");
   cmd->add_option("--compression-ratio-threshold", a->compression, "gzip ratio above which a window is decoded again hotter");
   cmd->add_flag("--no-condition-on-previous-text", a->no_condition, "Do not prompt each window with the text before it");
+  cmd->add_option("--beam-size", a->beam_size, "Beams at temperature 0 (1: greedy)")->check(CLI::Range(1, 16));
+  cmd->add_option("--best-of", a->best_of, "Samples drawn at each temperature above 0")->check(CLI::Range(1, 16));
   cmd->add_option("--seed", a->seed, "Seed for the temperatures above 0");
   cmd->add_flag("-v,--verbose", a->verbose, "Segments on stderr as they complete");
   cmd->callback([a] {
     LoadedModel lm = load_model(a->model, "", a->weights);
     TFM_CHECK(lm.config.reads_audio(), a->model, "is not a speech model (no num_mel_bins): transcribe needs a Whisper-style model");
-    Transcriber t(lm);
+    Transcriber t(lm, a->beam_size);
     TranscribeOptions o;
     o.language = a->language;
     o.task = a->task;
@@ -56,6 +59,8 @@ void add_transcribe_command(CLI::App& app) {
     o.compression_ratio_threshold = a->compression;
     o.condition_on_previous_text = !a->no_condition;
     o.seed = a->seed;
+    o.beam_size = a->beam_size;
+    o.best_of = a->best_of;
     AudioReadOptions ro;
     ro.sample_rate = lm.audio_features->options().sample_rate;
     for (const std::string& file : a->audio) {

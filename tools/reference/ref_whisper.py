@@ -72,6 +72,56 @@ The older processor (transformers of the 4.27 - 4.33 period, which the generatio
 a copy of that code, not from the 4.31 tag) differed: it forced the first generated token to be exactly <|0.00|>
 (all else -inf) and counted seq from after it, had no rule 3, and at the step after <|0.00|> applied only the
 max_initial_timestamp cap (no text suppression); its rules 1, 2 and 5 are the ones above.
+
+OUT/hub/whisper_en_beam: a second model for beam search (whisper_en's own beams never reach <|endoftext|>):
+config.json, generation_config.json as whisper_en's, the tokenizer and preprocessor files copied from it;
+model.safetensors: whisper_params under torch.manual_seed(1003), then embed_tokens' <|endoftext|> row (50256)
+scaled by 3.5 (only eot's logit changes: eot is never fed back), so that some beams end within 20 tokens.
+make() restores the global generator afterwards. OUT/hub/whisper_en_beam.ref.safetensors:
+  input_features   (1, 80, 3000) f32: drawn as whisper_en's, right after the weights under the same seed.
+  encoder_hidden   (1, 1500, 16) f32.
+  greedy           (13,) i64: as whisper_en's; it ends with <|endoftext|> (kept): [37842 x5, 46455 x5, 24305,
+                   24305, 50256]. greedy_ts (2,) i64: [50398, 50256].
+  beam             (20,) i64 and beam_sum_logprob (1,) f32: beam search without timestamps, prompt [50257, 50362];
+  beam_ts          (4,) i64 and beam_ts_sum_logprob (1,) f32: with timestamps, prompt [50257], the filters as
+                   greedy_ts's. The sums are f32 because neither fixtures.save nor the C++ reader has F64
+                   (the float64 values: -145.583184369, -24.826136677).
+whisper_beam is openai-whisper's BeamSearchDecoder + MaximumLikelihoodRanker (decoding.py of v20231117) for one
+audio, beam_size 5, patience 1.0 (max_candidates = round(5 * 1.0) = 5), length_penalty None, at most 20 new
+tokens (openai's sample_len), computed in float64 (openai: log_softmax and the running sums in float32):
+  * the 5 beams start as the prompt with sum_logprob 0 (repeat_interleave). Each step, for each beam j in order:
+    its last position's logits, the filters whisper_greedy applies (suppress_tokens; begin_suppress_tokens
+    [220, 50256] when the beam holds only the prompt, i.e. at the first step; then timestamp_filter on the
+    beam's own tokens), log_softmax, topk(6); candidate = beam + [token] with score sums[j] + logprob, in a dict
+    keyed by the whole sequence: a repeated sequence keeps its first position and takes the last score, so at
+    the first step (5 equal beams) there are 6 candidates, later up to 30.
+  * the candidates sorted by score, descending, stable (ties keep dict order: beam order, then topk order);
+    walking that list: one ending in <|endoftext|> goes to this step's finished dict; any other becomes the
+    next live beam (its score the new sum); the walk stops once 5 are live, so eot candidates after that
+    point are dropped. Then this step's finished, best first, join the audio's finished list (an ordered dict)
+    while it holds fewer than 5 (the rest dropped). If it holds 5 (completed) the loop ends, else the next step
+    runs on the 5 live beams. A sequence can't end at the first generated step: begin_suppress_tokens (and
+    timestamp rule 4) puts eot at -inf there, so finished sequences hold at least one token (no zero length).
+  * after 20 steps, or on completion: finalize: when the list holds fewer than beam_size (5) the live beams
+    (their 20 tokens + eot, with their sums) are added best first (np.argsort(sums)[::-1]: equal sums in
+    reverse beam order) until it holds 5; a completed list gets nothing. If nothing finished all 5 live beams
+    are the candidates.
+  * rank: each candidate's tokens after the prompt up to the first eot (eot excluded), score = sum_logprob /
+    len (length_penalty None); the first maximum in the list's order (np.argmax) is chosen; stored: its tokens
+    (no eot) and its sum_logprob (the eot's logprob included when it ended with eot; the live ones have none).
+  Here: beam: 4 candidates end at step 2 ([38314], [37842], [41071], [3328], sums -14.67 .. -14.99), none
+  later; at the limit finalize adds the best live beam (20 tokens, -145.58, -7.28 a token), which wins
+  (greedy ends at step 13 instead). beam_ts: 4 end at step 2 ([50398], [50369], [50400], [50408]), the 5th at
+  step 5 ([50398, 46220, 51344, 51344], -24.83, -6.21 a token): completed, it wins. Robustness (whisper_beam's
+  info): every score gap that decides the result (the last live beam kept against every eot candidate, every
+  lower candidate and every beam's 7th token; a 6th token against the 7th when that is above the cut; the
+  finished list's and finalize's cut-offs) is >= 0.0028 (beam) and 0.0065 (beam_ts); the ranking's best beats
+  the runner-up by 7.39 and 2.66 a token; rule 5's sides differ by >= 2.2; greedy's margins 0.012 and 0.49.
+  The f32 forward gives the same beams, its sums within 5e-7.
+check() (python3 ref_whisper.py, about 15 s, not part of make()) compares whisper_beam with _beam_plain (a
+second implementation: one decoder call per beam, numpy, lists instead of dicts) for beam sizes 5, 3 with
+patience 2, and 2, on both models, with and without timestamps; beam_size 1 with whisper_greedy (eot dropped);
+the f32 forward's beams with the float64 ones.
 """
 import json
 import math
@@ -193,7 +243,7 @@ def decode(cfg, p, enc, ids, last_only=False):
     for i in range(cfg["decoder_layers"]):
         h = f"model.decoder.layers.{i}."
         a = _ln(p, y, h + "self_attn_layer_norm")
-        y = y + _attn(H, p, a, a, h + "self_attn.", causal(T))
+        y = y + _attn(H, p, a, a, h + "self_attn.", causal(T).to(y.dtype))
         y = y + _attn(H, p, _ln(p, y, h + "encoder_attn_layer_norm"), enc, h + "encoder_attn.", None)
         y = y + _ffn(p, _ln(p, y, h + "final_layer_norm"), h)
     y = _ln(p, y, "model.decoder.layer_norm")
@@ -202,10 +252,11 @@ def decode(cfg, p, enc, ids, last_only=False):
     return y @ E.T
 
 
-def timestamp_filter(logits, tokens, sample_begin):
+def timestamp_filter(logits, tokens, sample_begin, rule5_gaps=None):
     """WhisperTimeStampLogitsProcessor (transformers main; openai-whisper's ApplyTimestampRules) on one row of
     logits (V,) given all the tokens so far (the prompt included; the first sample_begin are the prompt).
-    Returns a filtered copy (-inf where suppressed). The rules are in the module's docstring."""
+    Returns a filtered copy (-inf where suppressed). The rules are in the module's docstring. rule5_gaps: a list
+    to which |rule 5's two sides| is appended (a diagnostic; nothing else changes)."""
     out = logits.clone()
     out[NO_TIMESTAMPS] = -math.inf
     seq = list(tokens[sample_begin:])
@@ -224,6 +275,8 @@ def timestamp_filter(logits, tokens, sample_begin):
         out[:TIMESTAMP_BEGIN] = -math.inf
         out[TIMESTAMP_BEGIN + MAX_INITIAL_TIMESTAMP_INDEX + 1:] = -math.inf
     logprobs = torch.log_softmax(out.to(D64), -1)
+    if rule5_gaps is not None:
+        rule5_gaps.append(abs(float(logprobs[TIMESTAMP_BEGIN:].logsumexp(-1) - logprobs[:TIMESTAMP_BEGIN].max())))
     if logprobs[TIMESTAMP_BEGIN:].logsumexp(-1) > logprobs[:TIMESTAMP_BEGIN].max():
         out[:TIMESTAMP_BEGIN] = -math.inf
     return out
@@ -248,6 +301,90 @@ def whisper_greedy(cfg, p, enc, prompt, timestamps, n_max=20):
         if nxt == EOT:
             break
     return torch.tensor(tokens[len(prompt):], dtype=torch.int64), margin
+
+
+def _filtered(row, tokens, n_prompt, timestamps, rule5_gaps=None):
+    """The logit filters whisper_greedy applies, on a copy of one row: suppress_tokens, begin_suppress_tokens at
+    the first generated step, then (timestamps) timestamp_filter."""
+    row = row.clone()
+    row[SUPPRESS_TOKENS] = -math.inf
+    if len(tokens) == n_prompt:
+        row[BEGIN_SUPPRESS_TOKENS] = -math.inf
+    if timestamps:
+        row = timestamp_filter(row, tokens, n_prompt, rule5_gaps)
+    return row
+
+
+def whisper_beam(cfg, p, enc, prompt, timestamps, beam_size=5, patience=1.0, n_max=20):
+    """openai-whisper's BeamSearchDecoder + MaximumLikelihoodRanker (length_penalty None), decoding.py of
+    v20231117, for one audio, in float64 (openai: log_softmax and sum_logprobs in float32). Returns the chosen
+    candidate's tokens after the prompt without <|endoftext|>, its sum_logprob, and diagnostics (see below)."""
+    n_prompt, max_candidates = len(prompt), round(beam_size * patience)
+    beams, sums = [list(prompt) for _ in range(beam_size)], [0.0] * beam_size  # repeat_interleave: all the prompt
+    finished = {}  # the audio's finished_sequences: sequence (prompt .. eot) -> sum_logprob, in insertion order
+    info = {"margin": math.inf, "rule5": math.inf, "steps": 0, "completed": False, "eot_candidates": 0}
+    rule5 = []
+    for _ in range(n_max):  # openai: range(sample_len)
+        info["steps"] += 1
+        logits = decode(cfg, p, enc.expand(beam_size, -1, -1), torch.tensor(beams), last_only=True)[:, -1].to(D64)
+        scores, beyond = {}, []  # sequence -> score (a dict: equal sequences from equal beams collapse)
+        for j in range(beam_size):
+            lp = torch.log_softmax(_filtered(logits[j], beams[j], n_prompt, timestamps, rule5), -1)
+            top = lp.topk(beam_size + 2)  # the first beam_size + 1: openai's topk(beam_size + 1)
+            for v, t in zip(top.values[:-1].tolist(), top.indices[:-1].tolist()):
+                scores[tuple(beams[j] + [t])] = sums[j] + v
+            beyond.append((sums[j] + float(top.values[-2]), sums[j] + float(top.values[-1])))  # diagnostic
+        ranked = sorted(scores, key=scores.get, reverse=True)  # stable: ties stay in insertion order
+        next_beams, next_sums, newly = [], [], {}
+        for seq in ranked:
+            if seq[-1] == EOT:
+                newly[seq] = scores[seq]
+            else:
+                next_beams.append(list(seq))
+                next_sums.append(scores[seq])
+                if len(next_beams) == beam_size:
+                    break
+        assert len(next_beams) == beam_size and all(math.isfinite(s) for s in next_sums)
+        info["eot_candidates"] += len(newly)
+        room = max_candidates - len(finished)
+        for seq in sorted(newly, key=newly.get, reverse=True):
+            if len(finished) >= max_candidates:
+                break  # the candidate list is full
+            finished[seq] = newly[seq]
+        # robustness (how far f32 rounding is from changing the result): the smallest gap between the last live
+        # beam kept and every eot candidate, every lower candidate and every beam's best token beyond its topk;
+        # between a beam's last topk token and its next when that next is above the cut; between the last
+        # finished sequence added and the first dropped when the list filled up
+        cut = next_sums[-1]
+        gaps = [abs(cut - s) for q, s in scores.items() if q[-1] == EOT or s < cut]
+        gaps += [abs(cut - nxt) for _, nxt in beyond] + [last - nxt for last, nxt in beyond if nxt > cut]
+        done = sorted(newly.values(), reverse=True)
+        if 0 < room < len(done):
+            gaps.append(done[room - 1] - done[room])
+        info["margin"] = min([info["margin"]] + [g for g in gaps if math.isfinite(g)])
+        beams, sums = next_beams, next_sums
+        if len(finished) >= max_candidates:  # completed
+            info["completed"] = True
+            break
+    info["finished_by_eot"] = len(finished)
+    need = beam_size - len(finished)
+    if 0 < need < beam_size:  # finalize takes some of the live beams: the gap at its boundary
+        live = sorted(sums, reverse=True)
+        info["margin"] = min(info["margin"], live[need - 1] - live[need])
+    if len(finished) < beam_size:  # finalize: the live beams, best first (np.argsort(sum_logprobs)[::-1])
+        for j in sorted(range(beam_size), key=lambda j: (sums[j], j), reverse=True):
+            finished[tuple(beams[j] + [EOT])] = sums[j]
+            if len(finished) >= beam_size:
+                break
+    bodies = [list(seq[n_prompt:seq.index(EOT, n_prompt)]) for seq in finished]  # t[sample_begin : first eot]
+    sum_lps = list(finished.values())
+    ranks = [s / len(b) for b, s in zip(bodies, sum_lps)]  # MaximumLikelihoodRanker, length_penalty None
+    best = ranks.index(max(ranks))  # np.argmax: the first of equal maxima
+    order = sorted(ranks, reverse=True)
+    info["rank_margin"] = order[0] - order[1] if len(order) > 1 else math.inf
+    info["rule5"] = min(rule5) if rule5 else math.inf
+    info["candidates"] = list(zip(bodies, sum_lps))
+    return torch.tensor(bodies[best], dtype=torch.int64), sum_lps[best], info
 
 
 def filter_cases():
@@ -349,3 +486,126 @@ def make(out):
             ref["ts_filter_prefix" + sfx] = prefix
             ref["ts_filter_out" + sfx] = timestamp_filter(row.double(), prefix.tolist(), 1).float()
     save(os.path.join(root, "whisper_en.ref.safetensors"), ref)
+    make_beam(root, cfg)
+
+
+BEAM_SEED, BEAM_EOT_SCALE = 1003, 3.5
+
+
+def beam_model(cfg):
+    """whisper_en_beam's weights (f32 as stored, and their float64 values) and input_features: whisper_params under
+    seed 1003 with embed_tokens' <|endoftext|> row scaled by 3.5 (its logit competes: some beams end)."""
+    torch.manual_seed(BEAM_SEED)
+    raw = whisper_params(cfg)
+    raw["model.decoder.embed_tokens.weight"][EOT] *= BEAM_EOT_SCALE
+    disk, p = stored(raw, torch.float32)
+    feats = (torch.randn(1, 80, 3000) * 0.5).clamp(-1.5, 1.5)
+    return disk, p, feats
+
+
+def make_beam(root, cfg):
+    """OUT/hub/whisper_en_beam and whisper_en_beam.ref.safetensors (the module's docstring)."""
+    rng = torch.get_rng_state()  # make()'s callers see the generator as before
+    disk, p, feats = beam_model(cfg)
+    torch.set_rng_state(rng)
+    d = os.path.join(root, "whisper_en_beam")
+    write_dir(d, cfg, disk, gen=generation_config())
+    src = os.path.join(root, "whisper_en")
+    for f in sorted(os.listdir(src)):
+        if f not in ("config.json", "generation_config.json", "model.safetensors"):
+            shutil.copyfile(os.path.join(src, f), os.path.join(d, f))
+    with torch.no_grad():
+        enc = encode(cfg, p, feats.double())
+        ref = {"input_features": feats, "encoder_hidden": enc.float()}
+        ref["greedy"], _ = whisper_greedy(cfg, p, enc, [SOT, NO_TIMESTAMPS], timestamps=False)
+        ref["greedy_ts"], _ = whisper_greedy(cfg, p, enc, [SOT], timestamps=True)
+        for name, prompt, ts in (("beam", [SOT, NO_TIMESTAMPS], False), ("beam_ts", [SOT], True)):
+            ref[name], s, _ = whisper_beam(cfg, p, enc, prompt, ts)
+            ref[name + "_sum_logprob"] = torch.tensor([s], dtype=torch.float32)
+    save(os.path.join(root, "whisper_en_beam.ref.safetensors"), ref)
+
+
+def _beam_plain(cfg, p, enc, prompt, timestamps, beam_size, patience=1.0, n_max=20):
+    """whisper_beam written a second way, for check(): one decoder call per beam, numpy rows, lists of pairs
+    instead of dicts, the sorts as index sorts, finalize and the ranker on numpy as openai's code has them."""
+    import numpy as np
+    n_prompt, max_candidates = len(prompt), round(beam_size * patience)
+    beams, sums, finished = [list(prompt)] * beam_size, np.zeros(beam_size), []  # finished: [tokens, score]
+    for _ in range(n_max):
+        cands = []  # [sequence, score] in insertion order; a repeated sequence overwrites its score in place
+        for j in range(beam_size):
+            row = decode(cfg, p, enc, torch.tensor([beams[j]]))[0, -1].numpy().copy()
+            row[SUPPRESS_TOKENS] = -np.inf
+            if len(beams[j]) == n_prompt:
+                row[BEGIN_SUPPRESS_TOKENS] = -np.inf
+            if timestamps:
+                row = timestamp_filter(torch.from_numpy(row), beams[j], n_prompt).numpy()
+            m = row.max()
+            lp = row - m - np.log(np.exp(row - m).sum())
+            for t in np.argsort(-lp, kind="stable")[:beam_size + 1]:
+                seq, score = beams[j] + [int(t)], float(sums[j] + lp[t])
+                hit = [c for c in cands if c[0] == seq]
+                if hit:
+                    hit[0][1] = score
+                else:
+                    cands.append([seq, score])
+        order = sorted(range(len(cands)), key=lambda i: (-cands[i][1], i))
+        live, ended = [], []
+        for i in order:
+            (ended if cands[i][0][-1] == EOT else live).append(cands[i])
+            if len(live) == beam_size:
+                break
+        for seq, score in sorted(ended, key=lambda c: -c[1]):
+            if len(finished) < max_candidates:
+                finished.append([seq, score])
+        beams, sums = [c[0] for c in live], np.array([c[1] for c in live])
+        if len(finished) >= max_candidates:
+            break
+    if len(finished) < beam_size:
+        for j in list(np.argsort(sums))[::-1]:
+            finished.append([beams[j] + [EOT], float(sums[j])])
+            if len(finished) >= beam_size:
+                break
+    bodies = [np.array(seq)[n_prompt:np.nonzero(np.array(seq) == EOT)[0][0]] for seq, _ in finished]
+    best = int(np.argmax([s / len(b) for b, (_, s) in zip(bodies, finished)]))
+    return bodies[best].tolist(), finished[best][1]
+
+
+def check():
+    """Checks of whisper_beam (python3 ref_whisper.py): against _beam_plain (beam sizes 5, 3 with patience 2, 2),
+    beam_size 1 against whisper_greedy, the f32 forward (as the C++ code computes) giving the same beams, and
+    the main model's fixtures unchanged by the beam model (make() leaves the generator as it found it)."""
+    cfg = whisper_config()
+    torch.manual_seed(306)
+    _, p_main = stored(whisper_params(cfg), torch.float32)
+    feats_main = (torch.randn(1, 80, 3000) * 0.5).clamp(-1.5, 1.5)
+    _, p_beam, feats_beam = beam_model(cfg)
+    with torch.no_grad():
+        for label, p, feats in (("whisper_en", p_main, feats_main), ("whisper_en_beam", p_beam, feats_beam)):
+            enc = encode(cfg, p, feats.double())
+            p32 = {k: v.float() for k, v in p.items()}
+            enc32 = encode(cfg, p32, feats)
+            for prompt, ts in (([SOT, NO_TIMESTAMPS], False), ([SOT], True)):
+                tag = f"{label} {'ts' if ts else 'no ts'}"
+                g, _ = whisper_greedy(cfg, p, enc, prompt, ts)
+                g = g.tolist()
+                b1, _, _ = whisper_beam(cfg, p, enc, prompt, ts, beam_size=1)
+                assert b1.tolist() == (g[:-1] if g[-1] == EOT else g), tag
+                for size, patience in ((5, 1.0), (3, 2.0), (2, 1.0)):
+                    b, s, info = whisper_beam(cfg, p, enc, prompt, ts, size, patience)
+                    b2, s2 = _beam_plain(cfg, p, enc, prompt, ts, size, patience)
+                    assert b.tolist() == b2 and abs(s - s2) < 1e-9, (tag, size, b.tolist(), b2, s, s2)
+                    if size == 5:
+                        b3, s3, _ = whisper_beam(cfg, p32, enc32, prompt, ts)
+                        assert b3.tolist() == b.tolist() and abs(s3 - s) < 1e-3, (tag, b3.tolist(), s3, s)
+                        print(f"{tag}: greedy {g}\n  beam {b.tolist()} sum_logprob {s:.6f} (f32 forward "
+                              f"{s3 - s:+.2e}) steps {info['steps']} completed {info['completed']} finished "
+                              f"{info['finished_by_eot']}/{info['eot_candidates']} margin {info['margin']:.4f} "
+                              f"rank margin {info['rank_margin']:.4f} rule5 {info['rule5']:.3f}")
+                        for body, lp in info["candidates"]:
+                            print(f"    {len(body):2d} {lp:.6f} {lp / len(body):.6f} {body}")
+    print("ok")
+
+
+if __name__ == "__main__":
+    check()

@@ -42,6 +42,8 @@ void audio_route(ServerContext& cx, const httplib::Request& req, httplib::Respon
       bad_param(name.c_str(), "timestamp_granularities: only 'segment' is supported (no word timestamps)");
   TranscribeOptions o;
   o.task = task;
+  o.beam_size = cx.opt.beam_size;
+  o.best_of = cx.opt.best_of;
   if (auto lang = field(req, "language")) o.language = *lang;
   if (auto prompt = field(req, "prompt")) o.initial_prompt = *prompt;
   if (auto t = field(req, "temperature")) {
@@ -65,7 +67,7 @@ void audio_route(ServerContext& cx, const httplib::Request& req, httplib::Respon
   }
   Transcript t;
   cx.sched.run_job([&] {
-    Transcriber tr(cx.lm);
+    Transcriber tr(cx.lm, o.beam_size);
     t = tr.transcribe(audio, o);
   });
   std::int64_t tokens = 0;

@@ -22,6 +22,7 @@ struct ServeOptions {
   std::int64_t max_body_bytes = 1 << 20; // request bodies above this: 413
   std::int64_t max_upload_bytes = 25 << 20;  // audio uploads (multipart) above this: 413 (OpenAI's limit)
   std::int64_t max_audio_seconds = 3600;     // longer uploads: 400
+  std::int64_t beam_size = 5, best_of = 5;   // speech models: whisper's search (tfm transcribe's flags)
   std::int64_t timeout_s = 600;          // a request's whole life (generation included)
   std::int64_t idle_timeout_s = 5;       // idle keep-alive connections, and slow reads/writes: 30 s
   std::string cors_origin;               // empty: no CORS headers

@@ -10,7 +10,7 @@ Usage (Debian's /usr/bin/python3, which has torch and torchaudio):
       names, proj_out tied to model.decoder.embed_tokens. Weights as HF's _init_weights: every Linear /
       Conv1d / Embedding weight ~ N(0, 0.02^2) (init_std), biases 0, LayerNorm weight 1 and bias 0; the
       encoder's positions are whisper's sinusoids(1500, d_model). Seeded: the same SIZE gives the same file.
-  bench_torch_whisper.py run DIR AUDIO --threads N --tokens K[,K2,...]
+  bench_torch_whisper.py run DIR AUDIO --threads N --tokens K[,K2,...] [--dump-tokens FILE]
       Transcribes a 16 kHz mono 16-bit WAV as OpenAI's long-form loop does without timestamps, with fixed
       work: the log-mel of the whole file with 30 s of zeros behind it (torch.stft, as whisper's
       log_mel_spectrogram; the clamp's maximum is the whole file's), windows of 3000 frames at seek 0, 3000,
@@ -20,10 +20,10 @@ Usage (Debian's /usr/bin/python3, which has torch and torchaudio):
       cache. No end-token stop, no suppression, no log-probabilities: argmax only. --tokens with a list:
       window i decodes the i-th count (the last repeats). Prints one JSON line:
       {"seconds", "mel_s", "encoder_s", "decoder_s", "load_s", "windows", "tokens", "audio_seconds", "rtf",
-       "threads", "torch"} (--dump-tokens FILE: the argmax tokens, a list per window, for a check against tfm's);
-      seconds = mel_s + encoder_s + decoder_s (the wall time from the samples in memory
-      to the last token, interpreter start, imports, the file read and load_s = reading the weights outside
-      it); rtf = seconds / audio_seconds.
+       "threads", "torch"}: seconds = mel_s + encoder_s + decoder_s, the wall time from the samples in memory
+      to the last token (interpreter start, imports, the file read and load_s, reading the weights, are
+      outside it); rtf = seconds / audio_seconds. --dump-tokens: the argmax tokens, a list per window (JSON),
+      for a check against tfm's.
   bench_torch_whisper.py mel AUDIO --threads N [--compare NPY] [--reps R]
       The log-mel of the file alone (no padding: what `tfm mel AUDIO -o NPY` writes, (80, samples // 160)),
       timed in process after the file is read, best of R: "stft" = whisper's log_mel_spectrogram (torch.stft,
