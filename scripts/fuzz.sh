@@ -23,6 +23,9 @@ fi
 mkdir -p build-fuzz/artifacts
 symbolizer=$(command -v llvm-symbolizer-14 || command -v llvm-symbolizer || true)
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}${symbolizer:+:external_symbolizer_path=$symbolizer}
+# Leaks inside the system libraries on their own error paths (tests/lsan.supp says which) are
+# theirs, not the engine's.
+export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
 ok=0 failed=0
 for t in "${targets[@]}"; do

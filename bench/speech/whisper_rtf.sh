@@ -16,9 +16,10 @@
 # concatenated with sox, resampled to 16 kHz mono 16-bit, repeated and cut to exactly 30 s / 300 s.
 #
 # Fixed work on both sides. tfm runs
-#   OMP_WAIT_POLICY=passive tfm -t N transcribe -m DIR AUDIO [--dtype q8_0] --no-timestamps --temperature 0
-#       --no-condition-on-previous-text --format json
-# (--temperature 0 alone: no fallback decoding; --no-condition-on-previous-text: every window's prompt is
+#   OMP_WAIT_POLICY=passive tfm -t N transcribe -m DIR AUDIO --beam-size 1 [--dtype q8_0] --no-timestamps
+#       --temperature 0 --no-condition-on-previous-text --format json
+# (--beam-size 1: greedy, tfm's default being whisper's 5 beams; --temperature 0 alone: no fallback
+# decoding; --no-condition-on-previous-text: every window's prompt is
 # [<|startoftranscript|>, <|notimestamps|>], without it windows after the first would be prompted with up to
 # 223 previous tokens and decode fewer). tfm stops a window at <|endoftext|> or after 224 tokens and applies
 # suppress_tokens / begin_suppress_tokens; with random weights it runs to 224. The tokens it kept per window
@@ -91,6 +92,10 @@ echo "   uptime:$(uptime)"
 echo "   raw results: $res"
 
 # ---- transcription ----------------------------------------------------------------------------------
+# Greedy decoding: since f935f3e tfm transcribe defaults to 5-beam search at temperature 0 (whisper's command
+# line); a binary without --beam-size is greedy already.
+greedy=()
+if "$tfm" transcribe --help 2>&1 | grep -q -- --beam-size; then greedy=(--beam-size 1); fi
 printf 'size\taudio\tthreads\tengine\twall_s\trtf\twindows\ttokens\tagree\tnote\n' >"$tsv"
 jq_py() { "$py" -c "$1" "${@:2}"; }
 
@@ -107,8 +112,8 @@ for secs in 30 300; do
       tfm_wall_f32=
       for dt in f32 q8_0; do
         out=$res/$tag-tfm-$dt
-        extra=()
-        [ "$dt" = f32 ] || extra=(--dtype "$dt")
+        extra=("${greedy[@]}")
+        [ "$dt" = f32 ] || extra+=(--dtype "$dt")
         echo "-- tfm $dt $s ${secs}s threads=$th $(date -u +%T) load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
         set +e
         OMP_WAIT_POLICY=passive /usr/bin/time -f %e -o "$out.time" "$tfm" -t "$th" transcribe -m "$dir" "$audio" "${extra[@]}" \

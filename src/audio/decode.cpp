@@ -130,7 +130,11 @@ Audio decode_open(SNDFILE* raw, const SF_INFO& info, const std::string& where, c
   rs.push({}, a.samples, true, where);
   TFM_CHECK(a.samples.size() <= limit, where, "audio is longer than the limit of ", opt.max_seconds, " s");
   TFM_CHECK(!a.samples.empty(), where, "audio has no samples");
-  for (float v : a.samples) TFM_CHECK(std::isfinite(v), where, "audio holds a non-finite sample");
+  // Float files may exceed full scale a little; values far beyond it are a corrupt file, and
+  // their power would overflow the spectrogram.
+  for (float v : a.samples)
+    TFM_CHECK(std::isfinite(v) && std::abs(v) <= 1e4f, where, "audio holds a sample of ", v,
+              ", far outside [-1, 1] (a corrupt file?)");
   return a;
 }
 

@@ -23,15 +23,24 @@ double hz_to_mel(double hz) { return hz < kMinLogHz ? hz / kFsp : kMinLogMel + s
 double mel_to_hz(double mel) { return mel < kMinLogMel ? kFsp * mel : kMinLogHz * std::exp(kLogStep * (mel - kMinLogMel)); }
 
 // FFTW's planner is not thread-safe; its plans run on any thread with new arrays of the same
-// alignment (fftw_malloc's), so one plan per size serves every caller.
+// alignment (fftw_malloc's), so one plan per size serves every caller. They are destroyed at
+// exit, with FFTW's own planner state (LeakSanitizer sees nothing left).
 struct FftPlan {
   std::int64_t n = 0;
   fftw_plan plan = nullptr;
 };
+struct FftPlans {
+  std::mutex mu;
+  std::vector<FftPlan> plans;
+  ~FftPlans() {
+    for (const FftPlan& p : plans) fftw_destroy_plan(p.plan);
+    fftw_cleanup();
+  }
+};
 fftw_plan plan_for(std::int64_t n) {
-  static std::mutex mu;
-  static std::vector<FftPlan> plans;
-  std::lock_guard<std::mutex> lock(mu);
+  static FftPlans cache;
+  std::lock_guard<std::mutex> lock(cache.mu);
+  auto& plans = cache.plans;
   for (const FftPlan& p : plans)
     if (p.n == n) return p.plan;
   double* in = fftw_alloc_real(static_cast<std::size_t>(n));
@@ -100,7 +109,8 @@ Tensor log_mel_spectrogram(std::span<const float> samples, const LogMelOptions& 
       const double* src = x.data() + t * hop;
       for (std::int64_t i = 0; i < n_fft; ++i) in[i] = src[i] * window[static_cast<std::size_t>(i)];
       fftw_execute_dft_r2c(plan, in, out);
-      for (std::int64_t k = 0; k < bins; ++k) pw[t * bins + k] = static_cast<float>(out[k][0] * out[k][0] + out[k][1] * out[k][1]);
+      for (std::int64_t k = 0; k < bins; ++k)  // capped: samples far past full scale stay finite
+        pw[t * bins + k] = static_cast<float>(std::min(out[k][0] * out[k][0] + out[k][1] * out[k][1], 1e30));
     }
     fftw_free(in);
     fftw_free(out);
