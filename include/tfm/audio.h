@@ -66,6 +66,8 @@ class AudioFeatureExtractor {
   AudioFeatureExtractor() = default;
   // dir/preprocessor_config.json; absent, Whisper's defaults for `n_mels` bins.
   static AudioFeatureExtractor load(const std::string& dir, std::int64_t n_mels = 80);
+  // preprocessor_config.json's text (`where` names it in errors).
+  static AudioFeatureExtractor from_json(const std::string& text, const std::string& where, std::int64_t n_mels = 80);
   static AudioFeatureExtractor whisper(std::int64_t n_mels);
   const LogMelOptions& options() const { return mel_; }
   std::int64_t window_samples() const { return n_samples_; }  // 480000 for Whisper's 30 s

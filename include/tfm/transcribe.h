@@ -113,6 +113,9 @@ class Transcriber {
 
  private:
   void encode(const Tensor& features);  // the window's cross-attention keys/values into the cache
+  // decode_window on the window encode() stored last.
+  WindowResult decode_encoded(const std::vector<std::int32_t>& prompt, bool timestamps, double temperature,
+                              std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size);
   // The logit rules of step `step` on one row: suppressed tokens, the first step's, timestamps.
   void filter(std::vector<float>& row, std::span<const std::int32_t> sampled, bool timestamps) const;
   WindowResult beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,

@@ -32,11 +32,15 @@ AudioFeatureExtractor AudioFeatureExtractor::whisper(std::int64_t n_mels) {
 
 AudioFeatureExtractor AudioFeatureExtractor::load(const std::string& dir, std::int64_t n_mels) {
   const std::string path = (std::filesystem::path(dir) / "preprocessor_config.json").string();
+  if (!std::filesystem::exists(path)) return whisper(n_mels);
+  return from_json(read_file(path), path, n_mels);
+}
+
+AudioFeatureExtractor AudioFeatureExtractor::from_json(const std::string& text, const std::string& path, std::int64_t n_mels) {
   AudioFeatureExtractor fx = whisper(n_mels);
-  if (!std::filesystem::exists(path)) return fx;
   json j;
   try {
-    j = json::parse(read_file(path));
+    j = json::parse(text);
   } catch (const json::exception& e) {
     fail(path, "not valid JSON: ", e.what());
   }

@@ -425,11 +425,16 @@ std::pair<std::string, double> Transcriber::detect_language(const Tensor& featur
 WindowResult Transcriber::decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
                                         double temperature, std::int64_t max_new_tokens, std::uint64_t seed,
                                         std::int64_t beam_size) {
+  encode(features);
+  return decode_encoded(prompt, timestamps, temperature, max_new_tokens, seed, beam_size);
+}
+
+WindowResult Transcriber::decode_encoded(const std::vector<std::int32_t>& prompt, bool timestamps, double temperature,
+                                         std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size) {
   const std::int64_t P = static_cast<std::int64_t>(prompt.size());
   TFM_CHECK(P >= 1 && P < cache_.capacity(), "transcribe", "a prompt of ", P, " tokens does not fit the decoder's ",
             cache_.capacity(), " positions");
   TFM_CHECK(beam_size >= 1, "transcribe", "beam size must be at least 1, got ", beam_size);
-  encode(features);
   cache_.reset(0);
   const Tensor all = model_.decode_cached(id_tensor(prompt), {0}, cache_, true);  // (1, P, V)
   double no_speech = 0;
@@ -503,13 +508,15 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
     const std::vector<std::int32_t> previous(all_tokens.begin() + static_cast<std::ptrdiff_t>(prompt_reset_since), all_tokens.end());
     const std::vector<std::int32_t> p = prompt(o.condition_on_previous_text ? previous : std::vector<std::int32_t>{},
                                                out.language, o.task, o.timestamps);
+    // The window's encoder runs once; every temperature and draw decodes against its keys/values.
+    encode(features);
     WindowResult r;
     for (double t : o.temperatures) {
       // Above 0: best_of samples, the likeliest per token kept (whisper's ranking without beams).
       const std::int64_t draws = t > 0 ? std::max<std::int64_t>(o.best_of, 1) : 1;
       for (std::int64_t k = 0; k < draws; ++k) {
         const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(seek) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(k);
-        WindowResult w = decode_window(features, p, o.timestamps, t, o.max_new_tokens, seed, o.beam_size);
+        WindowResult w = decode_encoded(p, o.timestamps, t, o.max_new_tokens, seed, o.beam_size);
         const auto per_token = [](const WindowResult& x) {
           return x.sum_logprob / static_cast<double>(std::max<std::size_t>(x.tokens.size(), 1));
         };

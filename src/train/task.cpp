@@ -5,14 +5,12 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/metrics.h"
 #include "tfm/ops.h"
-#include "tfm/safetensors.h"
 #include "tfm/session.h"
 #include "tfm/transcribe.h"
 #include "train/distill.h"
@@ -322,11 +320,7 @@ TaskData speech_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
                                {"n_samples", chunk * 16000}, {"nb_max_frames", chunk * 100}, {"padding_value", 0.0},
                                {"padding_side", "right"}, {"return_attention_mask", false}}
                               .dump(2);
-  const auto dir = std::filesystem::temp_directory_path() / ("tfm_speech_fx_" + std::to_string(::getpid()));
-  std::filesystem::create_directories(dir);
-  write_file_atomic((dir / "preprocessor_config.json").string(), pre);
-  const AudioFeatureExtractor fx = AudioFeatureExtractor::load(dir.string(), mels);
-  std::filesystem::remove_all(dir);
+  const AudioFeatureExtractor fx = AudioFeatureExtractor::from_json(pre, where + " (its preprocessor_config.json)", mels);
   TaskData d;
   d.kind = TaskKind::speech;
   d.audio = fx;

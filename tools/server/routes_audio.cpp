@@ -73,16 +73,16 @@ void audio_route(ServerContext& cx, const httplib::Request& req, httplib::Respon
   std::int64_t tokens = 0;
   for (const auto& s : t.segments) tokens += static_cast<std::int64_t>(s.tokens.size());
   access_info().completion_tokens = tokens;
+  const std::size_t a = t.text.find_first_not_of(' '), z = t.text.find_last_not_of(" \n");
+  const std::string text = a == std::string::npos ? "" : t.text.substr(a, z - a + 1);
   if (format == "json") {
-    send_json(res, {{"text", Json::parse(format_transcript(t, "verbose_json", task))["text"]},
-                    {"usage", {{"type", "duration"}, {"seconds", std::ceil(t.seconds)}}}});
+    send_json(res, {{"text", text}, {"usage", {{"type", "duration"}, {"seconds", std::ceil(t.seconds)}}}});
   } else if (format == "verbose_json") {
     Json j = Json::parse(format_transcript(t, "verbose_json", task));
     j["usage"] = {{"type", "duration"}, {"seconds", std::ceil(t.seconds)}};
     send_json(res, j);
   } else if (format == "text") {
-    const std::size_t a = t.text.find_first_not_of(' '), z = t.text.find_last_not_of(" \n");
-    res.set_content(a == std::string::npos ? "\n" : t.text.substr(a, z - a + 1) + "\n", "text/plain; charset=utf-8");
+    res.set_content(text + "\n", "text/plain; charset=utf-8");
   } else {
     res.set_content(format_transcript(t, format), format == "srt" ? "application/x-subrip; charset=utf-8" : "text/vtt; charset=utf-8");
   }
