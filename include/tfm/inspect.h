@@ -42,14 +42,36 @@ Tensor pixel_values_for(const LoadedModel& m, const std::vector<Image>& images);
 std::string label_name(const ModelConfig& c, std::int64_t label);
 
 // Pooled last hidden states (the encoder's for encoder-decoder models).
-enum class EmbedPooling { automatic, mean, first, last };  // automatic: config pooling (encoders), else mean
+// automatic: a sentence-transformers directory's own pipeline (modules.json: its pooling,
+// Dense and Normalize stages, max_seq_length, the tokenizer's special tokens; see
+// sentence_embed.h); otherwise the config's pooling for encoders, else mean.
+enum class EmbedPooling { automatic, mean, first, last };
 EmbedPooling embed_pooling_from_name(const std::string& name);  // "auto" | "mean" | "first" | "last"
+struct EmbedOptions {
+  EmbedPooling pooling = EmbedPooling::automatic;
+  bool normalize = false;        // unit L2 norm (a pipeline with Normalize has it anyway)
+  std::int64_t dimensions = 0;   // > 0: Matryoshka truncation to the first N, renormalised when normalised
+  std::string prompt;            // text put before each input (sentence-transformers' prompt)
+  std::string prompt_name;       // one of config_sentence_transformers.json's prompts ("": its default)
+};
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, const EmbedOptions& o);
 std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts,
                                       EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
 // Image models: the last hidden states pooled the same way, except that mean averages the
 // patches only (not [CLS] or DeiT's distillation token).
 std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images,
                                              EmbedPooling pooling = EmbedPooling::automatic, bool normalize = false);
+
+// A cross-encoder (a classifier head over a text pair) scoring documents for a query, as
+// sentence-transformers' CrossEncoder.predict: each pair through the tokenizer's pair template
+// ([CLS] query [SEP] document [SEP] with segment ids), the document cut from its end to fit
+// max_positions; relevance = sigmoid(logit) with one label, else the softmax probability of
+// the last label. Best first.
+struct RerankResult {
+  std::int64_t index = 0;  // the document's position in the request
+  float relevance = 0, logit = 0;
+};
+std::vector<RerankResult> rerank(LoadedModel& m, const std::string& query, const std::vector<std::string>& documents);
 
 // Attention heat maps of one layer: one map per head (or the one head asked for).
 struct AttentionQuery {

@@ -19,6 +19,7 @@
 #include "tfm/image.h"
 #include "tfm/model_config.h"
 #include "tfm/tokenizer.h"
+#include "tfm/sentence_embed.h"
 
 namespace tfm {
 
@@ -51,6 +52,7 @@ struct LoadedModel {
   GenerationDefaults generation = {};
   std::optional<ImageProcessor> image_processor = {};  // DIR/preprocessor_config.json, when there
   std::optional<AudioFeatureExtractor> audio_features = {};  // a speech model's (preprocessor_config.json or Whisper's)
+  std::optional<SentencePipeline> sentence = {};  // sentence-transformers' modules.json pipeline, when there
 };
 
 // The weights side of a directory, without its tokenizer (for callers that feed ids).

@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "infer/inspect_util.h"
+#include "metrics/text.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/inspect.h"
@@ -193,15 +194,152 @@ std::vector<std::vector<float>> pool_rows(const Tensor& hidden_tensor, const std
 
 }  // namespace
 
-std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, EmbedPooling pooling,
-                                      bool normalize) {
+namespace {
+
+// A text as sentence-transformers' Transformer module feeds it: lower-cased when the directory
+// says so, the tokenizer's special tokens around it, the content cut to max_len with the
+// specials kept (the tokenizer's truncation=True).
+std::vector<std::int32_t> sentence_ids(const LoadedModel& m, const std::string& text, std::size_t max_len) {
+  const std::string s = m.sentence->do_lower_case ? metrics::detail::encode_utf8(metrics::detail::py_lower(
+                                                        metrics::detail::decode_utf8(text)))
+                                                  : text;
+  const Encoding e = m.tokenizer.encode_full(s, true);
+  std::size_t n = e.ids.size();
+  while (n > 0 && !e.attention_mask.empty() && e.attention_mask[n - 1] == 0) --n;  // the file's own padding
+  std::size_t head = 0, tail = 0;
+  while (head < n && e.special_tokens_mask[head]) ++head;
+  while (tail < n - head && e.special_tokens_mask[n - 1 - tail]) ++tail;
+  std::vector<std::int32_t> ids(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(n));
+  if (n > max_len) {
+    const std::size_t keep = max_len > head + tail ? max_len - head - tail : 0;
+    ids.assign(e.ids.begin(), e.ids.begin() + static_cast<std::ptrdiff_t>(head + keep));
+    ids.insert(ids.end(), e.ids.begin() + static_cast<std::ptrdiff_t>(n - tail), e.ids.begin() + static_cast<std::ptrdiff_t>(n));
+    ids.resize(std::min(ids.size(), max_len));
+  }
+  return ids;
+}
+
+std::string prompt_text(const SentencePipeline* sp, const EmbedOptions& o) {
+  TFM_CHECK(o.prompt.empty() || o.prompt_name.empty(), "embed", "give a prompt or a prompt name, not both");
+  if (!o.prompt.empty()) return o.prompt;
+  const std::string name = !o.prompt_name.empty() ? o.prompt_name : sp ? sp->default_prompt_name : "";
+  if (name.empty()) return "";
+  TFM_CHECK(sp, "embed", "prompt name '", name, "': the model has no config_sentence_transformers.json prompts");
+  const auto it = sp->prompts.find(name);
+  if (it == sp->prompts.end()) {
+    std::string known;
+    for (const auto& [k, v] : sp->prompts) known += (known.empty() ? "" : ", ") + k;
+    fail("embed", "prompt name '", name, "' is not among the model's prompts (", known.empty() ? "none" : known, ")");
+  }
+  return it->second;
+}
+
+Tensor last_hidden(LoadedModel& m, const ModelInputs& in) {
+  return m.config.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor()) : m.model.encode(in);
+}
+
+}  // namespace
+
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, const EmbedOptions& o) {
   const ModelConfig& c = m.config;
   TFM_CHECK(!c.reads_images(), "embed", "this is an image model: give it images (--image)");
+  TFM_CHECK(o.dimensions >= 0, "dimensions", "must be positive");
+  const SentencePipeline* sp = m.sentence && o.pooling == EmbedPooling::automatic ? &*m.sentence : nullptr;
+  const std::string prompt = prompt_text(m.sentence ? &*m.sentence : nullptr, o);
   if (texts.empty()) return {};
   NoGradGuard no_grad;
-  const ModelInputs in = eval_inputs(m, texts);
-  const Tensor hidden = c.architecture == Architecture::decoder_only ? m.model.decode(in, Tensor()) : m.model.encode(in);
-  return pool_rows(hidden, in.valid_lens.to_ints(), resolve_pooling(c, pooling), normalize);
+  std::vector<std::vector<float>> vecs;
+  if (sp == nullptr) {
+    std::vector<std::string> prompted = texts;
+    for (std::string& t : prompted) t = prompt + t;
+    const ModelInputs in = eval_inputs(m, prompted);
+    vecs = pool_rows(last_hidden(m, in), in.valid_lens.to_ints(), resolve_pooling(c, o.pooling), o.normalize);
+  } else {
+    m.model.set_training(false);
+    const auto max_len = static_cast<std::size_t>(sp->max_seq_length > 0 ? std::min(sp->max_seq_length, c.max_positions)
+                                                                          : c.max_positions);
+    std::vector<std::vector<std::int32_t>> seqs;
+    for (const std::string& t : texts) {
+      seqs.push_back(sentence_ids(m, prompt + t, max_len));
+      TFM_CHECK(!seqs.back().empty(), "input", "an empty text gives no tokens");
+    }
+    // sentence-transformers leaves out the prompt's tokens but its last (the [SEP] it ends with).
+    const std::int64_t skip = prompt.empty() ? 0 : static_cast<std::int64_t>(sentence_ids(m, prompt, max_len).size()) - 1;
+    const PaddedIds p = pad_batch(m, seqs);
+    ModelInputs in;
+    in.input_ids = p.ids;
+    in.valid_lens = p.lens;
+    const Tensor hidden = contiguous(last_hidden(m, in));
+    vecs = sp->apply(hidden.to_floats(), hidden.size(1), hidden.size(2), p.lens.to_ints(),
+                     std::vector<std::int64_t>(texts.size(), skip));
+    if (o.normalize && !sp->normalize) truncate_embeddings(vecs, static_cast<std::int64_t>(vecs[0].size()), true);
+  }
+  truncate_embeddings(vecs, o.dimensions, o.normalize || (sp && sp->normalize));
+  return vecs;
+}
+
+std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, EmbedPooling pooling,
+                                      bool normalize) {
+  EmbedOptions o;
+  o.pooling = pooling;
+  o.normalize = normalize;
+  return embed(m, texts, o);
+}
+
+std::vector<RerankResult> rerank(LoadedModel& m, const std::string& query, const std::vector<std::string>& documents) {
+  check_classifier(m.config);
+  TFM_CHECK(!m.config.reads_images(), "rerank", "this is an image model");
+  if (documents.empty()) return {};
+  NoGradGuard no_grad;
+  m.model.set_training(false);
+  const auto max_len = static_cast<std::size_t>(m.config.max_positions);
+  std::vector<std::vector<std::int32_t>> seqs;
+  std::vector<std::vector<std::int64_t>> types;
+  for (const std::string& d : documents) {
+    Encoding e = m.tokenizer.encode_pair(query, d, true);
+    if (e.ids.size() > max_len) {
+      // The document is the last run of ordinary tokens: drop the excess from its end.
+      std::size_t excess = e.ids.size() - max_len, end = e.ids.size();
+      while (end > 0 && e.special_tokens_mask[end - 1]) --end;
+      std::size_t start = end;
+      while (start > 0 && !e.special_tokens_mask[start - 1] && end - start < excess) --start;
+      TFM_CHECK(end - start == excess, "rerank", "the query alone is longer than the model's ", max_len, " positions");
+      for (auto* v : {&e.ids, &e.type_ids}) v->erase(v->begin() + static_cast<std::ptrdiff_t>(start), v->begin() + static_cast<std::ptrdiff_t>(end));
+      e.special_tokens_mask.erase(e.special_tokens_mask.begin() + static_cast<std::ptrdiff_t>(start),
+                                  e.special_tokens_mask.begin() + static_cast<std::ptrdiff_t>(end));
+    }
+    seqs.push_back(e.ids);
+    types.emplace_back(e.type_ids.begin(), e.type_ids.end());
+  }
+  const PaddedIds p = pad_batch(m, seqs);
+  const std::int64_t B = p.ids.size(0), T = p.ids.size(1);
+  std::vector<std::int64_t> tt(static_cast<std::size_t>(B * T), 0);
+  for (std::int64_t b = 0; b < B; ++b)
+    std::copy(types[static_cast<std::size_t>(b)].begin(), types[static_cast<std::size_t>(b)].end(), tt.begin() + b * T);
+  ModelInputs in;
+  in.input_ids = p.ids;
+  in.valid_lens = p.lens;
+  in.token_type_ids = Tensor::from_ints(tt, {B, T});
+  const std::vector<float> logits = contiguous(m.model.forward(in).logits).to_floats();
+  const auto L = static_cast<std::size_t>(m.config.num_labels);
+  std::vector<RerankResult> out;
+  for (std::size_t b = 0; b < documents.size(); ++b) {
+    const float* row = logits.data() + b * L;
+    RerankResult r;
+    r.index = static_cast<std::int64_t>(b);
+    r.logit = row[L - 1];
+    if (L == 1) {
+      r.relevance = static_cast<float>(1 / (1 + std::exp(-static_cast<double>(row[0]))));
+    } else {
+      const double mx = *std::max_element(row, row + L);
+      double z = 0;
+      for (std::size_t j = 0; j < L; ++j) z += std::exp(static_cast<double>(row[j]) - mx);
+      r.relevance = static_cast<float>(std::exp(static_cast<double>(row[L - 1]) - mx) / z);
+    }
+    out.push_back(r);
+  }
+  std::stable_sort(out.begin(), out.end(), [](const RerankResult& a, const RerankResult& b) { return a.relevance > b.relevance; });
+  return out;
 }
 
 std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images, EmbedPooling pooling,

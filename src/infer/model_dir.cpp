@@ -118,6 +118,7 @@ LoadedModel load_model_dir(const std::string& dir) {
   } else if (fs::exists(join(dir, "preprocessor_config.json"))) {
     lm.image_processor = ImageProcessor::load(dir);
   }
+  lm.sentence = SentencePipeline::load(dir, lm.config.d_model);
   return lm;
 }
 

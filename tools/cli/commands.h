@@ -23,5 +23,6 @@ void add_quantize_command(CLI::App& app);  // cmd_quantize.cpp: compact weight t
 void add_chat_template_command(CLI::App& app);
 void add_serve_command(CLI::App& app);  // cmd_serve.cpp: tfm serve (tools/server)
 void add_transcribe_command(CLI::App& app);  // cmd_transcribe.cpp: transcribe, mel, wer
+void add_index_command(CLI::App& app);  // cmd_index.cpp: index build, index search
 
 }  // namespace tfm::cli

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   tfm::cli::add_quantize_command(app);
   tfm::cli::add_chat_template_command(app);
   tfm::cli::add_transcribe_command(app);
+  tfm::cli::add_index_command(app);
   tfm::cli::add_serve_command(app);
   // A first word that is not a command (nor an option or its value): say which command was
   // meant instead of CLI11's "A subcommand is required".

@@ -1,5 +1,6 @@
 // The other endpoints: /v1/models, /health, /metrics, /tokenize, /detokenize,
-// /v1/embeddings, /v1/classify and /v1/attention (the playground's heat map).
+// /v1/embeddings, /v1/rerank, /v1/classify and /v1/attention (the playground's heat map).
+#include <algorithm>
 #include <cstring>
 
 #include "base/base64.h"
@@ -89,27 +90,44 @@ std::string base64(const std::vector<float>& v) {
 
 void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
   const Json b = parse_body(req.body, cx.opt.max_json_depth);
-  reject_unknown(b, {"model", "input", "encoding_format", "dimensions", "user", "pooling", "normalize"});
-  if (b.contains("dimensions") && !b["dimensions"].is_null())
-    throw ApiError(400, "invalid_request_error", "unsupported_value", "dimensions is not supported", "dimensions");
+  reject_unknown(b, {"model", "input", "encoding_format", "dimensions", "user", "pooling", "normalize", "prompt_name"});
+  // dimensions: OpenAI's shortened embeddings (Matryoshka truncation, renormalised when the
+  // vectors are unit length); more than the model gives is a 400.
+  std::int64_t dimensions = 0;
+  if (b.contains("dimensions") && !b["dimensions"].is_null()) {
+    if (!b["dimensions"].is_number_integer() || b["dimensions"].get<std::int64_t>() < 1)
+      bad_param("dimensions", "dimensions must be a positive integer");
+    dimensions = b["dimensions"].get<std::int64_t>();
+  }
   const std::string format = get_string(b, "encoding_format").value_or("float");
   if (format != "float" && format != "base64") bad_param("encoding_format", "encoding_format must be float or base64");
   const std::string pooling = get_string(b, "pooling").value_or("auto");
   if (pooling != "auto" && pooling != "mean" && pooling != "first" && pooling != "last")
     bad_param("pooling", "pooling must be auto, mean, first or last");
   const bool normalize = get_bool(b, "normalize").value_or(false);
+  EmbedOptions eo;
+  eo.pooling = embed_pooling_from_name(pooling);
+  eo.normalize = normalize;
+  eo.dimensions = dimensions;
+  eo.prompt_name = get_string(b, "prompt_name").value_or("");
+  if (!eo.prompt_name.empty() && !(cx.lm.sentence && cx.lm.sentence->prompts.count(eo.prompt_name)))
+    bad_param("prompt_name", "the model has no prompt named '" + eo.prompt_name + "'");
+  const std::int64_t width = cx.lm.sentence && eo.pooling == EmbedPooling::automatic ? cx.lm.sentence->dimension()
+                                                                                      : cx.lm.config.d_model;
+  if (dimensions > width) bad_param("dimensions", "dimensions " + std::to_string(dimensions) + " is more than the model's " + std::to_string(width));
   std::vector<std::vector<float>> vecs;
   std::int64_t tokens = 0;
   if (cx.lm.config.reads_images()) {
     const auto images = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
     cx.sched.run_job([&] { vecs = embed_images(cx.lm, images, embed_pooling_from_name(pooling), normalize); });
+    truncate_embeddings(vecs, dimensions, normalize);
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);
     cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
       const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
-      for (auto& v : embed(cx.lm, part, embed_pooling_from_name(pooling), normalize)) vecs.push_back(std::move(v));
+      for (auto& v : embed(cx.lm, part, eo)) vecs.push_back(std::move(v));
     });
   }
   Json data = Json::array();
@@ -117,6 +135,62 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
     data.push_back({{"object", "embedding"}, {"index", i},
                     {"embedding", format == "base64" ? Json(base64(vecs[i])) : Json(vecs[i])}});
   send_json(res, {{"object", "list"}, {"data", data}, {"model", cx.model_id},
+                  {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
+}
+
+// /v1/rerank (also /rerank, /v1/reranking), the request and answer llama.cpp's server and
+// Jina's API share: {"query", "documents": [text or {"text"}], "top_n", "return_documents"}
+// -> {"results": [{"index", "relevance_score", "document": {"text"}}]} best first, scored by a
+// cross-encoder (a classifier head over the pair; tfm::rerank).
+void rerank_route(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
+  const Json b = parse_body(req.body, cx.opt.max_json_depth);
+  reject_unknown(b, {"model", "query", "documents", "top_n", "return_documents", "user"});
+  if (cx.lm.config.head != HeadKind::classifier || cx.lm.config.reads_images() ||
+      cx.lm.config.architecture == Architecture::encoder_decoder)
+    throw ApiError(400, "invalid_request_error", "model_not_supported",
+                   "reranking needs a cross-encoder (a text classifier head over a query-document pair)");
+  const auto query = get_string(b, "query");
+  if (!query || query->empty()) bad_param("query", "query must be a non-empty string");
+  const auto it = b.find("documents");
+  if (it == b.end() || !it->is_array() || it->empty()) bad_param("documents", "documents must be a non-empty array");
+  if (static_cast<std::int64_t>(it->size()) > cx.opt.max_inputs)
+    bad_param("documents", "at most " + std::to_string(cx.opt.max_inputs) + " documents per request");
+  std::vector<std::string> docs;
+  for (const auto& d : *it) {
+    if (d.is_string()) docs.push_back(d.get<std::string>());
+    else if (d.is_object() && d.contains("text") && d["text"].is_string()) docs.push_back(d["text"].get<std::string>());
+    else bad_param("documents", "each document is a string or {\"text\": string}");
+    if (docs.back().empty()) bad_param("documents", "documents must not be empty");
+  }
+  const std::int64_t top_n = get_int(b, "top_n", 1, 1 << 30).value_or(static_cast<std::int64_t>(docs.size()));
+  const bool return_documents = get_bool(b, "return_documents").value_or(true);
+  const std::int64_t query_tokens = static_cast<std::int64_t>(cx.lm.tokenizer.encode(*query).size());
+  if (query_tokens + 4 > cx.lm.config.max_positions)
+    throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                   "the query is " + std::to_string(query_tokens) + " tokens; the model takes " +
+                       std::to_string(cx.lm.config.max_positions) + " for query and document together",
+                   "query");
+  std::int64_t tokens = 0;
+  for (const auto& d : docs) tokens += query_tokens + static_cast<std::int64_t>(cx.lm.tokenizer.encode(d).size());
+  access_info().prompt_tokens = tokens;
+  std::vector<RerankResult> scored;
+  cx.sched.run_job_pieces(docs.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
+    const std::vector<std::string> part(docs.begin() + static_cast<std::ptrdiff_t>(a), docs.begin() + static_cast<std::ptrdiff_t>(z));
+    for (RerankResult r : rerank(cx.lm, *query, part)) {
+      r.index += static_cast<std::int64_t>(a);
+      scored.push_back(r);
+    }
+  });
+  std::stable_sort(scored.begin(), scored.end(), [](const RerankResult& x, const RerankResult& y) {
+    return x.relevance > y.relevance || (x.relevance == y.relevance && x.index < y.index);
+  });
+  Json results = Json::array();
+  for (std::size_t i = 0; i < scored.size() && static_cast<std::int64_t>(i) < top_n; ++i) {
+    Json r = {{"index", scored[i].index}, {"relevance_score", scored[i].relevance}};
+    if (return_documents) r["document"] = {{"text", docs[static_cast<std::size_t>(scored[i].index)]}};
+    results.push_back(std::move(r));
+  }
+  send_json(res, {{"object", "list"}, {"model", cx.model_id}, {"results", results},
                   {"usage", {{"prompt_tokens", tokens}, {"total_tokens", tokens}}}});
 }
 
@@ -233,6 +307,8 @@ void add_model_routes(RouteTable& routes, ServerContext& cx) {
     send_json(res, {{"content", cx.lm.tokenizer.decode(ids)}});
   }));
   routes.post("/v1/embeddings", guarded([&cx](const httplib::Request& req, httplib::Response& res) { embeddings(cx, req, res); }));
+  for (const char* path : {"/v1/rerank", "/rerank", "/v1/reranking"})
+    routes.post(path, guarded([&cx](const httplib::Request& req, httplib::Response& res) { rerank_route(cx, req, res); }));
   routes.post("/v1/classify", guarded([&cx](const httplib::Request& req, httplib::Response& res) { classify_route(cx, req, res); }));
   routes.post("/v1/attention", guarded([&cx](const httplib::Request& req, httplib::Response& res) { attention(cx, req, res); }));
 }

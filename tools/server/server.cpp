@@ -1,8 +1,13 @@
 // serve(): the HTTP server's set-up, authentication, CORS, access log and shutdown.
 #include "server.h"
 
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
 #include <csignal>
 #include <cstdio>
+#include <cstring>
 #include <pthread.h>
 #include <thread>
 
@@ -72,6 +77,16 @@ std::string last_component(std::string dir) {
   return slash == std::string::npos ? dir : dir.substr(slash + 1);
 }
 
+// The write end of serve()'s stop pipe while it runs (a signal handler can only reach a global).
+volatile sig_atomic_t g_stop_fd = -1;
+
+void on_stop_signal(int sig) {
+  const int saved = errno;
+  const char why = sig == SIGINT ? 'I' : 'T';
+  if (g_stop_fd >= 0) (void)!write(g_stop_fd, &why, 1);
+  errno = saved;
+}
+
 }  // namespace
 
 int serve(LoadedModel& lm, const ServeOptions& opt) {
@@ -79,14 +94,26 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   TFM_CHECK(opt.queue >= 0, "serve", "--queue must be >= 0, got ", opt.queue);
   TFM_CHECK(opt.timeout_s >= 1, "serve", "--timeout must be >= 1 second, got ", opt.timeout_s);
   TFM_CHECK(opt.max_body_bytes >= 1024, "serve", "--max-body-bytes must be >= 1024, got ", opt.max_body_bytes);
-  // SIGINT/SIGTERM are blocked in every thread and taken by one waiting thread, so no handler
-  // thread is interrupted; SIGPIPE (a client gone mid-write) is an error return, not a death.
+  // SIGINT/SIGTERM are blocked in every thread the server starts and caught by a handler that
+  // writes to a pipe, which one waiting thread reads: no request thread is interrupted. A
+  // handler, not sigwait alone, because threads that libraries start before main (OpenBLAS's
+  // pool, loaded with FAISS) leave the signals unblocked and may be the ones that receive them.
+  // SIGPIPE (a client gone mid-write) is an error return, not a death.
   sigset_t stop_signals;
   sigemptyset(&stop_signals);
   sigaddset(&stop_signals, SIGINT);
   sigaddset(&stop_signals, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
   std::signal(SIGPIPE, SIG_IGN);
+  int stop_pipe[2];
+  TFM_CHECK(pipe2(stop_pipe, O_CLOEXEC) == 0, "serve", "pipe: ", std::strerror(errno));
+  g_stop_fd = stop_pipe[1];
+  struct sigaction on_stop_action = {};
+  on_stop_action.sa_handler = on_stop_signal;
+  sigemptyset(&on_stop_action.sa_mask);
+  on_stop_action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &on_stop_action, nullptr);
+  sigaction(SIGTERM, &on_stop_action, nullptr);
 
   Metrics metrics;
   SessionOptions so;
@@ -219,15 +246,25 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   std::fflush(stderr);
 
   std::thread waiter([&] {
-    int sig = 0;
-    sigwait(&stop_signals, &sig);
-    std::fprintf(stderr, "tfm serve: %s, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+    pthread_sigmask(SIG_UNBLOCK, &stop_signals, nullptr);  // the handler may run here too
+    char why = 0;
+    while (read(stop_pipe[0], &why, 1) < 0 && errno == EINTR) {
+    }
+    if (why != 'E') std::fprintf(stderr, "tfm serve: %s, shutting down\n", why == 'I' ? "SIGINT" : "SIGTERM");
     sched.stop();  // in-flight requests end with an error, so their handlers return
     svr.stop();
   });
   const bool listened = svr.listen_after_bind();
-  if (svr.is_running() || !listened) pthread_kill(waiter.native_handle(), SIGTERM);  // ended on its own
+  if (svr.is_running() || !listened) {  // ended on its own
+    const char end = 'E';
+    (void)!write(stop_pipe[1], &end, 1);
+  }
   waiter.join();
+  g_stop_fd = -1;
+  std::signal(SIGINT, SIG_DFL);
+  std::signal(SIGTERM, SIG_DFL);
+  close(stop_pipe[0]);
+  close(stop_pipe[1]);
   sched.stop();
   std::fprintf(stderr, "tfm serve: stopped\n");
   return 0;
