@@ -22,7 +22,10 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include "tfm/inspect.h"
 #include "tfm/model_dir.h"
@@ -136,5 +139,17 @@ class PassageIndex {
   std::vector<Passage> passages_;
   std::shared_ptr<VectorIndex> index_;
 };
+
+// ---- retrieval-augmented prompts ----------------------------------------------------------
+// The passages put before a prompt through a Jinja template (rendered by tfm/chat_template.h)
+// that sees `documents` (a list of {"id", "text", "score"}) and `prompt`. The default numbers
+// the passages, one a line, then a blank line and the prompt.
+const std::string& default_retrieval_template();
+std::string retrieval_prompt(const std::string& prompt, const std::vector<SearchHit>& hits,
+                             const std::string& jinja_template = default_retrieval_template());
+// For chat templates that read `documents` (Command R's, Granite's...): the hits as Hugging
+// Face's RAG convention passes them ({"title": id, "text": ...}).
+nlohmann::ordered_json chat_documents(const std::vector<SearchHit>& hits);
+bool template_reads_documents(std::string_view chat_template);
 
 }  // namespace tfm

@@ -142,4 +142,7 @@ printf 'X' | dd of="$tmp/idx_flat/index.faiss" bs=1 seek=100 conv=notrunc 2> /de
 expect_error "index.faiss] fails its checksum" "$tfm" index search "$tmp/idx_flat" "w5"
 truncate -s -10 "$tmp/idx_hnsw/passages.jsonl"
 expect_error "passages.jsonl] holds" "$tfm" index search "$tmp/idx_hnsw" "w5"
+# generate --retrieve: its flags go together, and a missing index is named before any model loads.
+expect_error "go with --retrieve" "$tfm" generate -m "$tmp/none" -p "w5" -k 2
+expect_error "is not an index directory" "$tfm" generate -m "$tmp/none" -p "w5" --retrieve "$tmp/no_index"
 echo "retrieval commands: ok"

@@ -102,6 +102,8 @@ async function main() {
     logit_bias: { base: g, with: { logit_bias: { 10: 5 } }, expect: [400, 'unsupported_value'] },
     // The end-user id goes to the access log (serve_test.sh greps it), not into the answer.
     user: { skip: true },
+    // This server has no index (tests/server/retrieval.sh starts one with --retrieve).
+    retrieve: { base: g, with: { retrieve: true }, expect: [400, 'unsupported_value'] },
   });
 
   // /v1/completions on a decoder model.
@@ -163,6 +165,7 @@ async function main() {
     length_penalty: { base: { ...src, num_beams: 3 }, with: { length_penalty: 0 }, expect: 'differs' },
     stream: { with: { stream: true }, expect: [400, 'unsupported_value'] },
     user: { skip: true },
+    retrieve: { with: { retrieve: 2 }, expect: [400, 'unsupported_value'] },
   };
   const sampleValue = { temperature: 0.5, top_p: 0.5, top_k: 2, min_p: 0.1, repeat_penalty: 2, repeat_last_n: 8,
                         presence_penalty: 1, frequency_penalty: 1, seed: 3, stop: 'x', logprobs: 2, echo: true,

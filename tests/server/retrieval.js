@@ -1,11 +1,12 @@
 // /v1/embeddings and /v1/rerank against sentence_fixture.py's reference (run by retrieval.sh).
-//   node retrieval.js ST_URL CROSS_URL OPENAI_PACKAGE_DIR DIR
+// With --retrieve: completions and chat against the CLI's answers that retrieval.sh wrote.
+//   node retrieval.js ST_URL CROSS_URL OPENAI_PACKAGE_DIR DIR RAG_URL RAG_PLAIN_URL
 'use strict';
 const assert = require('assert/strict');
 const fs = require('fs');
 const path = require('path');
 
-const [ST, CROSS, PKG, DIR] = process.argv.slice(2);
+const [ST, CROSS, PKG, DIR, RAG, RAG_PLAIN] = process.argv.slice(2);
 const OpenAI = require(path.join(PKG, 'node_modules', 'openai'));
 const client = new OpenAI({ baseURL: ST + '/v1', apiKey: 'unused', maxRetries: 0 });
 const exp = JSON.parse(fs.readFileSync(path.join(DIR, 'expected.json'), 'utf8'));
@@ -66,5 +67,32 @@ async function post(url, body) {
     ok(pattern.test(b.body.error.message), b.body.error.message);
   }
   eq((await fetch(CROSS + '/health')).status, 200, 'still serving');
+
+  // Retrieval-augmented completions and chat equal `tfm generate` on the augmented prompt.
+  const expect = (name) => fs.readFileSync(path.join(DIR, `expect_${name}.txt`), 'utf8').replace(/\n$/, '');
+  const greedy = { prompt: 'w5 w9 w11', max_tokens: 4, temperature: 0 };
+  const c = await post(RAG + '/v1/completions', greedy);
+  eq(c.status, 200, JSON.stringify(c.body));
+  eq(c.body.choices[0].text, expect('completion'), 'completion with the passages == tfm generate --retrieve');
+  eq(c.body.usage.prompt_tokens, 3 + 2 * 4, 'the prompt holds two passages of 4 words');
+  const off = await post(RAG + '/v1/completions', { ...greedy, retrieve: false });
+  eq(off.body.choices[0].text, expect('plain'), 'retrieve: false');
+  eq(off.body.usage.prompt_tokens, 3, 'retrieve: false: the prompt alone');
+  eq((await post(RAG + '/v1/completions', { ...greedy, retrieve: 1 })).body.usage.prompt_tokens, 3 + 4, 'retrieve: 1');
+  const chat = { messages: [{ role: 'user', content: 'w5 w9 w11' }], max_tokens: 4, temperature: 0 };
+  for (const [url, what] of [[RAG, 'a template that reads documents'], [RAG_PLAIN, 'passages put into the user message']]) {
+    const r = await post(url + '/v1/chat/completions', chat);
+    eq(r.status, 200, JSON.stringify(r.body));
+    eq(r.body.choices[0].message.content, expect('chat'), `chat: ${what}`);
+    eq(r.body.usage.prompt_tokens, 3 + 2 * 4, `chat prompt: ${what}`);
+  }
+  for (const [body, status, pattern] of [[{ ...greedy, retrieve: 'yes' }, 400, /true, false or a number/],
+                                         [{ ...greedy, retrieve: 101 }, 400, /true, false or a number/]]) {
+    const r = await post(RAG + '/v1/completions', body);
+    eq(r.status, status, JSON.stringify(body));
+    ok(pattern.test(r.body.error.message), r.body.error.message);
+  }
+  eq((await post(RAG + '/v1/chat/completions', { ...chat, messages: [{ role: 'system', content: 'w5' }] })).status, 400,
+     'retrieval without a user message');
   console.log(`retrieval API: ${checks} checks passed`);
 })().catch((err) => { console.error('FAIL:', err.message); process.exit(1); });

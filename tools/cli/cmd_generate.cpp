@@ -1,6 +1,7 @@
 // tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
 //              [--json-schema FILE | --grammar FILE] [--draft-model DIR | --lookup] [--draft N]
+//              [--retrieve INDEX_DIR [-k K] [--retrieve-template FILE]]
 // Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
 #include <chrono>
@@ -15,6 +16,7 @@
 #include "tfm/load.h"
 #include "tfm/safetensors.h"
 #include "tfm/model_dir.h"
+#include "tfm/retrieval.h"
 #include "tfm/session.h"
 
 namespace tfm::cli {
@@ -23,6 +25,8 @@ void add_generate_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Continue a prompt with a decoder-only model (streams to stdout)");
   struct Args {
     std::string model, adapter, prompt, file, max_memory, json_schema, grammar, draft_model, draft_dtype;
+    std::string retrieve, retrieve_template;
+    std::int64_t retrieve_k = 3;
     std::int64_t draft = 8, ngram = 3;
     bool lookup = false;
     WeightOptions weights;
@@ -62,6 +66,10 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--lookup", a->lookup, "Speculative decoding: draft the tokens that followed the text's last n-gram earlier (prompt lookup)");
   cmd->add_option("--draft", a->draft, "Speculative decoding: the longest draft (it adapts below this)")->check(CLI::Range(1, 64));
   cmd->add_option("--lookup-ngram", a->ngram, "--lookup: the longest n-gram matched")->check(CLI::Range(1, 16));
+  cmd->add_option("--retrieve", a->retrieve, "An index directory (tfm index build): its nearest passages go before the prompt");
+  cmd->add_option("-k", a->retrieve_k, "--retrieve: passages put in the prompt")->check(CLI::Range(1, 100));
+  cmd->add_option("--retrieve-template", a->retrieve_template,
+                  "--retrieve: a Jinja file over `documents` (id, text, score) and `prompt` (default: numbered passages, then the prompt)");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past <eos>");
   cmd->add_flag("--no-context-shift", a->no_shift, "Stop when the context is full (default: keep its last half)");
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
@@ -93,6 +101,25 @@ void add_generate_command(CLI::App& app) {
     std::shared_ptr<const Grammar> grammar;
     if (!a->json_schema.empty()) grammar = std::make_shared<const Grammar>(Grammar::from_json_schema(read_file(a->json_schema), a->json_schema));
     if (!a->grammar.empty()) grammar = std::make_shared<const Grammar>(Grammar::parse(read_file(a->grammar), a->grammar));
+    // --retrieve: the index and its encoder, opened and checked before the model loads.
+    TFM_CHECK(!a->retrieve.empty() || cmd->count("-k") + cmd->count("--retrieve-template") == 0, "-k",
+              "-k and --retrieve-template go with --retrieve");
+    std::optional<PassageIndex> index;
+    std::optional<LoadedModel> retriever;
+    const std::string rtemplate = a->retrieve_template.empty() ? default_retrieval_template() : read_file(a->retrieve_template);
+    if (!a->retrieve.empty()) {
+      index.emplace(PassageIndex::open(a->retrieve));
+      retriever.emplace(load_model(index->encoder_path(), ""));
+      index->check_encoder(*retriever);
+    }
+    auto augment = [&](const std::string& text) {
+      if (!index) return text;
+      const auto hits = index->search(*retriever, {text}, a->retrieve_k)[0];
+      if (a->verbose)
+        for (const SearchHit& h : hits) std::fprintf(stderr, "retrieved [%s] %.4f\n", h.id.c_str(), static_cast<double>(h.score));
+      return retrieval_prompt(text, hits, rtemplate);
+    };
+    if (has_prompt) a->prompt = augment(a->prompt);
     const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx,
                                 a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
@@ -133,7 +160,9 @@ void add_generate_command(CLI::App& app) {
 
     if (!a->file.empty()) {
       const auto lines = read_input_lines(a->file);
-      const auto results = gen.generate_batch(lines, o);
+      std::vector<std::string> prompts;
+      for (const auto& l : lines) prompts.push_back(augment(l));
+      const auto results = gen.generate_batch(prompts, o);
       for (std::size_t i = 0; i < results.size(); ++i) {
         nlohmann::json j;
         j["prompt"] = lines[i];

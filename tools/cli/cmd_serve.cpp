@@ -39,6 +39,10 @@ void add_serve_command(CLI::App& app) {
       ->check(CLI::Range(1024, 1 << 30));
   cmd->add_option("--max-audio-seconds", a->o.max_audio_seconds, "Longest audio accepted (speech models)")
       ->check(CLI::Range(1, 24 * 3600));
+  cmd->add_option("--retrieve", a->o.retrieve_dir, "An index directory (tfm index build): completions and chat get its nearest passages");
+  cmd->add_option("--retrieve-k", a->o.retrieve_k, "--retrieve: passages a request (a request's \"retrieve\" may ask for others)")
+      ->check(CLI::Range(1, 100));
+  cmd->add_option("--retrieve-template", a->o.retrieve_template, "--retrieve: a Jinja file over documents and prompt");
   cmd->add_option("--beam-size", a->o.beam_size, "Speech models: beams at temperature 0 (1: greedy)")->check(CLI::Range(1, 16));
   cmd->add_option("--best-of", a->o.best_of, "Speech models: samples at each fallback temperature")->check(CLI::Range(1, 16));
   cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));

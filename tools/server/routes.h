@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
@@ -19,6 +20,7 @@
 #include "serve_options.h"
 #include "tfm/chat_template.h"
 #include "tfm/model_dir.h"
+#include "tfm/retrieval.h"
 #include "tfm/session.h"
 
 namespace tfm::server {
@@ -34,6 +36,11 @@ struct ServerContext {
   std::optional<ChatTemplate> chat;          // parsed once
   std::unique_ptr<Translator> translator;    // encoder-decoder models; used on the scheduler thread only
   std::atomic<std::uint64_t> next_id{1};
+  // --retrieve: the index, its encoder (one request at a time) and the prompt template.
+  std::unique_ptr<PassageIndex> index = {};
+  std::unique_ptr<LoadedModel> retriever = {};
+  std::string retrieve_template = {};
+  std::mutex retrieve_mu = {};
 };
 
 // What the access log line reports about the request being handled on this thread.
@@ -79,12 +86,13 @@ void add_generation_routes(RouteTable& routes, ServerContext& cx);  // routes_ge
 inline const std::initializer_list<const char*> kCompletionKeys = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "logprobs", "echo",
     "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "seed", "suffix", "user", "top_k",
-    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty", "response_format", "grammar"};
+    "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty", "response_format", "grammar",
+    "retrieve"};
 inline const std::initializer_list<const char*> kChatKeys = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
     "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
     "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format", "grammar",
-    "tools", "tool_choice", "parallel_tool_calls"};
+    "tools", "tool_choice", "parallel_tool_calls", "retrieve"};
 // The completion keys that only shape sampling or streaming: refused for translation models.
 inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",

@@ -83,8 +83,29 @@ void constrain_to_tools(const ToolRequest& t, GenerateOptions& o) {
   if (t.choice == "auto") o.grammar_trigger = tool_call_trigger(t.format);
 }
 
-// The conversation as the model's chat template renders it (ChatML when it has none).
-std::string render_chat(ServerContext& cx, const Json& b, const ToolRequest& tools = {}) {
+// A request's "retrieve": true (the server's --retrieve-k passages), false or 0 (none), or a
+// count; absent, the server's count when it has an index. Without an index it is refused.
+std::int64_t retrieve_count(ServerContext& cx, const Json& b) {
+  const auto it = b.find("retrieve");
+  if (it == b.end() || it->is_null()) return cx.index ? cx.opt.retrieve_k : 0;
+  if (!cx.index)
+    throw ApiError(400, "invalid_request_error", "unsupported_value",
+                   "this server has no retrieval index (start it with --retrieve DIR)", "retrieve");
+  if (it->is_boolean()) return it->get<bool>() ? cx.opt.retrieve_k : 0;
+  if (it->is_number_integer() && it->get<std::int64_t>() >= 0 && it->get<std::int64_t>() <= 100) return it->get<std::int64_t>();
+  bad_param("retrieve", "retrieve must be true, false or a number of passages (0 to 100)");
+}
+
+// The index's k nearest passages of `query` (the encoder runs one request at a time).
+std::vector<SearchHit> retrieve_for(ServerContext& cx, const std::string& query, std::int64_t k) {
+  std::lock_guard<std::mutex> lock(cx.retrieve_mu);
+  return cx.index->search(*cx.retriever, {query}, k)[0];
+}
+
+// The conversation as the model's chat template renders it (ChatML when it has none). With
+// retrieve > 0, the last user message's nearest passages go to a template that reads
+// `documents`, or else before that message's text through the retrieval template.
+std::string render_chat(ServerContext& cx, const Json& b, const ToolRequest& tools = {}, std::int64_t retrieve = 0) {
   const auto it = b.find("messages");
   if (it == b.end() || !it->is_array() || it->empty()) bad_param("messages", "messages must be a non-empty array");
   Json msgs = Json::array();
@@ -139,8 +160,20 @@ std::string render_chat(ServerContext& cx, const Json& b, const ToolRequest& too
     if (!msgs.empty() && msgs[0]["role"] == "system") msgs[0]["content"] = msgs[0]["content"].get<std::string>() + "\n\n" + prompt;
     else msgs.insert(msgs.begin(), Json{{"role", "system"}, {"content", prompt}});
   }
+  Json documents;
+  if (retrieve > 0) {
+    std::size_t last = msgs.size();
+    for (std::size_t i = 0; i < msgs.size(); ++i)
+      if (msgs[i]["role"] == "user") last = i;
+    if (last == msgs.size()) bad_param("messages", "retrieval searches with the last user message; there is none");
+    const std::string query = msgs[last]["content"].get<std::string>();
+    const auto hits = retrieve_for(cx, query, retrieve);
+    if (template_reads_documents(cx.chat->source())) documents = chat_documents(hits);
+    else msgs[last]["content"] = retrieval_prompt(query, hits, cx.retrieve_template);
+  }
   Json ctx = {{"messages", msgs}, {"add_generation_prompt", true}, {"bos_token", cx.chat_cfg.bos_token},
               {"eos_token", cx.chat_cfg.eos_token}};
+  if (!documents.is_null()) ctx["documents"] = documents;
   if (tools.active()) ctx["tools"] = tools.tools;
   try {
     return cx.chat->render(ctx);
@@ -505,6 +538,9 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
   check_model_and_user(cx, b);
   const ModelConfig& mc = cx.lm.model.config();
   if (!cx.sched.generates()) {
+    if (const auto r = b.find("retrieve"); r != b.end() && !r->is_null())
+      throw ApiError(400, "invalid_request_error", "unsupported_value",
+                     "retrieval augments the prompts of models that generate (decoder-only)", "retrieve");
     if (!chat && mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm) return translate_completion(cx, b, res);
     throw ApiError(400, "invalid_request_error", "model_not_supported",
                    std::string("this model (") + to_string(mc.architecture) + ") does not generate text" +
@@ -528,8 +564,17 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
     throw ApiError(400, "invalid_request_error", "unsupported_value", "suffix is not supported", "suffix");
   std::string prompt_text;
   if (chat) call->tools = parse_tools(cx, b);
-  const std::vector<std::int32_t> prompt = chat ? cx.lm.tokenizer.encode(prompt_text = render_chat(cx, b, call->tools))
-                                                : prompt_tokens(cx, b, &prompt_text);
+  const std::int64_t retrieve = retrieve_count(cx, b);
+  std::vector<std::int32_t> prompt = chat ? cx.lm.tokenizer.encode(prompt_text = render_chat(cx, b, call->tools, retrieve))
+                                          : prompt_tokens(cx, b, &prompt_text);
+  if (!chat && retrieve > 0) {
+    try {
+      prompt = cx.lm.tokenizer.encode(prompt_text = retrieval_prompt(prompt_text, retrieve_for(cx, prompt_text, retrieve),
+                                                                     cx.retrieve_template));
+    } catch (const tfm::Error& e) {
+      throw ApiError(400, "invalid_request_error", "retrieval_error", e.what(), "retrieve");
+    }
+  }
   if (!chat && get_bool(b, "echo").value_or(false)) call->echo_prefix = prompt_text;
   const std::int64_t ctx = cx.sched.batch().context_size();
   const auto np = static_cast<std::int64_t>(prompt.size());

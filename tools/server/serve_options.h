@@ -33,6 +33,9 @@ struct ServeOptions {
   std::int64_t max_connections = 1024;   // connections served at once (a thread each)
   std::int64_t max_client_connections = 256;  // connections one peer address may hold; more: 503
   std::int64_t header_timeout_s = 5;     // a request's line and headers, from its first byte
+  std::string retrieve_dir;              // an index (tfm index build): completions get its passages
+  std::int64_t retrieve_k = 3;           // passages a request (its "retrieve" may ask for others)
+  std::string retrieve_template;         // Jinja over documents and prompt; empty: the default
   bool quiet = false;                    // no access log
 };
 

@@ -14,7 +14,9 @@
 #include "guarded_server.h"
 #include "routes.h"
 #include "tfm/error.h"
+#include "tfm/load.h"
 #include "tfm/memory_plan.h"
+#include "tfm/safetensors.h"
 
 namespace tfm::server {
 
@@ -124,6 +126,16 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20);
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
+  if (!opt.retrieve_dir.empty()) {
+    TFM_CHECK(lm.config.architecture == Architecture::decoder_only && lm.config.head == HeadKind::lm, "--retrieve",
+              "retrieval puts passages into prompts: it needs a model that generates (decoder-only)");
+    cx.index = std::make_unique<PassageIndex>(PassageIndex::open(opt.retrieve_dir));
+    cx.retriever = std::make_unique<LoadedModel>(load_model(cx.index->encoder_path()));
+    cx.index->check_encoder(*cx.retriever);
+    cx.retrieve_template = opt.retrieve_template.empty() ? default_retrieval_template() : read_file(opt.retrieve_template);
+    std::fprintf(stderr, "tfm serve: retrieval: %lld passages from %s, %lld a request\n",
+                 static_cast<long long>(cx.index->size()), opt.retrieve_dir.c_str(), static_cast<long long>(opt.retrieve_k));
+  }
   cx.created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   // The template the loaded tokenizer carries (tokenizer_config.json), else the directory's
   // file read directly, else ChatML.
