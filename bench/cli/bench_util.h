@@ -75,6 +75,8 @@ void run_bench_sparse_attention(const BenchOptions& o, const SparseBenchOptions&
 void run_bench_train_step(const BenchOptions& o, int threads);
 void run_bench_decode(const BenchOptions& o, int threads);
 void run_bench_vision(const BenchOptions& o, int threads);  // ViT-B/16 images/s vs torchvision
+void run_bench_embed(const BenchOptions& o, int threads);   // sentence embeddings/s vs PyTorch
+void run_bench_index(const BenchOptions& o, int threads);   // FAISS via VectorIndex vs FAISS's Python
 void run_bench_grammar(const std::string& tokenizer_dir, int threads);  // constrained decoding's cost
 // tfm bench train-config CONFIG: a real training run of the config, ours beside PyTorch,
 // `rounds` times alternating (best round of each side reported).

@@ -12,6 +12,8 @@
 //          through /usr/bin/python3, skipped with a note when torch is missing), each at 1 and
 //          at the engine's thread count. Every figure is the best of several repetitions.
 // vision:  ViT-B/16 images/s beside torchvision's vit_b_16 (not part of "all": minutes).
+// embed, index: sentence embeddings/s beside PyTorch; FAISS through tfm beside FAISS's Python
+//          (cmd_bench_retrieval.cpp; not part of "all").
 // kernels, attention, train-step, decode, vision: cmd_bench_<section>.cpp (each beside its PyTorch twin,
 //          bench/peers/torch/bench_torch_<section>.py).
 #include <nlohmann/json.hpp>
@@ -164,9 +166,9 @@ void add_bench_command(CLI::App& app) {
   auto opts = std::make_shared<BenchOptions>();
   auto* cmd = app.add_subcommand("bench", "Measure the machine, GEMM, kernels, attention, training and decoding vs BLAS/PyTorch");
   cmd->add_option("section", opts->section,
-                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG | qgemm | vision | grammar")
+                  "What to measure: all | machine | gemm | kernels | attention | train-step | decode | train-config CONFIG | qgemm | vision | grammar | embed | index")
       ->check(CLI::IsMember({"all", "machine", "gemm", "kernels", "attention", "train-step", "decode", "train-config", "qgemm",
-                             "vision", "grammar"}));
+                             "vision", "grammar", "embed", "index"}));
   cmd->add_option("-m,--model", opts->model_dir, "decode: a trained decoder-only model directory (or .gguf) to measure too");
   cmd->add_option("--dtype", opts->dtype, "decode: weight type f32, bf16, f16, q8_0, q4_0, q4_k, q6_k (converted at load)");
   cmd->add_option("--recipe", opts->recipe, "decode: with --dtype, q4_k_m (llama.cpp's mix)");
@@ -231,6 +233,10 @@ void add_bench_command(CLI::App& app) {
     if (opts->section == "vision") run_bench_vision(*opts, threads);  // minutes on 2 cores: not in "all"
     set_num_threads(threads);
     if (opts->section == "grammar") run_bench_grammar(*grammar_tokenizer, threads);
+    set_num_threads(threads);
+    if (opts->section == "embed") run_bench_embed(*opts, threads);
+    set_num_threads(threads);
+    if (opts->section == "index") run_bench_index(*opts, threads);
     set_num_threads(threads);
   });
 }
