@@ -1,12 +1,14 @@
 // tfm bench embed — sentence embeddings/s of a BERT-base-shaped encoder (the bert preset:
 //   12 layers of width 768, random weights; 32-token texts plus [CLS]/[SEP]), forward + mean
-//   pooling + normalisation, at batch 1 and 64 on 1 and all threads, beside the same
+//   pooling + normalisation, at batch 1 and 64 on 1 and all threads, with the weight matrices
+//   in f32, bf16 and q8_0 (`--dtype` at load), beside the same
 //   computation in PyTorch (bench/peers/torch/bench_torch_embed.py, written as transformers'
 //   BertModel computes it). Tokenisation is not timed on either side.
-// tfm bench index — FAISS through tfm's VectorIndex (flat, HNSW, IVF-PQ at the defaults `tfm
-//   index build` uses) beside FAISS's own Python (bench/peers/faiss/bench_faiss_index.py) on
-//   the same 20,000 random unit vectors of 384 numbers: build seconds, one query's latency
-//   (1,000 queries one at a time, k = 10) and recall@10 against exact search.
+// tfm bench index — tfm's VectorIndex (flat and IVF-PQ on FAISS, HNSW on hnswlib, at the
+//   defaults `tfm index build` uses) beside FAISS's own Python for all three
+//   (bench/peers/faiss/bench_faiss_index.py: IndexFlat, IndexHNSWFlat, IndexRefineFlat over
+//   IndexIVFPQ) on the same 20,000 random unit vectors of 384 numbers: build seconds, one
+//   query's latency (1,000 queries one at a time, k = 10) and recall@10 against exact search.
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -18,6 +20,7 @@
 
 #include "bench_util.h"
 #include "tfm/autograd.h"
+#include "tfm/dtype.h"
 #include "tfm/model.h"
 #include "tfm/ops.h"
 #include "tfm/retrieval.h"
@@ -55,8 +58,12 @@ void run_bench_embed(const BenchOptions& o, int threads) {
   std::printf("\n== embed: BERT-base shape (%lld parameters, random weights), %lld tokens a text, mean pooling + "
               "L2 norm, texts/s (best of >= %d runs)\n%s\n\n",
               static_cast<long long>(model.parameter_count()), static_cast<long long>(T), o.min_reps, note.c_str());
-  std::printf("%6s %8s %10s %10s %10s\n", "batch", "threads", "ours", "torch", "ours/torch");
+  std::printf("%-6s %6s %8s %10s %10s %10s\n", "dtype", "batch", "threads", "ours", "torch f32", "ours/torch");
   NoGradGuard no_grad;
+  for (const char* dtype : {"f32", "bf16", "q8_0"}) {
+  std::map<std::string, DType> types;
+  for (const auto& w : model.weight_matrices()) types[w.name] = dtype_from_name(dtype);
+  model.convert_weights(types);
   for (std::int64_t b : batches) {
     std::vector<std::int64_t> ids(static_cast<std::size_t>(b * T));
     for (std::size_t i = 0; i < ids.size(); ++i) ids[i] = static_cast<std::int64_t>((i * 7919) % 30000 + 100);
@@ -71,11 +78,12 @@ void run_bench_embed(const BenchOptions& o, int threads) {
         (void)contiguous(pooled).to_floats();
       });
       const auto it = torch.find({b, t});
-      std::printf("%6lld %8d %10.2f", static_cast<long long>(b), t, ours);
+      std::printf("%-6s %6lld %8d %10.2f", dtype, static_cast<long long>(b), t, ours);
       if (it == torch.end()) std::printf(" %10s %10s\n", "-", "-");
       else std::printf(" %10.2f %10.2f\n", it->second, ours / it->second);
       std::fflush(stdout);
     }
+  }
   }
 }
 

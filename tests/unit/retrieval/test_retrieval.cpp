@@ -77,7 +77,7 @@ TEST(VectorIndex, FlatIsExactAndRoundTrips) {
   EXPECT_FLOAT_EQ(scores[0], 0.0f);
   EXPECT_LE(scores[1], 0.0f);  // L2: minus the squared distance, best first
   EXPECT_GE(scores[1], scores[2]);
-  const VectorIndex back = VectorIndex::deserialize(flat.serialize(), "t", IndexType::flat, {});
+  const VectorIndex back = VectorIndex::deserialize(flat.serialize(), "t", IndexType::flat, {}, dim, false);
   std::vector<float> s2;
   std::vector<std::int64_t> i2;
   back.search(x.data() + 42 * dim, 1, 3, s2, i2);
@@ -104,7 +104,7 @@ TEST(VectorIndex, HnswAndIvfpqFindThemselves) {
     int self = 0;
     for (std::int64_t q = 0; q < 50; ++q) self += ids[static_cast<std::size_t>(q)] == q;
     EXPECT_GE(self, 48) << index_type_name(t);
-    const VectorIndex back = VectorIndex::deserialize(idx.serialize(), "t", t, idx.settings());
+    const VectorIndex back = VectorIndex::deserialize(idx.serialize(), "t", t, idx.settings(), dim, false);
     std::vector<float> s2;
     std::vector<std::int64_t> i2;
     back.search(x.data(), 50, 1, s2, i2);
@@ -117,11 +117,20 @@ TEST(VectorIndex, Refusals) {
   VectorIndex ivf(IndexType::ivfpq, 8, true, {}, 10);
   EXPECT_NE(error_message([&] { ivf.add(x.data(), 10); }).find("must be trained"), std::string::npos);
   EXPECT_NE(error_message([&] { ivf.train(x.data(), 10); }).find("learns from at least 16 vectors"), std::string::npos);
-  EXPECT_NE(error_message([] { VectorIndex::deserialize("not an index", "f.faiss", IndexType::flat, {}); }).find("f.faiss"),
+  EXPECT_NE(error_message([] { VectorIndex::deserialize("not an index", "f.faiss", IndexType::flat, {}, 8, true); }).find("f.faiss"),
             std::string::npos);
   VectorIndex flat(IndexType::flat, 8, true, {}, 20);
   flat.add(x.data(), 20);
-  EXPECT_NE(error_message([&] { VectorIndex::deserialize(flat.serialize(), "f", IndexType::hnsw, {}); }).find("another kind"),
+  EXPECT_NE(error_message([&] { VectorIndex::deserialize(flat.serialize(), "f", IndexType::ivfpq, {}, 8, true); }).find("another kind"),
+            std::string::npos);
+  EXPECT_NE(error_message([&] { VectorIndex::deserialize(flat.serialize(), "f", IndexType::flat, {}, 16, true); }).find("index.json names 16"),
+            std::string::npos);
+  EXPECT_NE(error_message([] { VectorIndex::deserialize("not an index", "g.hnsw", IndexType::hnsw, {}, 8, true); }).find("g.hnsw"),
+            std::string::npos);
+  // An HNSW file of 8-number vectors read as 16-number ones: refused, not read past its records.
+  VectorIndex h(IndexType::hnsw, 8, true, {}, 20);
+  h.add(x.data(), 20);
+  EXPECT_NE(error_message([&] { VectorIndex::deserialize(h.serialize(), "h", IndexType::hnsw, {}, 16, true); }).find("another width"),
             std::string::npos);
   EXPECT_NE(error_message([] { index_type_from_name("annoy"); }).find("flat, hnsw, ivfpq"), std::string::npos);
 }
