@@ -320,7 +320,10 @@ PassageIndex PassageIndex::open(const std::string& dir) {
               " passages so far): run `tfm index build` again with the same input to finish it");
     p.encoder_path_ = m["encoder"].value("path", std::string());
     p.probe_ = m["encoder"].value("probe", std::vector<float>{});
-    p.normalize_ = m["encoder"].value("similarity", std::string("cosine")) == "cosine";
+    const std::string similarity = m["encoder"].value("similarity", std::string("cosine"));
+    p.normalize_ = similarity == "cosine";
+    TFM_CHECK(m["metric"].get<std::string>() == (similarity == "euclidean" ? "l2" : "ip"), where, "metric \"",
+              m["metric"].get<std::string>(), "\" does not fit the encoder's similarity \"", similarity, "\"");
     const auto count = m["count"].get<std::int64_t>();
     const auto dim = m["encoder"]["dimension"].get<std::int64_t>();
     auto checked = [&](const char* name) {

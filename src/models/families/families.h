@@ -31,6 +31,10 @@ void wire_vit_encoder(Layout& l, const ModelConfig& c, const WireParams& P, cons
 // BART's layer names under model.encoder.layers.<i> / model.decoder.layers.<i> (self_attn,
 // encoder_attn, their _layer_norm, fc1, fc2, final_layer_norm), shared by Marian and Whisper.
 void wire_bart_layers(Layout& l, const ModelConfig& c, const WireParams& P);
+// BART-style configs name the decoder's heads and FFN width apart from the encoder's; the
+// engine builds both stacks alike, so a file whose decoder_attention_heads or decoder_ffn_dim
+// differs from the encoder's is refused (a key that is absent is not checked).
+void check_decoder_sizes_equal(const ModelConfig& c, const nlohmann::json& file, const std::string& where);
 
 // Shared by the file-name tests of the hub families.
 inline bool ends_with(const std::string& s, const std::string& suffix) {

@@ -58,14 +58,11 @@ ConfigSchema schema() {
                "max_length", "num_beams", "num_hidden_layers", "transformers_version", "use_cache", "torch_dtype",
                "gradient_checkpointing", "is_encoder_decoder", "_attn_implementation", "output_past"};
   s.finish = [](ModelConfig& c, const json& j, const std::string& w) {
-    const auto same = [&](const char* key, std::int64_t want, const char* as) {
-      if (!j.contains(key)) return;
-      TFM_CHECK(j[key].is_number_integer() && j[key].get<std::int64_t>() == want, w, "key '", key, "': ", j[key].dump(),
-                " differs from ", as, " ", want, " (only equal sizes are supported)");
-    };
-    same("decoder_attention_heads", c.n_heads, "encoder_attention_heads");
-    same("decoder_ffn_dim", c.d_ff, "encoder_ffn_dim");
-    same("decoder_vocab_size", c.vocab_size, "vocab_size");
+    check_decoder_sizes_equal(c, j, w);
+    TFM_CHECK(!j.contains("decoder_vocab_size") ||
+                  (j["decoder_vocab_size"].is_number_integer() && j["decoder_vocab_size"].get<std::int64_t>() == c.vocab_size),
+              w, "key 'decoder_vocab_size': ", j.value("decoder_vocab_size", nlohmann::json()).dump(), " differs from vocab_size ",
+              c.vocab_size, " (only equal sizes are supported)");
   };
   for (auto& k : common_keys()) s.keys.push_back(std::move(k));
   return s;
@@ -95,6 +92,16 @@ std::vector<ParamSpec> parameters(const ModelConfig& c) {
 }
 
 }  // namespace
+
+void check_decoder_sizes_equal(const ModelConfig& c, const nlohmann::json& j, const std::string& w) {
+  const auto same = [&](const char* key, std::int64_t want, const char* as) {
+    if (!j.contains(key)) return;
+    TFM_CHECK(j[key].is_number_integer() && j[key].get<std::int64_t>() == want, w, "key '", key, "': ", j[key].dump(),
+              " differs from ", as, " ", want, " (only equal sizes are supported)");
+  };
+  same("decoder_attention_heads", c.n_heads, "encoder_attention_heads");
+  same("decoder_ffn_dim", c.d_ff, "encoder_ffn_dim");
+}
 
 void wire_bart_layers(Layout& l, const ModelConfig& c, const WireParams& P) {
   constexpr std::array<const char*, 4> names{"q_proj", "k_proj", "v_proj", "out_proj"};

@@ -67,13 +67,7 @@ ConfigSchema schema() {
                "num_hidden_layers", "torch_dtype", "transformers_version", "use_cache", "gradient_checkpointing",
                "_attn_implementation", "bad_words_ids", "return_dict", "output_hidden_states"};
   s.finish = [](ModelConfig& c, const json& j, const std::string& w) {
-    const auto same = [&](const char* key, std::int64_t want, const char* as) {
-      if (!j.contains(key)) return;
-      TFM_CHECK(j[key].is_number_integer() && j[key].get<std::int64_t>() == want, w, "key '", key, "': ", j[key].dump(),
-                " differs from ", as, " ", want, " (only equal sizes are supported)");
-    };
-    same("decoder_attention_heads", c.n_heads, "encoder_attention_heads");
-    same("decoder_ffn_dim", c.d_ff, "encoder_ffn_dim");
+    check_decoder_sizes_equal(c, j, w);
     TFM_CHECK(c.d_model % 2 == 0, w, "d_model ", c.d_model, " must be even (the encoder's sin | cos positions)");
   };
   for (auto& k : common_keys()) s.keys.push_back(std::move(k));
