@@ -20,8 +20,8 @@ packages=(
   libsndfile1-dev libsoxr-dev libfftw3-dev  # audio: decoding, resampling, the log-mel FFT (src/audio, docs/speech.md)
   python3-torchaudio                     # mel filter reference (tools/reference/ref_audio.py)
   espeak-ng sox lame                     # speech made on the machine (tests, the speech recogniser's data); lame: MP3 test files
-  libfaiss-dev libhnswlib-dev            # vector indexes for retrieval: flat and IVF-PQ (FAISS), HNSW (hnswlib) (docs/retrieval.md)
-  python3-faiss python3-hnswlib          # the index libraries from Python, measured beside ours (bench/peers/faiss)
+  libfaiss-dev                           # vector indexes for retrieval: flat, HNSW, IVF-PQ (src/retrieval, docs/retrieval.md)
+  python3-faiss                          # FAISS from Python, measured beside ours (bench/peers/faiss)
   libopenmpi-dev openmpi-bin             # data-parallel training under mpirun (docs/distributed.md)
   # (libicu-dev also gives BLEU/chrF their Unicode categories; python3-sentencepiece also makes
   #  the GGUF llama-vocabulary fixture, ref_gguf.py)

@@ -4,11 +4,10 @@
 //   in f32, bf16 and q8_0 (`--dtype` at load), beside the same
 //   computation in PyTorch (bench/peers/torch/bench_torch_embed.py, written as transformers'
 //   BertModel computes it). Tokenisation is not timed on either side.
-// tfm bench index — tfm's VectorIndex (flat and IVF-PQ on FAISS, HNSW on hnswlib, at the
-//   defaults `tfm index build` uses) beside FAISS's own Python for all three
-//   (bench/peers/faiss/bench_faiss_index.py: IndexFlat, IndexHNSWFlat, IndexRefineFlat over
-//   IndexIVFPQ) on the same 20,000 random unit vectors of 384 numbers: build seconds, one
-//   query's latency (1,000 queries one at a time, k = 10) and recall@10 against exact search.
+// tfm bench index — FAISS through tfm's VectorIndex (flat, HNSW, IVF-PQ at the defaults `tfm
+//   index build` uses) beside FAISS's own Python (bench/peers/faiss/bench_faiss_index.py) on
+//   the same 20,000 random unit vectors of 384 numbers: build seconds, one query's latency
+//   (1,000 queries one at a time, k = 10) and recall@10 against exact search.
 #include <chrono>
 #include <cmath>
 #include <cstdio>

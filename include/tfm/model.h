@@ -171,6 +171,10 @@ class Model {
   void encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source);
   // The same for any encoder input (a speech model's input_features, batch 1).
   void encode_to_cache(const ModelInputs& in, KVCache& cache, std::int64_t source);
+  // Fusion-in-Decoder (Izacard & Grave 2021): each part (1, S_i) encoded alone, the encoder
+  // outputs concatenated along the sequence into one cache source, so the decoder
+  // cross-attends to all of them at once.
+  void encode_parts_to_cache(const std::vector<Tensor>& parts, KVCache& cache, std::int64_t source);
   // Append ids (R, T) to the sequences held in cache slots `slots` (R of them; each row's
   // tokens take positions length(slot) .. length(slot)+T-1 and the slot grows by T). Returns
   // the logits of the last new token of each row (R, V), or of every new token (R, T, V)
@@ -181,6 +185,8 @@ class Model {
   struct Impl;  // defined in src/models/model_impl.h
 
  private:
+  // An encoder output (1, S, C) projected into every decoder layer's cross K/V of `source`.
+  void encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source);
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

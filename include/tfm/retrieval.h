@@ -8,7 +8,7 @@
 //   passages.jsonl  {"id": ..., "text": ...} per passage, in vector order
 //   vectors.f32     the embeddings, little-endian f32, count x dimension (kept so that --add and
 //                   the recall measurement need no re-embedding)
-//   index.faiss     the index over them: FAISS's format (flat, ivfpq), or index.hnsw, hnswlib's (hnsw)
+//   index.faiss     the FAISS index over them (faiss::write_index's format)
 // A build appends passages and vectors in checkpoints (index.json records how far it got), so
 // an interrupted build resumes where its last checkpoint ended.
 //
@@ -54,8 +54,8 @@ struct IndexSettings {
   std::int64_t nlist = 0, pq_m = 0, nprobe = 0, refine = 0;
 };
 
-// An index over vectors of one dimension (flat and IVF-PQ on FAISS, HNSW on hnswlib); inner
-// product (the vectors are unit length when the encoder's similarity is cosine) or L2.
+// A FAISS index over vectors of one dimension; inner product (the vectors are unit length
+// when the encoder's similarity is cosine) or L2.
 class VectorIndex {
  public:
   VectorIndex(IndexType type, std::int64_t dim, bool inner_product, IndexSettings settings, std::int64_t expected_count);
@@ -76,8 +76,7 @@ class VectorIndex {
   void search(const float* q, std::int64_t nq, std::int64_t k, std::vector<float>& scores,
               std::vector<std::int64_t>& ids) const;
   std::string serialize() const;
-  // bytes as serialize() wrote them; the dimension and metric index.json records (an HNSW file
-  // holds neither; FAISS's are checked against them).
+  // bytes as serialize() wrote them, checked against the dimension and metric index.json records.
   static VectorIndex deserialize(const std::string& bytes, const std::string& where, IndexType type,
                                  IndexSettings settings, std::int64_t dim, bool inner_product);
 

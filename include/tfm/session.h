@@ -137,9 +137,18 @@ class Translator {
   // beam_size 1: greedy, batched over the sources; otherwise beam search per sentence.
   std::vector<TranslateResult> translate(const std::vector<std::string>& sources, const BeamOptions& o);
   std::vector<TranslateResult> translate_ids(const std::vector<std::vector<std::int32_t>>& sources, const BeamOptions& o);
+  // Fusion-in-Decoder: each example's parts (e.g. the question with each retrieved passage) encoded
+  // apart and read together by the decoder (Model::encode_parts_to_cache); their tokens together
+  // must fit SessionOptions::max_source.
+  std::vector<TranslateResult> translate_fused(const std::vector<std::vector<std::vector<std::int32_t>>>& examples,
+                                               const BeamOptions& o);
   const Timings& timings() const { return timings_; }
 
  private:
+  // Decodes `count` examples; encode(i, slot) puts example i's encoder output into cache source
+  // `slot` and returns its token count.
+  std::vector<TranslateResult> run(std::size_t count, const BeamOptions& o,
+                                   const std::function<std::int64_t(std::size_t, std::int64_t)>& encode);
   Model& model_;
   const Tokenizer& tok_;
   KVCache cache_;

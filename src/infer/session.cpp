@@ -349,12 +349,41 @@ std::vector<TranslateResult> Translator::translate(const std::vector<std::string
 
 std::vector<TranslateResult> Translator::translate_ids(const std::vector<std::vector<std::int32_t>>& sources,
                                                        const BeamOptions& o) {
+  return run(sources.size(), o, [&](std::size_t i, std::int64_t slot) {
+    model_.encode_to_cache(ids_tensor(sources[i]), cache_, slot);
+    return static_cast<std::int64_t>(sources[i].size());
+  });
+}
+
+std::vector<TranslateResult> Translator::translate_fused(const std::vector<std::vector<std::vector<std::int32_t>>>& examples,
+                                                         const BeamOptions& o) {
+  for (const auto& parts : examples) {
+    TFM_CHECK(!parts.empty(), "translate", "an example with no parts to encode");
+    std::int64_t total = 0;
+    for (const auto& p : parts) total += static_cast<std::int64_t>(p.size());
+    TFM_CHECK(total <= cache_.source_capacity(), "translate", "the parts hold ", total,
+              " tokens together; the session's sources hold at most ", cache_.source_capacity(), " (SessionOptions::max_source)");
+  }
+  return run(examples.size(), o, [&](std::size_t i, std::int64_t slot) {
+    std::vector<Tensor> parts;
+    std::int64_t tokens = 0;
+    for (const auto& p : examples[i]) {
+      parts.push_back(ids_tensor(p));
+      tokens += static_cast<std::int64_t>(p.size());
+    }
+    model_.encode_parts_to_cache(parts, cache_, slot);
+    return tokens;
+  });
+}
+
+std::vector<TranslateResult> Translator::run(std::size_t count, const BeamOptions& o,
+                                             const std::function<std::int64_t(std::size_t, std::int64_t)>& encode) {
   TFM_CHECK(o.beam_size >= 1 && o.beam_size <= cache_.slots(), "translate", "beam size ", o.beam_size,
             " needs that many cache slots; the session has ", cache_.slots());
   BeamOptions b = o;
   b.max_new_tokens = std::min<std::int64_t>(o.max_new_tokens, cache_.capacity() - 1);
   if (b.eos_id < 0) b.eos_id = tok_.eos_id();
-  std::vector<TranslateResult> out(sources.size());
+  std::vector<TranslateResult> out(count);
   // The text leaves out the end token (a generation_config end id may be an ordinary token).
   auto finish = [&](TranslateResult& t) {
     for (const auto& h : t.hypotheses) {
@@ -364,19 +393,18 @@ std::vector<TranslateResult> Translator::translate_ids(const std::vector<std::ve
     }
   };
   const std::int64_t S = cache_.slots();
-  for (std::size_t first = 0; first < sources.size(); first += static_cast<std::size_t>(b.beam_size == 1 ? S : 1)) {
-    const std::size_t n = b.beam_size == 1 ? std::min<std::size_t>(static_cast<std::size_t>(S), sources.size() - first) : 1;
+  for (std::size_t first = 0; first < count; first += static_cast<std::size_t>(b.beam_size == 1 ? S : 1)) {
+    const std::size_t n = b.beam_size == 1 ? std::min<std::size_t>(static_cast<std::size_t>(S), count - first) : 1;
     // Encode each source alone into its own cache source, then start its decoder with <bos>.
     auto t0 = Clock::now();
     std::vector<float> logits;
     for (std::size_t i = 0; i < n; ++i) {
       const auto si = static_cast<std::int64_t>(i);
-      model_.encode_to_cache(ids_tensor(sources[first + i]), cache_, si);
+      timings_.prefill_tokens += encode(first + i, si);
       cache_.reset(si);
       cache_.bind_source(si, si);
       const auto row = model_.decode_cached(ids_tensor({start_id_}), {si}, cache_).to_floats();
       logits.insert(logits.end(), row.begin(), row.end());
-      timings_.prefill_tokens += static_cast<std::int64_t>(sources[first + i].size());
     }
     timings_.prefill_seconds += since(t0);
     t0 = Clock::now();

@@ -115,7 +115,26 @@ void Model::encode_to_cache(const ModelInputs& in, KVCache& cache, std::int64_t 
   NoGradGuard no_grad;
   TFM_CHECK(impl_->cfg.architecture == Architecture::encoder_decoder, "encode_to_cache",
             "only encoder-decoder models have cross-attention");
-  const Tensor enc = encode(in);  // (1, S, C)
+  encoder_output_to_cache(encode(in), cache, source);
+}
+
+void Model::encode_parts_to_cache(const std::vector<Tensor>& parts, KVCache& cache, std::int64_t source) {
+  NoGradGuard no_grad;
+  TFM_CHECK(impl_->cfg.architecture == Architecture::encoder_decoder, "encode_parts_to_cache",
+            "only encoder-decoder models have cross-attention");
+  TFM_CHECK(!parts.empty(), "encode_parts_to_cache", "no parts to encode");
+  std::vector<Tensor> outs;
+  for (const Tensor& ids : parts) {
+    TFM_CHECK(ids.dim() == 2 && ids.size(0) == 1 && ids.size(1) >= 1, "encode_parts_to_cache", "each part must be (1, S), got ",
+              shape_str(ids.shape()));
+    ModelInputs in;
+    in.input_ids = ids;
+    outs.push_back(encode(in));  // (1, S_i, C)
+  }
+  encoder_output_to_cache(outs.size() == 1 ? outs[0] : concat(outs, 1), cache, source);
+}
+
+void Model::encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source) {
   TFM_CHECK(enc.size(0) == 1, "encode_to_cache", "one source at a time, got a batch of ", enc.size(0));
   const std::int64_t S = enc.size(1);
   TFM_CHECK(S <= cache.source_capacity(), "encode_to_cache", "the encoder gave ", S,

@@ -25,8 +25,7 @@ namespace {
 constexpr const char* kManifest = "index.json";
 constexpr const char* kPassages = "passages.jsonl";
 constexpr const char* kVectors = "vectors.f32";
-// The index file: FAISS's format, or hnswlib's for HNSW.
-const char* index_file(IndexType t) { return t == IndexType::hnsw ? "index.hnsw" : "index.faiss"; }
+constexpr const char* kIndex = "index.faiss";
 // The text whose vector identifies the encoder (any fixed text would do).
 constexpr const char* kProbe = "The quick brown fox jumps over the lazy dog.";
 
@@ -238,7 +237,7 @@ IndexReport build_index(LoadedModel& encoder, const std::string& encoder_path, c
          {"count", 0},
          {"files", Json::object()}};
     // Leftovers of a directory whose manifest never got written.
-    for (const char* f : {kPassages, kVectors, "index.faiss", "index.hnsw"}) fs::remove(join(dir, f));
+    for (const char* f : {kPassages, kVectors, kIndex}) fs::remove(join(dir, f));
   }
   const auto dim = m["encoder"]["dimension"].get<std::int64_t>();
   // The files as the last checkpoint left them (a crash may have appended past it).
@@ -295,12 +294,11 @@ IndexReport build_index(LoadedModel& encoder, const std::string& encoder_path, c
   }
   const Measured meas = measure(index, vecs, n, dim, ip);
   const std::string ibytes = index.serialize();
-  const char* index_name = index_file(o.type);
-  write_file_atomic(join(dir, index_name), ibytes);
+  write_file_atomic(join(dir, kIndex), ibytes);
   m["settings"] = settings_json(index.settings());
   m["recall_at_10"] = meas.recall;
   m["query_ms"] = meas.query_ms;
-  m["files"][index_name] = {{"bytes", static_cast<std::int64_t>(ibytes.size())}, {"crc32", crc_hex(ibytes)}};
+  m["files"][kIndex] = {{"bytes", static_cast<std::int64_t>(ibytes.size())}, {"crc32", crc_hex(ibytes)}};
   checkpoint(total, true);
   report.count = n;
   report.added = total - report.resumed_from;
@@ -346,10 +344,9 @@ PassageIndex PassageIndex::open(const std::string& dir) {
     TFM_CHECK(static_cast<std::int64_t>(p.passages_.size()) == count, join(dir, kPassages), "holds ",
               p.passages_.size(), " passages; index.json records ", count);
     const IndexType type = index_type_from_name(m["type"].get<std::string>());
-    const char* name = index_file(type);
     p.index_ = std::make_shared<VectorIndex>(VectorIndex::deserialize(
-        checked(name), join(dir, name), type, settings_from(m["settings"], where), dim, m["metric"].get<std::string>() != "l2"));
-    TFM_CHECK(p.index_->size() == count && p.index_->dimension() == dim, join(dir, name), "holds ", p.index_->size(),
+        checked(kIndex), join(dir, kIndex), type, settings_from(m["settings"], where), dim, m["metric"].get<std::string>() != "l2"));
+    TFM_CHECK(p.index_->size() == count && p.index_->dimension() == dim, join(dir, kIndex), "holds ", p.index_->size(),
               " vectors of ", p.index_->dimension(), "; index.json records ", count, " of ", dim);
   } catch (const Json::exception& e) {
     fail(where, "unexpected content: ", e.what());

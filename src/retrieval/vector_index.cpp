@@ -1,11 +1,8 @@
-// VectorIndex: exact search (FAISS's IndexFlat) and IVF-PQ re-ranked by exact distance
-// (IndexRefineFlat over IndexIVFPQ) on Debian's libfaiss-dev; HNSW on Debian's hnswlib
-// (libhnswlib-dev), which built and searched 20,000 vectors of 384 numbers 5.5x and 2.7x faster
-// than FAISS's IndexHNSWFlat at the same M and ef (docs/retrieval.md, docs/benchmarks.md).
-#include <hnswlib/hnswlib.h>
-#include <omp.h>
-
+// VectorIndex over FAISS (Debian's libfaiss-dev): exact (IndexFlat), HNSW (IndexHNSWFlat) and
+// IVF-PQ re-ranked by exact distance (IndexRefineFlat over IndexIVFPQ). docs/retrieval.md says
+// why FAISS rather than hnswlib (measured: hnswlib 0.6.2's fast path reads past its link lists).
 #include <faiss/IndexFlat.h>
+#include <faiss/IndexHNSW.h>
 #include <faiss/IndexIVFPQ.h>
 #include <faiss/IndexRefine.h>
 #include <faiss/impl/FaissException.h>
@@ -13,25 +10,15 @@
 #include <faiss/index_io.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
-#include <filesystem>
-#include <limits>
-#include <fstream>
-#include <unistd.h>
 
 #include "tfm/error.h"
 #include "tfm/retrieval.h"
-#include "tfm/runtime.h"
-#include "tfm/safetensors.h"
 
 namespace tfm {
 
 struct VectorIndex::Impl {
-  std::unique_ptr<faiss::Index> index;  // flat, ivfpq
-  // hnsw: the space (its distance function) outlives the graph that points to it.
-  std::unique_ptr<hnswlib::SpaceInterface<float>> space;
-  std::unique_ptr<hnswlib::HierarchicalNSW<float>> hnsw;
+  std::unique_ptr<faiss::Index> index;
 };
 
 IndexType index_type_from_name(const std::string& name) {
@@ -92,20 +79,10 @@ int pq_bits(std::int64_t n) {
   return b;
 }
 
-std::unique_ptr<hnswlib::SpaceInterface<float>> hnsw_space(std::int64_t dim, bool inner_product) {
-  if (inner_product) return std::make_unique<hnswlib::InnerProductSpace>(static_cast<std::size_t>(dim));
-  return std::make_unique<hnswlib::L2Space>(static_cast<std::size_t>(dim));
-}
-
-// hnswlib 0.6 reads and writes files only: its bytes pass through a private temporary file.
-std::string temp_path() {
-  static std::atomic<int> n{0};
-  return (std::filesystem::temp_directory_path() /
-          ("tfm_hnsw_" + std::to_string(::getpid()) + "_" + std::to_string(n++) + ".bin")).string();
-}
-
 void apply_search_settings(faiss::Index* index, IndexType type, const IndexSettings& s) {
-  if (type == IndexType::ivfpq) {
+  if (type == IndexType::hnsw) {
+    if (auto* h = dynamic_cast<faiss::IndexHNSW*>(index)) h->hnsw.efSearch = static_cast<int>(s.ef_search);
+  } else if (type == IndexType::ivfpq) {
     if (auto* r = dynamic_cast<faiss::IndexRefine*>(index)) {
       r->k_factor = static_cast<float>(s.refine);
       if (auto* ivf = dynamic_cast<faiss::IndexIVF*>(r->base_index)) ivf->nprobe = static_cast<std::size_t>(s.nprobe);
@@ -125,12 +102,10 @@ VectorIndex::VectorIndex(IndexType type, std::int64_t dim, bool inner_product, I
     switch (type) {
       case IndexType::flat: impl_->index = std::make_unique<faiss::IndexFlat>(dim, metric); break;
       case IndexType::hnsw: {
-        impl_->space = hnsw_space(dim, inner_product);
-        impl_->hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(
-            impl_->space.get(), static_cast<std::size_t>(std::max<std::int64_t>(expected_count, 1)),
-            static_cast<std::size_t>(settings_.hnsw_m), static_cast<std::size_t>(settings_.ef_construction));
-        impl_->hnsw->setEf(static_cast<std::size_t>(settings_.ef_search));
-        return 0;
+        auto h = std::make_unique<faiss::IndexHNSWFlat>(static_cast<int>(dim), static_cast<int>(settings_.hnsw_m), metric);
+        h->hnsw.efConstruction = static_cast<int>(settings_.ef_construction);
+        impl_->index = std::move(h);
+        break;
       }
       case IndexType::ivfpq: {
         TFM_CHECK(dim % settings_.pq_m == 0, "index", "PQ sub-vectors ", settings_.pq_m, " do not divide the dimension ", dim);
@@ -155,7 +130,7 @@ VectorIndex::VectorIndex(VectorIndex&&) noexcept = default;
 VectorIndex& VectorIndex::operator=(VectorIndex&&) noexcept = default;
 
 void VectorIndex::train(const float* x, std::int64_t n) {
-  if (impl_->hnsw || impl_->index->is_trained) return;
+  if (impl_->index->is_trained) return;
   if (type_ == IndexType::ivfpq) {
     const auto* refine = dynamic_cast<const faiss::IndexRefine*>(impl_->index.get());
     const auto* ivf = dynamic_cast<const faiss::IndexIVFPQ*>(refine->base_index);
@@ -171,31 +146,6 @@ void VectorIndex::train(const float* x, std::int64_t n) {
 }
 
 void VectorIndex::add(const float* x, std::int64_t n) {
-  if (impl_->hnsw) {
-    // Points go in on the engine's threads (hnswlib's insertion is thread-safe); with more
-    // than one the graph depends on their interleaving, as in hnswlib's own Python add_items.
-    auto& h = *impl_->hnsw;
-    const std::size_t first = h.cur_element_count;
-    try {
-      if (first + static_cast<std::size_t>(n) > h.max_elements_) h.resizeIndex(first + static_cast<std::size_t>(n));
-    } catch (const std::exception& e) {
-      fail("index", "hnswlib: ", e.what());
-    }
-    std::atomic<bool> failed{false};
-    std::string why;
-#pragma omp parallel for schedule(dynamic, 64) num_threads(num_threads())
-    for (std::int64_t i = 0; i < n; ++i) {
-      try {
-        h.addPoint(x + i * dim_, first + static_cast<std::size_t>(i));
-      } catch (const std::exception& e) {
-#pragma omp critical
-        why = e.what();
-        failed = true;
-      }
-    }
-    TFM_CHECK(!failed, "index", "hnswlib: ", why);
-    return;
-  }
   TFM_CHECK(impl_->index->is_trained, "index", "the index must be trained before vectors are added");
   faiss_call("index", [&] {
     impl_->index->add(n, x);
@@ -203,28 +153,11 @@ void VectorIndex::add(const float* x, std::int64_t n) {
   });
 }
 
-std::int64_t VectorIndex::size() const {
-  return impl_->hnsw ? static_cast<std::int64_t>(impl_->hnsw->cur_element_count) : impl_->index->ntotal;
-}
+std::int64_t VectorIndex::size() const { return impl_->index->ntotal; }
 
 void VectorIndex::search(const float* q, std::int64_t nq, std::int64_t k, std::vector<float>& scores,
                          std::vector<std::int64_t>& ids) const {
   TFM_CHECK(k > 0, "search", "k must be positive");
-  if (impl_->hnsw) {
-    scores.assign(static_cast<std::size_t>(nq * k), -std::numeric_limits<float>::infinity());
-    ids.assign(static_cast<std::size_t>(nq * k), -1);
-    for (std::int64_t r = 0; r < nq; ++r) {
-      auto heap = impl_->hnsw->searchKnn(q + r * dim_, static_cast<std::size_t>(k));  // farthest on top
-      for (auto j = static_cast<std::int64_t>(heap.size()) - 1; j >= 0; --j, heap.pop()) {
-        const auto [dist, label] = heap.top();
-        const auto at = static_cast<std::size_t>(r * k + j);
-        ids[at] = static_cast<std::int64_t>(label);
-        // InnerProductSpace gives 1 - <q, x>; L2Space the squared distance.
-        scores[at] = inner_product_ ? 1.0f - dist : -dist;
-      }
-    }
-    return;
-  }
   scores.assign(static_cast<std::size_t>(nq * k), 0.0f);
   std::vector<faiss::Index::idx_t> labels(static_cast<std::size_t>(nq * k), -1);
   faiss_call("search", [&] {
@@ -237,18 +170,6 @@ void VectorIndex::search(const float* q, std::int64_t nq, std::int64_t k, std::v
 }
 
 std::string VectorIndex::serialize() const {
-  if (impl_->hnsw) {
-    const std::string path = temp_path();
-    try {
-      impl_->hnsw->saveIndex(path);
-    } catch (const std::exception& e) {
-      std::filesystem::remove(path);
-      fail("index", "hnswlib: ", e.what());
-    }
-    std::string bytes = read_file(path);
-    std::filesystem::remove(path);
-    return bytes;
-  }
   faiss::VectorIOWriter w;
   faiss_call("index", [&] {
     faiss::write_index(impl_->index.get(), &w);
@@ -259,35 +180,13 @@ std::string VectorIndex::serialize() const {
 
 VectorIndex VectorIndex::deserialize(const std::string& bytes, const std::string& where, IndexType type,
                                      IndexSettings settings, std::int64_t dim, bool inner_product) {
-  if (type == IndexType::hnsw) {
-    VectorIndex v(type, dim, inner_product, settings, 1);
-    const std::string path = temp_path();
-    {
-      std::ofstream(path, std::ios::binary).write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    }
-    try {
-      v.impl_->hnsw = std::make_unique<hnswlib::HierarchicalNSW<float>>(v.impl_->space.get(), path);
-    } catch (const std::exception& e) {
-      std::filesystem::remove(path);
-      fail(where, "not an HNSW index of hnswlib's format: ", e.what());
-    }
-    std::filesystem::remove(path);
-    // The file's own record sizes against the vectors' width (hnswlib takes the width from the
-    // space, not the file).
-    const auto& h = *v.impl_->hnsw;
-    const std::size_t data = static_cast<std::size_t>(dim) * sizeof(float);
-    TFM_CHECK(h.size_data_per_element_ == h.size_links_level0_ + data + sizeof(hnswlib::labeltype) &&
-                  h.label_offset_ == h.size_links_level0_ + data && h.offsetData_ == h.size_links_level0_,
-              where, "holds vectors of another width than ", dim);
-    v.impl_->hnsw->setEf(static_cast<std::size_t>(v.settings_.ef_search));
-    return v;
-  }
   faiss::VectorIOReader r;
   r.data.assign(bytes.begin(), bytes.end());
   std::unique_ptr<faiss::Index> index(faiss_call(where, [&] { return faiss::read_index(&r); }));
   const bool ip = index->metric_type == faiss::METRIC_INNER_PRODUCT;
-  const bool matches = type == IndexType::flat ? dynamic_cast<faiss::IndexFlat*>(index.get()) != nullptr
-                                               : dynamic_cast<faiss::IndexRefine*>(index.get()) != nullptr;
+  const bool matches = type == IndexType::flat     ? dynamic_cast<faiss::IndexFlat*>(index.get()) != nullptr
+                       : type == IndexType::hnsw   ? dynamic_cast<faiss::IndexHNSWFlat*>(index.get()) != nullptr
+                                                   : dynamic_cast<faiss::IndexRefine*>(index.get()) != nullptr;
   TFM_CHECK(matches, where, "holds another kind of index than the ", index_type_name(type), " index.json names");
   TFM_CHECK(index->d == dim && ip == inner_product, where, "holds ", index->d, "-number vectors compared by ",
             ip ? "inner product" : "L2", "; index.json names ", dim, " and ", inner_product ? "inner product" : "L2");

@@ -6,7 +6,8 @@
 #   tfm index build (flat, hnsw, ivfpq) reports recall@10 >= 0.95 against exact search, and
 #   search returns the reference's exact top-5 (flat), 90% of them (hnsw, ivfpq);
 #   an interrupted build resumes, --add grows an index, and a wrong encoder, a damaged file,
-#   a second build into a full directory and bad corpus lines are one-line errors.
+#   a second build into a full directory and bad corpus lines are one-line errors; Fusion-in-
+#   Decoder (tfm translate --retrieve) equals a PyTorch reference token for token.
 # Usage: retrieval_commands.sh /path/to/tfm SOURCE_DIR
 set -euo pipefail
 tfm="$1"
@@ -145,4 +146,40 @@ expect_error "passages.jsonl] holds" "$tfm" index search "$tmp/idx_hnsw" "w5"
 # generate --retrieve: its flags go together, and a missing index is named before any model loads.
 expect_error "go with --retrieve" "$tfm" generate -m "$tmp/none" -p "w5" -k 2
 expect_error "is not an index directory" "$tfm" generate -m "$tmp/none" -p "w5" --retrieve "$tmp/no_index"
+# Fusion-in-Decoder: tfm translate --retrieve on a T5 hub directory (hub_cli_fixture.py, word-level
+# vocabulary w0..w28) equals a PyTorch reference that encodes the input joined with each
+# retrieved passage apart and decodes over their concatenation (ref_hub.t5_forward with a list).
+"$py" "$src/tools/reference/hub_cli_fixture.py" "$tmp/fx" > /dev/null
+for i in $(seq 1 40); do echo "w$((i % 20 + 3)) w$((i % 7 + 10)) w$((i % 11 + 5))"; done > "$tmp/fid_corpus.txt"
+"$tfm" -t 1 index build -q -m "$tmp/st_mean" --input "$tmp/fid_corpus.txt" -o "$tmp/idx_fid" > /dev/null
+printf '%s' '{{ prompt }} {{ document.text }}' > "$tmp/fid.jinja"
+Q="w4 w12 w8"
+got=$("$tfm" -t 1 translate -m "$tmp/fx/hub/t5" --retrieve "$tmp/idx_fid" -k 3 --retrieve-template "$tmp/fid.jinja" --beam 1 -n 6 "$Q" 2> /dev/null)
+"$tfm" -t 1 index search "$tmp/idx_fid" -k 3 --json "$Q" > "$tmp/fid_hits.jsonl"
+want=$("$py" - "$src/tools/reference" "$tmp/fx/hub/t5" "$tmp/fid_hits.jsonl" "$Q" <<'PY'
+import json, struct, sys
+import torch
+sys.path.insert(0, sys.argv[1])
+import ref_hub
+d, hits, q = sys.argv[2], [json.loads(l) for l in open(sys.argv[3])], sys.argv[4]
+cfg = json.load(open(f"{d}/config.json"))
+b = open(f"{d}/model.safetensors", "rb").read()
+n = struct.unpack("<Q", b[:8])[0]
+p = {}
+for name, e in json.loads(b[8:8 + n]).items():
+    if name == "__metadata__":
+        continue
+    lo, hi = e["data_offsets"]
+    p[name] = torch.frombuffer(bytearray(b[8 + n + lo:8 + n + hi]), dtype=torch.float32).reshape(e["shape"]).double()
+ids = lambda text: [int(w[1:]) for w in text.split()] + [1]  # noqa: E731  (the source's </s>)
+parts = [torch.tensor([ids(q + " " + h["text"])]) for h in hits]
+out = []
+for t in ref_hub.seq2seq_greedy(lambda s, tgt: ref_hub.t5_forward(cfg, p, s, tgt), parts, 0, 6).tolist():
+    if t == 1:
+        break
+    out.append(f"w{t}")
+print(" ".join(out))
+PY
+)
+[ -n "$want" ] && [ "$got" = "$want" ] || fail "Fusion-in-Decoder: '$got' != the reference's '$want'"
 echo "retrieval commands: ok"

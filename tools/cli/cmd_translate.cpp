@@ -1,6 +1,10 @@
-// tfm translate -m DIR [--beam K] [--n-best N] [TEXT]
+// tfm translate -m DIR [--beam K] [--n-best N] [--retrieve INDEX -k K] [TEXT]
 // Translates TEXT, or every line of stdin (one output line per input line, written as soon as
 // its batch is done). --n-best N > 1 prints N lines per input: rank<TAB>score<TAB>text.
+// --retrieve: Fusion-in-Decoder over the index's K nearest passages of each input: every
+// passage joined with the input by --retrieve-template (Jinja over `prompt` and `document`:
+// id, text, score; default "question: {{ prompt }} context: {{ document.text }}"), each encoded
+// apart, the decoder reading them all (Translator::translate_fused).
 #include <algorithm>
 #include <cstdio>
 #include <optional>
@@ -9,7 +13,10 @@
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/load.h"
+#include "tfm/chat_template.h"
 #include "tfm/model_dir.h"
+#include "tfm/retrieval.h"
+#include "tfm/safetensors.h"
 #include "tfm/session.h"
 
 namespace tfm::cli {
@@ -22,7 +29,8 @@ void add_translate_command(CLI::App& app) {
     std::string cache_type = "f32";
     std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
     double length_penalty = 1.0;
-    std::string lp_form = "hf", max_memory;
+    std::string lp_form = "hf", max_memory, retrieve, retrieve_template;
+    std::int64_t retrieve_k = 3;
     bool verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -42,8 +50,23 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("-b,--batch", a->batch, "Greedy: sentences decoded together")->check(CLI::PositiveNumber);
   cmd->add_option("-c,--ctx-size", a->ctx, "Target context size (0: the model's)")->check(CLI::NonNegativeNumber);
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
+  cmd->add_option("--retrieve", a->retrieve, "Fusion-in-Decoder over this index's nearest passages (tfm index build)");
+  cmd->add_option("-k", a->retrieve_k, "--retrieve: passages read with each input")->check(CLI::Range(1, 100));
+  cmd->add_option("--retrieve-template", a->retrieve_template,
+                  "--retrieve: a Jinja file joining `prompt` and one `document` (default: question: ... context: ...)");
   add_max_memory_option(cmd, a->max_memory);
   cmd->callback([a, cmd] {
+    TFM_CHECK(!a->retrieve.empty() || cmd->count("-k") + cmd->count("--retrieve-template") == 0, "-k",
+              "-k and --retrieve-template go with --retrieve");
+    std::optional<PassageIndex> index;
+    std::optional<LoadedModel> retriever;
+    const std::string part_template = a->retrieve_template.empty() ? "question: {{ prompt }} context: {{ document.text }}"
+                                                                   : read_file(a->retrieve_template);
+    if (!a->retrieve.empty()) {
+      index.emplace(PassageIndex::open(a->retrieve));
+      retriever.emplace(load_model(index->encoder_path(), ""));
+      index->check_encoder(*retriever);
+    }
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch);
     // The flags given win; generation_config.json (hub directories) sets what they leave out
     // (tfm/load.h), then the flags' defaults.
@@ -68,7 +91,24 @@ void add_translate_command(CLI::App& app) {
     so.ctx_size = a->ctx;
     so = session_for(lm, so);
     so.max_batch = b.beam_size > 1 ? b.beam_size : a->batch;
+    if (index) so.max_source = a->retrieve_k * lm.config.max_positions;  // k parts, each up to the model's positions
     Translator tr(lm.model, lm.tokenizer, so);
+    // The inputs as Fusion-in-Decoder reads them: one encoder part per retrieved passage.
+    auto translate = [&](const std::vector<std::string>& texts) {
+      if (!index) return tr.translate(texts, b);
+      std::vector<std::vector<std::vector<std::int32_t>>> examples;
+      const auto hits = index->search(*retriever, texts, a->retrieve_k);
+      for (std::size_t i = 0; i < texts.size(); ++i) {
+        std::vector<std::vector<std::int32_t>> parts;
+        for (const SearchHit& h : hits[i]) {
+          const nlohmann::ordered_json doc = {{"id", h.id}, {"text", h.text}, {"score", h.score}};
+          parts.push_back(tr.encode_source(render_chat_template(part_template, {{"prompt", texts[i]}, {"document", doc}})));
+          if (a->verbose) std::fprintf(stderr, "retrieved [%s] %.4f\n", h.id.c_str(), static_cast<double>(h.score));
+        }
+        examples.push_back(std::move(parts));
+      }
+      return tr.translate_fused(examples, b);
+    };
     report_model(a->model, lm, tr.cache(), a->verbose);
     auto print = [&](const TranslateResult& r) {
       if (r.texts.size() == 1) std::printf("%s\n", r.texts[0].c_str());
@@ -79,14 +119,14 @@ void add_translate_command(CLI::App& app) {
     };
     if (!a->text.empty()) {
       check_utf8(a->text, "TEXT");
-      print(tr.translate({a->text}, b)[0]);
+      print(translate({a->text})[0]);
     } else {
       const auto lines = read_input_lines("-");
       const std::size_t chunk = static_cast<std::size_t>(b.beam_size > 1 ? 1 : a->batch);
       for (std::size_t i = 0; i < lines.size(); i += chunk) {
         const std::vector<std::string> part(lines.begin() + static_cast<std::ptrdiff_t>(i),
                                             lines.begin() + static_cast<std::ptrdiff_t>(std::min(lines.size(), i + chunk)));
-        for (const auto& r : tr.translate(part, b)) print(r);
+        for (const auto& r : translate(part)) print(r);
       }
     }
     if (a->verbose) report_timings(tr.timings());

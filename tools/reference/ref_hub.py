@@ -332,14 +332,18 @@ def t5_forward(cfg, p, src, tgt):
             return lin(p, f + "wo", gelu_new(lin(p, f + "wi_0", x)) * lin(p, f + "wi_1", x))
         return lin(p, f + "wo", F.relu(lin(p, f + "wi", x)))
 
-    x = p["shared.weight"][src]
-    bias = rel_bias("encoder", src.shape[1], src.shape[1], True)
-    for i in range(cfg["num_layers"]):
-        b = f"encoder.block.{i}."
-        h = rms_norm(x, p[b + "layer.0.layer_norm.weight"], eps)
-        x = x + attn(h, h, b + "layer.0.SelfAttention.", bias)
-        x = x + ffn(rms_norm(x, p[b + "layer.1.layer_norm.weight"], eps), b + "layer.1.DenseReluDense.")
-    mem = rms_norm(x, p["encoder.final_layer_norm.weight"], eps)
+    def encode(s):
+        x = p["shared.weight"][s]
+        bias = rel_bias("encoder", s.shape[1], s.shape[1], True)
+        for i in range(cfg["num_layers"]):
+            b = f"encoder.block.{i}."
+            h = rms_norm(x, p[b + "layer.0.layer_norm.weight"], eps)
+            x = x + attn(h, h, b + "layer.0.SelfAttention.", bias)
+            x = x + ffn(rms_norm(x, p[b + "layer.1.layer_norm.weight"], eps), b + "layer.1.DenseReluDense.")
+        return rms_norm(x, p["encoder.final_layer_norm.weight"], eps)
+
+    # Fusion-in-Decoder: a list of sources is encoded part by part, the decoder reads them all.
+    mem = torch.cat([encode(s) for s in src], 1) if isinstance(src, (list, tuple)) else encode(src)
     T = tgt.shape[1]
     y = p["shared.weight"][tgt]
     bias = rel_bias("decoder", T, T, False) + causal(T)
