@@ -55,6 +55,8 @@ struct SentencePipeline {
                                         const std::vector<std::int64_t>& skip) const;
 };
 
+// Each vector scaled to unit L2 norm (F.normalize's eps 1e-12).
+void normalize_embeddings(std::vector<std::vector<float>>& vecs);
 // Matryoshka truncation: the first `dimensions` numbers of each vector (0: all), scaled back to
 // unit norm when `renormalize` (the vectors were normalised before). Errors when dimensions
 // exceeds the vectors' length.

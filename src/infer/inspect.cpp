@@ -272,7 +272,7 @@ std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::str
     const Tensor hidden = contiguous(last_hidden(m, in));
     vecs = sp->apply(hidden.to_floats(), hidden.size(1), hidden.size(2), p.lens.to_ints(),
                      std::vector<std::int64_t>(texts.size(), skip));
-    if (o.normalize && !sp->normalize) truncate_embeddings(vecs, static_cast<std::int64_t>(vecs[0].size()), true);
+    if (o.normalize && !sp->normalize) normalize_embeddings(vecs);
   }
   truncate_embeddings(vecs, o.dimensions, o.normalize || (sp && sp->normalize));
   return vecs;
@@ -320,22 +320,17 @@ std::vector<RerankResult> rerank(LoadedModel& m, const std::string& query, const
   in.input_ids = p.ids;
   in.valid_lens = p.lens;
   in.token_type_ids = Tensor::from_ints(tt, {B, T});
-  const std::vector<float> logits = contiguous(m.model.forward(in).logits).to_floats();
+  const Tensor logits = m.model.forward(in).logits;  // (B, L)
+  const std::vector<float> raw = contiguous(logits).to_floats();
+  const std::vector<Classification> classes = classifications(m.config, logits);  // softmax over the labels
   const auto L = static_cast<std::size_t>(m.config.num_labels);
   std::vector<RerankResult> out;
   for (std::size_t b = 0; b < documents.size(); ++b) {
-    const float* row = logits.data() + b * L;
     RerankResult r;
     r.index = static_cast<std::int64_t>(b);
-    r.logit = row[L - 1];
-    if (L == 1) {
-      r.relevance = static_cast<float>(1 / (1 + std::exp(-static_cast<double>(row[0]))));
-    } else {
-      const double mx = *std::max_element(row, row + L);
-      double z = 0;
-      for (std::size_t j = 0; j < L; ++j) z += std::exp(static_cast<double>(row[j]) - mx);
-      r.relevance = static_cast<float>(std::exp(static_cast<double>(row[L - 1]) - mx) / z);
-    }
+    r.logit = raw[b * L + L - 1];
+    r.relevance = L == 1 ? static_cast<float>(1 / (1 + std::exp(-static_cast<double>(r.logit))))
+                         : classes[b].probabilities[L - 1];
     out.push_back(r);
   }
   std::stable_sort(out.begin(), out.end(), [](const RerankResult& a, const RerankResult& b) { return a.relevance > b.relevance; });

@@ -249,6 +249,10 @@ std::vector<std::vector<float>> SentencePipeline::apply(const std::vector<float>
   return out;
 }
 
+void normalize_embeddings(std::vector<std::vector<float>>& vecs) {
+  for (auto& v : vecs) normalize_l2(v);
+}
+
 void truncate_embeddings(std::vector<std::vector<float>>& vecs, std::int64_t dimensions, bool renormalize) {
   if (dimensions <= 0) return;
   for (auto& v : vecs) {
