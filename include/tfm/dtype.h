@@ -10,14 +10,14 @@ namespace tfm {
 // q8_0, q4_0, q4_k and q6_k are llama.cpp's block-quantized weight formats (layouts in
 // src/kernels/quant_blocks.h): a row of n elements is n / dtype_block_elems blocks of
 // dtype_block_bytes bytes each. They exist as weights only (matmul operand, embedding rows).
-// q4_0x16 and q8_0x16 are q4_0 and q8_0 repacked at load for the decode kernels
+// q4_0x16, q8_0x16, q4_kx16 and q6_kx16 are q4_0, q8_0, q4_k and q6_k repacked at load for the decode kernels
 // (kernels/quant_repack.h): groups of 16 rows interleaved block by block, the same bytes per row
 // on average. Internal only: never read from or written to a file, and its rows are not
 // separable.
-enum class DType : std::uint8_t { f32, bf16, f16, i32, i64, i8, u8, q8_0, q4_0, q4_k, q6_k, q4_0x16, q8_0x16 };
+enum class DType : std::uint8_t { f32, bf16, f16, i32, i64, i8, u8, q8_0, q4_0, q4_k, q6_k, q4_0x16, q8_0x16, q4_kx16, q6_kx16 };
 
 std::size_t dtype_size(DType t);        // bytes per element; fails for block types
-bool dtype_is_block(DType t);           // q8_0, q4_0, q4_k, q6_k, q4_0x16, q8_0x16
+bool dtype_is_block(DType t);           // q8_0, q4_0, q4_k, q6_k and their x16 types
 std::int64_t dtype_block_elems(DType t);   // 32 / 256 for block types, 1 otherwise
 std::size_t dtype_block_bytes(DType t);    // bytes per block (= dtype_size for scalar types)
 // Bytes of n consecutive elements; for block types n must be a multiple of the block size

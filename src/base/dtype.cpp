@@ -15,6 +15,7 @@ std::size_t dtype_size(DType t) {
     case DType::i64: return 8;
     case DType::i8: case DType::u8: return 1;
     case DType::q8_0: case DType::q4_0: case DType::q4_k: case DType::q6_k: case DType::q4_0x16: case DType::q8_0x16:
+    case DType::q4_kx16: case DType::q6_kx16:
       fail("dtype", dtype_name(t), " is a block-quantized type: it has no per-element size (use dtype_row_bytes)");
   }
   return 0;
@@ -22,13 +23,13 @@ std::size_t dtype_size(DType t) {
 
 bool dtype_is_block(DType t) {
   return t == DType::q8_0 || t == DType::q4_0 || t == DType::q4_k || t == DType::q6_k || t == DType::q4_0x16 ||
-         t == DType::q8_0x16;
+         t == DType::q8_0x16 || t == DType::q4_kx16 || t == DType::q6_kx16;
 }
 
 std::int64_t dtype_block_elems(DType t) {
   switch (t) {
     case DType::q8_0: case DType::q4_0: case DType::q4_0x16: case DType::q8_0x16: return 32;
-    case DType::q4_k: case DType::q6_k: return 256;
+    case DType::q4_k: case DType::q6_k: case DType::q4_kx16: case DType::q6_kx16: return 256;
     default: return 1;
   }
 }
@@ -39,8 +40,8 @@ std::size_t dtype_block_bytes(DType t) {
   switch (t) {
     case DType::q8_0: case DType::q8_0x16: return 34;  // x16 types: per row, on average
     case DType::q4_0: case DType::q4_0x16: return 18;
-    case DType::q4_k: return 144;
-    case DType::q6_k: return 210;
+    case DType::q4_k: case DType::q4_kx16: return 144;
+    case DType::q6_k: case DType::q6_kx16: return 210;
     default: return dtype_size(t);
   }
 }
@@ -67,6 +68,8 @@ const char* dtype_name(DType t) {
     case DType::q6_k: return "q6_k";
     case DType::q4_0x16: return "q4_0x16";
     case DType::q8_0x16: return "q8_0x16";
+    case DType::q4_kx16: return "q4_kx16";
+    case DType::q6_kx16: return "q6_kx16";
   }
   return "?";
 }

@@ -6,7 +6,9 @@
 
 namespace tfm::kernels::qgemm_detail {
 
-const X16Fn q4_0x16_avx2 = &q4_0x16_groups<simd::Avx2, 2>;
-const X16Fn q8_0x16_avx2 = &q8_0x16_groups<simd::Avx2, 2>;
+const X16Fn q4_0x16_avx2 = &x16_groups<Q4_0x16<simd::Avx2>, 2>;
+const X16Fn q8_0x16_avx2 = &x16_groups<Q8_0x16<simd::Avx2>, 2>;
+const X16Fn q4_kx16_avx2 = &x16_groups<Q4_Kx16<simd::Avx2>, 2>;
+const X16Fn q6_kx16_avx2 = &x16_groups<Q6_Kx16<simd::Avx2>, 2>;
 
 }  // namespace tfm::kernels::qgemm_detail

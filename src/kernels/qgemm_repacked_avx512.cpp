@@ -7,6 +7,6 @@
 
 namespace tfm::kernels::qgemm_detail {
 
-const X16Fn q4_0x16_avx512_vnni = &q4_0x16_groups<simd::Avx512, 4>;
+const X16Fn q4_0x16_avx512_vnni = &x16_groups<Q4_0x16<simd::Avx512>, 4>;
 
 }  // namespace tfm::kernels::qgemm_detail

@@ -117,7 +117,7 @@ float dot_half(DType t, const unsigned char* w, std::int64_t K, const float* x) 
 std::int64_t act_block(DType wtype) {
   switch (wtype) {
     case DType::q8_0: case DType::q4_0: case DType::q4_0x16: case DType::q8_0x16: return 32;
-    case DType::q4_k: case DType::q6_k: return 256;
+    case DType::q4_k: case DType::q6_k: case DType::q4_kx16: case DType::q6_kx16: return 256;
     default: return 0;
   }
 }

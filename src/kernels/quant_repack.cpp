@@ -15,35 +15,60 @@
 namespace tfm::kernels {
 namespace {
 
-// One x16 type's geometry: its plain block (fp16 scale + `data` weight bytes) and a group's.
+// One x16 type's geometry: its plain block cut into segments, each spread over the group block
+// in turn. A segment of 2-byte units (an fp16 scale) puts row r's unit at 2r; one of 4-byte units
+// (weights, packed scales) puts row r's unit i at 64i + 4r (vector i, lane r). Both are
+// "unit i of row r at 16·unit·i + unit·r" from the segment's start.
+struct Segment {
+  std::size_t at, bytes, unit;  // in the plain block: offset, length; 2 or 4
+};
 struct Geometry {
   DType plain, x16;
-  std::size_t block;        // bytes of a plain block: 18 or 34
-  std::size_t data;         // its weight bytes: 16 or 32 (data / 4 vectors per group block)
+  std::int64_t elems;       // elements per block: 32 or 256
+  std::size_t block;        // bytes of a plain block
   std::size_t group_block;  // 16 x block
+  Segment seg[4];           // in group-block order
+  int segments;
 };
 
 Geometry geometry(DType t) {
   switch (t) {
-    case DType::q4_0: case DType::q4_0x16: return {DType::q4_0, DType::q4_0x16, sizeof(BlockQ4_0), 16, 16 * sizeof(BlockQ4_0)};
-    case DType::q8_0: case DType::q8_0x16: return {DType::q8_0, DType::q8_0x16, sizeof(BlockQ8_0), 32, 16 * sizeof(BlockQ8_0)};
+    case DType::q4_0: case DType::q4_0x16:
+      return {DType::q4_0, DType::q4_0x16, 32, sizeof(BlockQ4_0), 16 * sizeof(BlockQ4_0), {{0, 2, 2}, {2, 16, 4}}, 2};
+    case DType::q8_0: case DType::q8_0x16:
+      return {DType::q8_0, DType::q8_0x16, 32, sizeof(BlockQ8_0), 16 * sizeof(BlockQ8_0), {{0, 2, 2}, {2, 32, 4}}, 2};
+    case DType::q4_k: case DType::q4_kx16:  // d, dmin, the 12 bytes of 6-bit scales and mins, 128 of nibbles
+      return {DType::q4_k, DType::q4_kx16, 256, sizeof(BlockQ4_K), 16 * sizeof(BlockQ4_K),
+              {{0, 2, 2}, {2, 2, 2}, {4, 12, 4}, {16, 128, 4}}, 4};
+    case DType::q6_k: case DType::q6_kx16:  // d first, then the 16 scales, ql, qh
+      return {DType::q6_k, DType::q6_kx16, 256, sizeof(BlockQ6_K), 16 * sizeof(BlockQ6_K),
+              {{208, 2, 2}, {192, 16, 4}, {0, 128, 4}, {128, 64, 4}}, 4};
     default: fail("repack", "weights of type ", dtype_name(t), " have no 16-row interleaved layout");
   }
 }
 
 void check_shape(const Geometry& g, const char* what, std::int64_t rows, std::int64_t K) {
-  TFM_CHECK(K % 32 == 0 && rows >= 0 && K >= 0, what, dtype_name(g.x16), " holds rows of whole 32-element blocks; (",
-            rows, ", ", K, ") does not fit");
+  TFM_CHECK(K % g.elems == 0 && rows >= 0 && K >= 0, what, dtype_name(g.x16), " holds rows of whole ", g.elems,
+            "-element blocks; (", rows, ", ", K, ") does not fit");
 }
 
 // Plain block `blk` of row r <-> its place in group block `o`.
-void to_lanes(const Geometry& g, const unsigned char* blk, unsigned char* o, std::int64_t r) {
-  std::memcpy(o + 2 * r, blk, 2);
-  for (std::size_t i = 0; i < g.data / 4; ++i) std::memcpy(o + 32 + 64 * i + 4 * r, blk + 2 + 4 * i, 4);
+template <bool kToLanes>
+void move_lanes(const Geometry& g, const unsigned char* src, unsigned char* dst, std::int64_t r) {
+  std::size_t base = 0;  // the segment's start in the group block
+  for (int s = 0; s < g.segments; ++s) {
+    const Segment& sg = g.seg[s];
+    for (std::size_t i = 0; i < sg.bytes / sg.unit; ++i) {
+      const std::size_t lane = base + 16 * sg.unit * i + sg.unit * static_cast<std::size_t>(r), plain = sg.at + sg.unit * i;
+      if constexpr (kToLanes) std::memcpy(dst + lane, src + plain, sg.unit);
+      else std::memcpy(dst + plain, src + lane, sg.unit);
+    }
+    base += 16 * sg.bytes;
+  }
 }
+void to_lanes(const Geometry& g, const unsigned char* blk, unsigned char* o, std::int64_t r) { move_lanes<true>(g, blk, o, r); }
 void from_lanes(const Geometry& g, const unsigned char* o, unsigned char* blk, std::int64_t r) {
-  std::memcpy(blk, o + 2 * r, 2);
-  for (std::size_t i = 0; i < g.data / 4; ++i) std::memcpy(blk + 2 + 4 * i, o + 32 + 64 * i + 4 * r, 4);
+  move_lanes<false>(g, o, blk, r);
 }
 
 // One group: 16 plain rows (row_bytes apart) <-> the interleaved blocks.
@@ -73,19 +98,37 @@ Kernels pick_kernels(DType plain) {
     return {qgemm_detail::q4_0x16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true};
   if (!avx2) return {};
   if (plain == DType::q4_0) return {qgemm_detail::q4_0x16_avx2, qgemm_detail::rows_avx2, false};
-  // q8_0 keeps its AVX-512 VNNI tiles where they run (no q8_0x16 build for them yet).
-  if (plain == DType::q8_0 && !(avx512 && cpu_info().avx512_vnni))
-    return {qgemm_detail::q8_0x16_avx2, qgemm_detail::rows_avx2, false};
-  return {};
+  // q8_0 and the k-quants keep their AVX-512 VNNI tiles where they run (no x16 build for them yet).
+  if (avx512 && cpu_info().avx512_vnni) return {};
+  switch (plain) {
+    case DType::q8_0: return {qgemm_detail::q8_0x16_avx2, qgemm_detail::rows_avx2, false};
+    case DType::q4_k: return {qgemm_detail::q4_kx16_avx2, qgemm_detail::rows_avx2, false};
+    case DType::q6_k: return {qgemm_detail::q6_kx16_avx2, qgemm_detail::rows_avx2, false};
+    default: return {};
+  }
 }
 
 }  // namespace
 
 DType x16_type(DType plain) {
-  return plain == DType::q4_0 ? DType::q4_0x16 : plain == DType::q8_0 ? DType::q8_0x16 : plain;
+  switch (plain) {
+    case DType::q4_0: return DType::q4_0x16;
+    case DType::q8_0: return DType::q8_0x16;
+    case DType::q4_k: return DType::q4_kx16;
+    case DType::q6_k: return DType::q6_kx16;
+    default: return plain;
+  }
 }
-DType x16_plain(DType x16) { return x16 == DType::q4_0x16 ? DType::q4_0 : x16 == DType::q8_0x16 ? DType::q8_0 : x16; }
-bool dtype_is_x16(DType t) { return t == DType::q4_0x16 || t == DType::q8_0x16; }
+DType x16_plain(DType x16) {
+  switch (x16) {
+    case DType::q4_0x16: return DType::q4_0;
+    case DType::q8_0x16: return DType::q8_0;
+    case DType::q4_kx16: return DType::q4_k;
+    case DType::q6_kx16: return DType::q6_k;
+    default: return x16;
+  }
+}
+bool dtype_is_x16(DType t) { return x16_plain(t) != t; }
 
 void repack_x16(DType plain, void* data, std::int64_t N, std::int64_t K) {
   const Geometry g = geometry(plain);
@@ -96,7 +139,7 @@ void repack_x16(DType plain, void* data, std::int64_t N, std::int64_t K) {
   for (std::int64_t gi = 0; gi < N / kX16Rows; ++gi) {
     unsigned char* at = p + static_cast<std::size_t>(gi) * group;
     std::memcpy(rows.data(), at, group);
-    interleave(g, rows.data(), at, K / 32, row_bytes);
+    interleave(g, rows.data(), at, K / g.elems, row_bytes);
   }
 }
 
@@ -107,7 +150,7 @@ void unpack_x16(DType x16, const void* in, void* out, std::int64_t rows, std::in
   const std::int64_t groups = rows / kX16Rows;
   for (std::int64_t gi = 0; gi < groups; ++gi)
     deinterleave(g, static_cast<const unsigned char*>(in) + static_cast<std::size_t>(gi) * group,
-                 static_cast<unsigned char*>(out) + static_cast<std::size_t>(gi) * group, K / 32, row_bytes);
+                 static_cast<unsigned char*>(out) + static_cast<std::size_t>(gi) * group, K / g.elems, row_bytes);
   const std::size_t done = static_cast<std::size_t>(groups) * group;  // the tail rows are plain
   std::memcpy(static_cast<unsigned char*>(out) + done, static_cast<const unsigned char*>(in) + done,
               static_cast<std::size_t>(rows % kX16Rows) * row_bytes);
@@ -122,10 +165,10 @@ void dequantize_x16_row(DType x16, const void* matrix, std::int64_t N, std::int6
   if (row >= N / kX16Rows * kX16Rows)
     return dequantize_rows(g.plain, base + static_cast<std::size_t>(row) * row_bytes, out, 1, K);
   const unsigned char* grp = base + static_cast<std::size_t>(row / kX16Rows) * group;
-  unsigned char blk[sizeof(BlockQ8_0)];  // the largest plain block
-  for (std::int64_t b = 0; b < K / 32; ++b) {  // the row's block b, gathered from its lane
+  unsigned char blk[sizeof(BlockQ6_K)];  // the largest plain block
+  for (std::int64_t b = 0; b < K / g.elems; ++b) {  // the row's block b, gathered from its lane
     from_lanes(g, grp + static_cast<std::size_t>(b) * g.group_block, blk, row % kX16Rows);
-    dequantize_rows(g.plain, blk, out + 32 * b, 1, 32);
+    dequantize_rows(g.plain, blk, out + g.elems * b, 1, g.elems);
   }
 }
 

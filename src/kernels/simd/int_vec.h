@@ -58,6 +58,54 @@ struct IVec<Avx2> {
     const T pairs = _mm256_maddubs_epi16(_mm256_abs_epi8(w), _mm256_sign_epi8(x, w));
     return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, _mm256_set1_epi16(1)));
   }
+  // For the k-quants' per-lane sub-block scales (qgemm_repacked_impl.h): bit logic and shifts
+  // within 32-bit lanes, byte j of each lane as an int32, and int16 pair products.
+  static T and_(T a, T b) { return _mm256_and_si256(a, b); }
+  static T or_(T a, T b) { return _mm256_or_si256(a, b); }
+  static T sub(T a, T b) { return _mm256_sub_epi32(a, b); }
+  template <int n>
+  static T shl(T a) { return _mm256_slli_epi32(a, n); }
+  template <int n>
+  static T shr(T a) { return _mm256_srli_epi32(a, n); }
+  template <bool kSigned>
+  static T byte_i32(T v, int j) {
+    if constexpr (kSigned)
+      return _mm256_sra_epi32(_mm256_sll_epi32(v, _mm_cvtsi32_si128(24 - 8 * j)), _mm_cvtsi32_si128(24));
+    else
+      return _mm256_and_si256(_mm256_srl_epi32(v, _mm_cvtsi32_si128(8 * j)), _mm256_set1_epi32(0xFF));
+  }
+  // Bytes 0 and 2 (kOdd false) or 1 and 3 of each lane as its two int16 halves.
+  template <bool kSigned, bool kOdd>
+  static T bytes_i16(T v) {
+    if constexpr (kSigned) return _mm256_srai_epi16(kOdd ? v : _mm256_slli_epi16(v, 8), 8);
+    else return kOdd ? _mm256_srli_epi16(v, 8) : _mm256_and_si256(v, _mm256_set1_epi32(0x00FF00FF));
+  }
+  // Per lane a.lo·b.lo + a.hi·b.hi over int16 halves (vpmaddwd).
+  static T madd16(T a, T b) { return _mm256_madd_epi16(a, b); }
+  // The int16 pair (lo, hi) in every lane.
+  static T pair16(std::int16_t lo, std::int16_t hi) {
+    return _mm256_set1_epi32(static_cast<std::int32_t>(static_cast<std::uint16_t>(lo) |
+                                                       (static_cast<std::uint32_t>(static_cast<std::uint16_t>(hi)) << 16)));
+  }
+  // dot_sum_scaled's scale operand from int32 lanes in [-32768, 32767]: the low half copied to
+  // the high one, as vpmaddwd multiplies both int16 pair sums of a lane by it.
+  static T scale_operand(T sc) {
+    const __m128i dup = _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);  // per 128-bit half
+    return _mm256_shuffle_epi8(sc, _mm256_broadcastsi128_si256(dup));
+  }
+  // acc + sc · Σ over the lanes' bytes of u·s (sc from scale_operand): the int16 pair sums of
+  // as many terms as cannot overflow (8 for nibbles, 2 for 6-bit values) are added before each
+  // vpmaddwd, which multiplies them by the scale on the way to int32.
+  template <int N, int kMaxU>
+  static T dot_sum_scaled(T acc, const T (&u)[N], const T (&s)[N], T sc) {
+    constexpr int kGroup = 32767 / (2 * kMaxU * 127) > 0 ? 32767 / (2 * kMaxU * 127) : 1;
+    for (int j0 = 0; j0 < N; j0 += kGroup) {
+      T pairs = _mm256_maddubs_epi16(u[j0], s[j0]);
+      for (int j = j0 + 1; j < N && j < j0 + kGroup; ++j) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[j], s[j]));
+      acc = _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, sc));
+    }
+    return acc;
+  }
   static __m256 to_float(T a) { return _mm256_cvtepi32_ps(a); }
   // The 8 floats rounded to the nearest integer (ties to even, as std::nearbyint in the default
   // rounding mode), saturated to int8, stored as 8 bytes.

@@ -1,6 +1,7 @@
-// q4_0 and q8_0 repacked in 16-row groups (DType::q4_0x16 / q8_0x16, kernels/quant_repack.h):
+// q4_0, q8_0, q4_k and q6_k repacked in 16-row groups (DType::q4_0x16 ..., kernels/quant_repack.h):
 // the repack is lossless (bytes and dequantized values), the kernels match the plain type's
-// scalar twin within float reordering on every ISA, the ISA builds agree bit for bit, rows stay
+// scalar twin within float reordering on every ISA (the k-quants' to the bit: they keep the
+// twin's float steps), the ISA builds agree bit for bit, rows stay
 // bit-identical at any M, tail rows stay plain and every row gathers, and shapes that do not
 // fit the blocks are one-line errors.
 #include <gtest/gtest.h>
@@ -19,7 +20,12 @@
 namespace tfm {
 namespace {
 
-const DType kPlain[] = {DType::q4_0, DType::q8_0};
+const DType kPlain[] = {DType::q4_0, DType::q8_0, DType::q4_k, DType::q6_k};
+
+// A width given in 32-element blocks as that many of the type's blocks (256 elements for the
+// k-quants).
+std::int64_t blocks(DType t, std::int64_t K) { return K / 32 * dtype_block_elems(t); }
+bool k_quant(DType t) { return dtype_block_elems(t) == 256; }
 
 std::vector<float> normal(std::size_t n, unsigned seed, float scale = 1.0f) {
   std::mt19937 rng(seed);
@@ -57,7 +63,7 @@ struct IsaScope {
 TEST(QgemmRepacked, RepackIsLosslessAndDequantizesLikeThePlainType) {
   for (DType t : kPlain) {
     const DType x16 = kernels::x16_type(t);
-    const std::int64_t N = 48, K = 96;
+    const std::int64_t N = 48, K = blocks(t, 96);
     const auto q = plain_rows(t, N, K, 3);
     const auto r = repacked(t, q, N, K);
     EXPECT_NE(r, q) << dtype_name(t);  // the layout did change
@@ -81,9 +87,10 @@ TEST(QgemmRepacked, RepackIsLosslessAndDequantizesLikeThePlainType) {
 // sums, the float terms summed in another order, so within a few ulps of Σ |terms|.
 TEST(QgemmRepacked, EveryIsaMatchesThePlainTwinAtOddSizes) {
   for (DType t : kPlain)
-    for (std::int64_t K : {32, 96, 288})
+    for (std::int64_t K32 : {32, 96, 288})
       for (std::int64_t N : {16, 29, 48})
         for (std::int64_t M : {1, 2, 5, 7, 33}) {
+          const std::int64_t K = blocks(t, K32);
           const DType x16 = kernels::x16_type(t);
           const auto q = plain_rows(t, N, K, static_cast<unsigned>(M * 13 + N + K));
           const auto r = repacked(t, q, N, K);
@@ -101,6 +108,11 @@ TEST(QgemmRepacked, EveryIsaMatchesThePlainTwinAtOddSizes) {
           for (Isa isa : available_isas()) {
             IsaScope scope(isa);
             kernels::qgemm(x16, M, N, K, x.data(), K, r.data(), fast.data(), N);
+            for (std::int64_t i = 0; k_quant(t) && i < M * N; ++i)  // the grouped rows (the tail runs the plain kernel)
+              if (i % N < N / 16 * 16) {
+                ASSERT_EQ(fast[static_cast<std::size_t>(i)], twin[static_cast<std::size_t>(i)])
+                    << dtype_name(x16) << " " << isa_name(isa) << " M=" << M << " N=" << N << " at " << i;
+              }
             for (std::size_t i = 0; i < fast.size(); ++i)
               ASSERT_NEAR(fast[i], twin[i], 2e-6f * mag[i] + 1e-30f)
                   << dtype_name(x16) << " " << isa_name(isa) << " M=" << M << " N=" << N << " K=" << K << " at " << i;
@@ -112,8 +124,9 @@ TEST(QgemmRepacked, EveryIsaMatchesThePlainTwinAtOddSizes) {
 // the same float steps per lane, so every ISA build gives the same bits (on an AVX-512 VNNI
 // CPU this compares q4_0x16's AVX-512 and AVX2 builds; an AVX2 CPU has one fast build).
 TEST(QgemmRepacked, TheIsaBuildsAgreeBitForBit) {
-  const std::int64_t N = 48, K = 288;
+  const std::int64_t N = 48;
   for (DType t : kPlain) {
+    const std::int64_t K = blocks(t, 288);
     const auto r = repacked(t, plain_rows(t, N, K, 21), N, K);
     for (std::int64_t M : {1, 3, 6}) {
       std::vector<float> x = normal(static_cast<std::size_t>(M * K), 22);
@@ -131,8 +144,9 @@ TEST(QgemmRepacked, TheIsaBuildsAgreeBitForBit) {
 }
 
 TEST(QgemmRepacked, RowsAreIndependentOfTheBatch) {
-  const std::int64_t N = 37, K = 160;  // two groups and a tail
+  const std::int64_t N = 37;  // two groups and a tail
   for (DType t : kPlain) {
+    const std::int64_t K = blocks(t, 160);
     const DType x16 = kernels::x16_type(t);
     const auto r = repacked(t, plain_rows(t, N, K, 9), N, K);
     for (Isa isa : available_isas()) {
@@ -155,8 +169,9 @@ TEST(QgemmRepacked, RowsAreIndependentOfTheBatch) {
 // N % 16 rows after the groups stay plain rows (a 50257-row vocabulary has one): their bytes
 // are untouched, and every row still unpacks and gathers as it was.
 TEST(QgemmRepacked, TailRowsStayPlainAndEveryRowGathers) {
-  const std::int64_t N = 37, K = 96;  // two groups and five tail rows
+  const std::int64_t N = 37;  // two groups and five tail rows
   for (DType t : kPlain) {
+    const std::int64_t K = blocks(t, 96);
     const DType x16 = kernels::x16_type(t);
     const auto q = plain_rows(t, N, K, 5);
     const auto r = repacked(t, q, N, K);
@@ -180,12 +195,12 @@ TEST(QgemmRepacked, ShapesOutsideTheBlocksAreOneLineErrors) {
     try {
       if (what == 0) kernels::repack_x16(DType::q4_0, q.data(), 17, 48);
       else if (what == 1) kernels::dequantize_x16_row(DType::q4_0x16, q.data(), 17, 17, 64, nullptr);
-      else kernels::repack_x16(DType::q4_k, q.data(), 1, 256);
+      else kernels::repack_x16(DType::f16, q.data(), 1, 256);
       FAIL() << "no error for case " << what;
     } catch (const Error& e) {
       const std::string msg = e.what();
       const char* want[] = {"q4_0x16 holds rows of whole 32-element blocks; (17, 48)",
-                            "row 17 of a q4_0x16 matrix of 17 rows", "q4_k have no 16-row interleaved layout"};
+                            "row 17 of a q4_0x16 matrix of 17 rows", "f16 have no 16-row interleaved layout"};
       EXPECT_NE(msg.find(want[what]), std::string::npos) << msg;
       EXPECT_EQ(msg.find('\n'), std::string::npos) << msg;
     }
