@@ -13,6 +13,13 @@
 // the request's own (seed, stream, draw) — so a request's tokens are bit-identical whatever
 // else is in the batch, and a prompt that fits one chunk gives exactly `Generator::generate`'s
 // tokens (stream 0). A full context ends a sequence with stop reason "context" (no shift).
+//
+// Speculative decoding (enable_speculative; speculative.cpp states the rule): a slot whose
+// request allows it drafts a few tokens (prompt lookup, or a draft model with a KV cache slot of
+// its own) and has the model score its last token and the draft in one step of its own; the
+// acceptable prefix and one token of the model's are kept. Greedy tokens stay those of plain
+// decoding, sampled ones are distributed as plain sampling's, and a grammar's mask applies at
+// every scored position (so its text still parses).
 #pragma once
 
 #include <cstdint>
@@ -39,6 +46,7 @@ struct BatchRequest {
   GenerateOptions options;            // context_shift is ignored (off)
   std::uint64_t stream = 0;           // the sampler's stream: choices of one prompt differ by it
   std::int64_t top_logprobs = -1;     // < 0: no log-probabilities; k >= 0: the chosen token's and the k best
+  bool speculative = true;            // draft and verify, where enable_speculative was called
 };
 
 struct TokenLogprob {
@@ -85,6 +93,13 @@ class ContinuousBatch {
   std::int64_t load_prompt_cache(const std::string& path, const std::string& model_id);
   std::int64_t erase_prompt_cache();
 
+  // Speculative decoding for requests that allow it: s.draft (same vocabulary, decoder-only
+  // language model; null: prompt lookup), drafts of 1 .. s.max_draft tokens adapting to what
+  // is kept. Call before the first add().
+  void enable_speculative(const SpeculativeOptions& s);
+  bool speculative() const { return speculative_; }
+  const SpeculativeStats& speculative_stats() const { return spec_stats_; }
+
   // Takes a free slot (throws when none is free or the request is malformed); returns its id.
   std::int64_t add(BatchRequest r);
   // Frees the request's slot now (no event follows). Unknown or finished ids are ignored.
@@ -105,7 +120,17 @@ class ContinuousBatch {
     std::size_t emitted = 0;
     std::shared_ptr<detail::Constraint> constraint;  // options.grammar's state
     std::uint64_t chain = 0;          // prompt cache key of the blocks prefilled so far
+    // Speculative slots: `pending` is taken (in history, sent) but not yet in the cache; each
+    // round feeds it with the draft.
+    bool has_pending = false;
+    std::int32_t pending = 0;
+    std::int64_t draft_len = 4;
+    std::uint64_t accept_draw = 0, draft_draw = 0, bonus_draw = 0;
   };
+  // Takes `tok` (sampled from `row`) into slot s's text: e's token, text and log-probabilities;
+  // false when the sequence ended there (eos, a stop string, the context), e then finished.
+  bool take(std::int64_t s, std::int32_t tok, std::span<const float> row, BatchEvent& e);
+  void speculative_round(std::int64_t s, std::vector<BatchEvent>& events);
   void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                    std::vector<std::int32_t>& next);
   void finish(std::int64_t s, const std::string& reason, BatchEvent& e);
@@ -121,6 +146,10 @@ class ContinuousBatch {
   Timings timings_;
   std::shared_ptr<const TokenTrie> grammar_vocab_;  // built at the first grammar
   std::unique_ptr<PromptCache> prompt_cache_;
+  bool speculative_ = false;
+  SpeculativeOptions spec_;
+  std::unique_ptr<KVCache> draft_cache_;    // the draft model's, one slot per slot
+  SpeculativeStats spec_stats_;
   void reuse_cached_blocks(std::int64_t s);
   std::string prompt_cache_layout(const std::string& model_id) const;
   void remember_block(std::int64_t s, std::int64_t start, std::int64_t end);

@@ -7,6 +7,7 @@
 #include <numeric>
 
 #include "decode_steps.h"
+#include "speculative_steps.h"
 #include "tfm/error.h"
 #include "tfm/safetensors.h"
 
@@ -91,8 +92,10 @@ std::int64_t ContinuousBatch::add(BatchRequest r) {
     if (r.options.grammar)
       slot.constraint = std::make_shared<detail::Constraint>(*r.options.grammar, detail::grammar_vocabulary(tok_, V, grammar_vocab_),
                                                              tok_.eos_id(), r.options);
+    slot.draft_len = std::min<std::int64_t>(4, spec_.max_draft);
     slot.req = std::move(r);
     cache_.reset(static_cast<std::int64_t>(s));
+    if (draft_cache_) draft_cache_->reset(static_cast<std::int64_t>(s));
     prefill_order_.push_back(static_cast<std::int64_t>(s));
     return slot.id;
   }
@@ -144,12 +147,27 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
   }
   const Sampler sampler(o.sampling);
   const std::int32_t tok = sampler.sample(row, slot.history, slot.req.stream, static_cast<std::uint64_t>(slot.generated), mask);
-  ++slot.generated;
   slot.logits_ready = false;
+  if (take(s, tok, row, e)) {
+    if (speculative_ && slot.req.speculative) {  // fed by the next speculative round, with a draft
+      slot.has_pending = true;
+      slot.pending = tok;
+    } else {
+      live.push_back(s);
+      next.push_back(tok);
+    }
+  }
+  events.push_back(std::move(e));
+}
+
+bool ContinuousBatch::take(std::int64_t s, std::int32_t tok, std::span<const float> row, BatchEvent& e) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  const GenerateOptions& o = slot.req.options;
+  e.id = slot.id;
+  ++slot.generated;
   if (detail::is_end_token(tok, tok_.eos_id(), o)) {
     finish(s, "eos", e);
-    events.push_back(std::move(e));
-    return;
+    return false;
   }
   if (slot.constraint) slot.constraint->accept(tok);
   e.has_token = true;
@@ -159,13 +177,125 @@ void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& event
   slot.history.push_back(tok);
   bool stopped = false;
   e.text = detail::advance_text(tok_, o.stop, slot.out, slot.emitted, &stopped);
-  if (stopped) finish(s, "stop", e);
-  else if (cache_.length(s) >= cache_.capacity()) finish(s, "context", e);
-  else {
-    live.push_back(s);
-    next.push_back(tok);
+  if (stopped) {
+    finish(s, "stop", e);
+    return false;
   }
-  events.push_back(std::move(e));
+  // The new token is not in the cache yet: with a full cache it can never be read.
+  if (static_cast<std::int64_t>(slot.history.size()) - 1 >= cache_.capacity()) {
+    finish(s, "context", e);
+    return false;
+  }
+  return true;
+}
+
+void ContinuousBatch::enable_speculative(const SpeculativeOptions& s) {
+  TFM_CHECK(active() == 0, "speculative", "enable it before the first request");
+  TFM_CHECK(s.max_draft >= 1 && s.max_draft <= 64, "speculative", "max_draft must be 1..64, got ", s.max_draft);
+  TFM_CHECK(s.ngram >= 1, "speculative", "ngram must be >= 1");
+  if (s.draft) {
+    const ModelConfig& dc = s.draft->config();
+    TFM_CHECK(dc.architecture == Architecture::decoder_only && dc.head == HeadKind::lm, "speculative",
+              "the draft must be a decoder-only language model");
+    TFM_CHECK(dc.vocab_size == model_.config().vocab_size, "speculative", "the draft's vocabulary (", dc.vocab_size,
+              ") differs from the model's (", model_.config().vocab_size, ")");
+    TFM_CHECK(dc.position != PositionKind::learned || dc.max_positions >= cache_.capacity(), "speculative", "the draft reads ",
+              dc.max_positions, " positions; the context is ", cache_.capacity());
+    s.draft->set_training(false);
+    draft_cache_ = std::make_unique<KVCache>(dc, cache_.slots(), cache_.capacity());
+  }
+  spec_ = s;
+  speculative_ = true;
+}
+
+// One round of slot s (speculative.cpp's loop body, for one slot of the batch): the pending
+// token and a draft in one step of the model, then each scored position in turn: its grammar
+// mask, the acceptance rule, the token taken as plain decoding takes it.
+void ContinuousBatch::speculative_round(std::int64_t s, std::vector<BatchEvent>& events) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  const GenerateOptions& o = slot.req.options;
+  const std::int64_t V = model_.config().vocab_size;
+  if (slot.generated >= o.max_new_tokens) {  // as sample_slot: the budget ends the text
+    BatchEvent e;
+    e.id = slot.id;
+    finish(s, "length", e);
+    events.push_back(std::move(e));
+    return;
+  }
+  const auto t0 = Clock::now();
+  const Sampler sampler(o.sampling);
+  const bool greedy = o.sampling.temperature <= 0;
+  const detail::SpeculativeStreams streams = detail::speculative_streams(slot.req.stream);
+  const std::int64_t L = cache_.length(s);  // the history but the pending token
+  const std::int64_t kk = std::max<std::int64_t>(
+      0, std::min({slot.draft_len, cache_.capacity() - L - 1, o.max_new_tokens - slot.generated - 1}));
+  std::vector<std::int32_t> draft;
+  std::vector<std::vector<Candidate>> q;  // the draft model's distributions (empty: one-hot drafts)
+  if (kk > 0 && spec_.draft)
+    draft = detail::model_draft(*spec_.draft, *draft_cache_, s, sampler, greedy, slot.history, kk, streams.draft,
+                                slot.draft_draw, q);
+  else if (kk > 0)
+    draft = detail::lookup_draft(slot.history, spec_.ngram, kk);
+  std::vector<std::int32_t> feed{slot.pending};
+  feed.insert(feed.end(), draft.begin(), draft.end());
+  const auto rows = model_.decode_cached(detail::ids_tensor(feed), {s}, cache_, true).to_floats();  // (1, 1 + n, V)
+  slot.has_pending = false;
+  std::size_t kept = 0;
+  std::int64_t taken = 0;
+  for (std::size_t i = 0; i <= draft.size(); ++i) {
+    cache_.set_length(s, L + 1 + static_cast<std::int64_t>(i));  // pending and the i drafts kept so far
+    const std::span<const float> row(rows.data() + i * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
+    BatchEvent e;
+    e.id = slot.id;
+    const TokenMask* mask = nullptr;
+    if (slot.constraint) {
+      const std::int64_t left = std::min(o.max_new_tokens - slot.generated,
+                                         cache_.capacity() - static_cast<std::int64_t>(slot.history.size()) + 1);
+      bool stop = false;
+      mask = slot.constraint->allowed(left, &stop);
+      if (stop) {
+        finish(s, slot.constraint->stop_reason(), e);
+        events.push_back(std::move(e));
+        break;
+      }
+    }
+    std::int32_t tok;
+    bool keep = false;
+    if (i < draft.size()) {
+      const std::vector<Candidate> p = sampler.candidates(row, slot.history, mask);
+      const std::int32_t d = draft[i];
+      if (greedy) {
+        keep = p.front().id == d;
+        tok = keep ? d : p.front().id;
+      } else {
+        const double pd = detail::prob_of(p, d), qd = q.empty() ? 1.0 : detail::prob_of(q[i], d);
+        keep = sampler.uniform(streams.accept, slot.accept_draw++) * qd < pd;
+        const std::vector<Candidate> one_hot{{d, 1.0}};
+        tok = keep ? d : detail::draw_residual(p, q.empty() ? one_hot : q[i], sampler.uniform(streams.accept, slot.accept_draw++));
+      }
+    } else {  // every draft token kept: the model's own next one
+      tok = sampler.sample(row, slot.history, streams.bonus, slot.bonus_draw++, mask);
+    }
+    kept += keep;
+    ++taken;
+    const bool live = take(s, tok, row, e);
+    events.push_back(std::move(e));
+    if (!live) break;
+    if (!keep) {  // a correction or the bonus token: fed by the next round
+      slot.has_pending = true;
+      slot.pending = tok;
+      break;
+    }
+  }
+  if (draft_cache_) draft_cache_->set_length(s, std::min(draft_cache_->length(s), cache_.length(s)));
+  if (!draft.empty())
+    slot.draft_len = kept == draft.size() ? std::min(slot.draft_len + 1, spec_.max_draft)
+                                          : std::max<std::int64_t>(1, static_cast<std::int64_t>(kept) + 1);
+  ++spec_stats_.rounds;
+  spec_stats_.drafted += static_cast<std::int64_t>(draft.size());
+  spec_stats_.accepted += static_cast<std::int64_t>(kept);
+  timings_.decode_tokens += taken;
+  timings_.decode_seconds += since(t0);
 }
 
 void ContinuousBatch::enable_prompt_cache(std::int64_t bytes) {
@@ -271,6 +401,9 @@ std::vector<BatchEvent> ContinuousBatch::step() {
     timings_.decode_tokens += static_cast<std::int64_t>(live.size());
     timings_.decode_seconds += since(t0);
   }
+  // 4. Each speculative slot's round: its own step of 1 + draft positions.
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(slots_.size()); ++s)
+    if (slots_[static_cast<std::size_t>(s)].used && slots_[static_cast<std::size_t>(s)].has_pending) speculative_round(s, events);
   return events;
 }
 

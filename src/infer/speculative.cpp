@@ -18,6 +18,7 @@
 #include <optional>
 
 #include "decode_steps.h"
+#include "speculative_steps.h"
 #include "tfm/error.h"
 #include "tfm/session.h"
 
@@ -27,9 +28,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-// Streams of the sampler's random numbers: 0 is the plain first token's, the others are the
-// speculative rounds' own, so no two uses share a number.
-constexpr std::uint64_t kAcceptStream = 11, kDraftStream = 12, kBonusStream = 13;
+}  // namespace
+
+namespace detail {
 
 double prob_of(const std::vector<Candidate>& c, std::int32_t id) {
   for (const Candidate& x : c)
@@ -37,7 +38,6 @@ double prob_of(const std::vector<Candidate>& c, std::int32_t id) {
   return 0.0;
 }
 
-// Draws from max(0, p - q), renormalised (p when that is all zero: p == q).
 std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Candidate>& q, double u) {
   std::vector<Candidate> r;
   double z = 0;
@@ -52,9 +52,6 @@ std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Ca
   return r.back().id;
 }
 
-// Prompt lookup: the tokens after an earlier occurrence of the last n tokens (n from `longest`
-// down to 1), at most k of them: the latest occurrence that has k tokens after it, else the
-// one with the most (a repeating text's latest occurrence is right before the end).
 std::vector<std::int32_t> lookup_draft(const std::vector<std::int32_t>& h, std::int64_t longest, std::int64_t k) {
   const auto H = static_cast<std::int64_t>(h.size());
   for (std::int64_t n = std::min(longest, H - 1); n >= 1; --n) {
@@ -69,7 +66,35 @@ std::vector<std::int32_t> lookup_draft(const std::vector<std::int32_t>& h, std::
   return {};
 }
 
-}  // namespace
+std::vector<std::int32_t> model_draft(Model& draft, KVCache& cache, std::int64_t slot, const Sampler& sampler, bool greedy,
+                                      std::vector<std::int32_t> h, std::int64_t k, std::uint64_t stream, std::uint64_t& draw,
+                                      std::vector<std::vector<Candidate>>& q) {
+  std::vector<std::int32_t> out;
+  q.clear();
+  for (std::int64_t i = 0; i < k; ++i) {
+    const std::int64_t have = cache.length(slot);
+    const std::vector<std::int32_t> feed(h.begin() + have, h.end());
+    const auto row = draft.decode_cached(ids_tensor(feed), {slot}, cache).to_floats();
+    std::vector<Candidate> c = sampler.candidates(row, h);
+    std::int32_t d = c.front().id;
+    if (!greedy) {
+      const double u = sampler.uniform(stream, draw++);
+      double cum = 0;
+      d = c.back().id;
+      for (const Candidate& x : c)
+        if (u < (cum += x.prob)) {
+          d = x.id;
+          break;
+        }
+    }
+    out.push_back(d);
+    q.push_back(std::move(c));
+    h.push_back(d);
+  }
+  return out;
+}
+
+}  // namespace detail
 
 GenerateResult Generator::generate_speculative(std::string_view prompt_text, const GenerateOptions& o, const SpeculativeOptions& s,
                                                const std::function<void(std::string_view)>& on_text, SpeculativeStats* stats) {
@@ -130,6 +155,7 @@ GenerateResult Generator::generate_speculative(std::string_view prompt_text, con
   }
   std::int64_t k = std::min<std::int64_t>(4, s.max_draft);
   std::uint64_t accept_draw = 0, draft_draw = 0, bonus_draw = 0;
+  const detail::SpeculativeStreams streams = detail::speculative_streams(0);
   for (;;) {
     // The model holds every token but the last one (x = hist.back()), which this round feeds.
     const std::int64_t L = cache_.length(0);
@@ -143,29 +169,9 @@ GenerateResult Generator::generate_speculative(std::string_view prompt_text, con
     std::vector<std::int32_t> draft;
     std::vector<std::vector<Candidate>> q;  // the draft model's distributions (empty: one-hot)
     if (s.draft && kk > 0) {
-      std::vector<std::int32_t> h = hist;
-      for (std::int64_t i = 0; i < kk; ++i) {
-        const std::int64_t have = dcache->length(0);
-        const std::vector<std::int32_t> feed(h.begin() + have, h.end());
-        const auto row = s.draft->decode_cached(detail::ids_tensor(feed), {0}, *dcache).to_floats();
-        std::vector<Candidate> c = sampler.candidates(row, h);
-        std::int32_t d = c.front().id;
-        if (!greedy) {
-          const double u = sampler.uniform(kDraftStream, draft_draw++);
-          double cum = 0;
-          d = c.back().id;
-          for (const Candidate& x : c)
-            if (u < (cum += x.prob)) {
-              d = x.id;
-              break;
-            }
-        }
-        draft.push_back(d);
-        q.push_back(std::move(c));
-        h.push_back(d);
-      }
+      draft = detail::model_draft(*s.draft, *dcache, 0, sampler, greedy, hist, kk, streams.draft, draft_draw, q);
     } else if (kk > 0) {
-      draft = lookup_draft(hist, s.ngram, kk);
+      draft = detail::lookup_draft(hist, s.ngram, kk);
     }
     // 2. The model scores x and the draft in one step.
     std::vector<std::int32_t> feed{hist.back()};
@@ -184,11 +190,11 @@ GenerateResult Generator::generate_speculative(std::string_view prompt_text, con
         keep = p.front().id == d;
         if (!keep) next = p.front().id;
       } else {
-        const double pd = prob_of(p, d), qd = q.empty() ? 1.0 : prob_of(q[kept], d);
-        keep = sampler.uniform(kAcceptStream, accept_draw++) * qd < pd;
+        const double pd = detail::prob_of(p, d), qd = q.empty() ? 1.0 : detail::prob_of(q[kept], d);
+        keep = sampler.uniform(streams.accept, accept_draw++) * qd < pd;
         if (!keep) {
           const std::vector<Candidate> one_hot{{d, 1.0}};
-          next = draw_residual(p, q.empty() ? one_hot : q[kept], sampler.uniform(kAcceptStream, accept_draw++));
+          next = detail::draw_residual(p, q.empty() ? one_hot : q[kept], sampler.uniform(streams.accept, accept_draw++));
         }
       }
       if (!keep) break;
@@ -196,7 +202,7 @@ GenerateResult Generator::generate_speculative(std::string_view prompt_text, con
     }
     if (next < 0) {  // every draft token kept: the model's own next one
       const std::span<const float> row(rows.data() + draft.size() * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
-      next = sampler.sample(row, h, kBonusStream, bonus_draw++);
+      next = sampler.sample(row, h, streams.bonus, bonus_draw++);
     }
     // 4. Both caches forget what was not kept.
     cache_.set_length(0, L + 1 + static_cast<std::int64_t>(kept));

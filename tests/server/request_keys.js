@@ -104,6 +104,8 @@ async function main() {
     user: { skip: true },
     // This server has no index (tests/server/retrieval.sh starts one with --retrieve).
     retrieve: { base: g, with: { retrieve: true }, expect: [400, 'unsupported_value'] },
+    // This server drafts nothing (structured_output.sh starts one with --lookup, one with --draft-model).
+    speculative: { base: g, with: { speculative: true }, expect: [400, 'unsupported_value'] },
   });
 
   // /v1/completions on a decoder model.
@@ -166,6 +168,7 @@ async function main() {
     stream: { with: { stream: true }, expect: [400, 'unsupported_value'] },
     user: { skip: true },
     retrieve: { with: { retrieve: 2 }, expect: [400, 'unsupported_value'] },
+    speculative: { with: { speculative: false }, expect: [400, 'unsupported_value'] },
   };
   const sampleValue = { temperature: 0.5, top_p: 0.5, top_k: 2, min_p: 0.1, repeat_penalty: 2, repeat_last_n: 8,
                         presence_penalty: 1, frequency_penalty: 1, seed: 3, stop: 'x', logprobs: 2, echo: true,

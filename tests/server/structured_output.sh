@@ -7,7 +7,9 @@
 # are checked on the same model. Then tests/server/prompt_cache.js: a long shared system prompt
 # comes from the cache (cached_tokens) and answers equal a server's without one (--cache-ram 0);
 # the cache saved to a file, erased and restored (/slots), and file names that try to escape
-# the directory refused.
+# the directory refused. Then tests/server/speculative.js: servers that draft by prompt lookup
+# and with a draft model (the model itself at q8_0) answer greedy requests as one that drafts
+# nothing.
 #   usage: structured_output.sh TFM SOURCE_DIR NODE
 set -euo pipefail
 TFM=$1 SRC=$2 NODE=${3:-node}
@@ -57,5 +59,12 @@ mkdir "$DIR/slots"
 start main g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --slot-save-path "$DIR/slots"
 MAIN=$PORT
 start plain g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --cache-ram 0
+PLAIN=$PORT
+start lookup g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --lookup --draft 6
+LOOKUP=$PORT
+start draft g2 --parallel 2 --ctx-size 1024 --prefill-chunk 64 --draft-model "$DIR/g2" --draft-dtype q8_0
+"$NODE" "$SRC/tests/server/speculative.js" "http://127.0.0.1:$LOOKUP" "http://127.0.0.1:$PORT" "http://127.0.0.1:$PLAIN" \
+  "$SRC/tools/reference/openai"
+PORT=$PLAIN
 "$NODE" "$SRC/tests/server/structured_output.js" "http://127.0.0.1:$MAIN" "$SRC/tools/reference/openai"
 "$NODE" "$SRC/tests/server/prompt_cache.js" "http://127.0.0.1:$MAIN" "http://127.0.0.1:$PORT" "$SRC/tools/reference/openai" "$DIR/slots"

@@ -43,6 +43,11 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--retrieve-k", a->o.retrieve_k, "--retrieve: passages a request (a request's \"retrieve\" may ask for others)")
       ->check(CLI::Range(1, 100));
   cmd->add_option("--retrieve-template", a->o.retrieve_template, "--retrieve: a Jinja file over documents and prompt");
+  cmd->add_option("--draft-model", a->o.draft_model, "Speculative decoding: a smaller model with the same tokenizer drafts tokens");
+  cmd->add_option("--draft-dtype", a->o.draft_dtype, "--draft-model's weight type at load (default: as stored)");
+  cmd->add_flag("--lookup", a->o.lookup, "Speculative decoding: draft the tokens that followed the text's last n-gram earlier");
+  cmd->add_option("--draft", a->o.draft_max, "Speculative decoding: the longest draft (it adapts below this)")->check(CLI::Range(1, 64));
+  cmd->add_option("--lookup-ngram", a->o.lookup_ngram, "--lookup: the longest n-gram matched")->check(CLI::Range(1, 16));
   cmd->add_option("--beam-size", a->o.beam_size, "Speech models: beams at temperature 0 (1: greedy)")->check(CLI::Range(1, 16));
   cmd->add_option("--best-of", a->o.best_of, "Speech models: samples at each fallback temperature")->check(CLI::Range(1, 16));
   cmd->add_option("--timeout", a->o.timeout_s, "Seconds a request may take in all")->check(CLI::Range(1, 86400));

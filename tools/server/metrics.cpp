@@ -42,6 +42,8 @@ std::string Metrics::text() const {
   line("tfm_slots_busy", "gauge", "slots decoding or prefilling", slots_busy.load());
   line("tfm_slots_total", "gauge", "slots (--parallel)", slots_total.load());
   line("tfm_queue_length", "gauge", "generation requests waiting for a slot", queue_length.load());
+  line("tfm_speculative_drafted_tokens_total", "counter", "tokens drafted (--lookup, --draft-model)", spec_drafted.load());
+  line("tfm_speculative_accepted_tokens_total", "counter", "drafted tokens the model kept", spec_accepted.load());
   s += request_seconds.text("tfm_request_duration_seconds", "HTTP request latency");
   s += first_token_seconds.text("tfm_time_to_first_token_seconds", "time from request to its first generated token");
   s += inter_token_seconds.text("tfm_inter_token_seconds", "time between a request's consecutive tokens");

@@ -34,6 +34,8 @@ struct Metrics {
   std::atomic<std::int64_t> slots_busy{0};
   std::atomic<std::int64_t> slots_total{0};
   std::atomic<std::int64_t> queue_length{0};        // generations waiting for a slot
+  std::atomic<std::int64_t> spec_drafted{0};        // speculative decoding: tokens drafted
+  std::atomic<std::int64_t> spec_accepted{0};       // and kept
   Histogram request_seconds, first_token_seconds, inter_token_seconds;
   std::string text() const;
 };

@@ -87,12 +87,12 @@ inline const std::initializer_list<const char*> kCompletionKeys = {
     "model", "prompt", "max_tokens", "temperature", "top_p", "n", "stream", "stream_options", "logprobs", "echo",
     "stop", "presence_penalty", "frequency_penalty", "best_of", "logit_bias", "seed", "suffix", "user", "top_k",
     "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "num_beams", "length_penalty", "response_format", "grammar",
-    "retrieve"};
+    "retrieve", "speculative"};
 inline const std::initializer_list<const char*> kChatKeys = {
     "model", "messages", "max_tokens", "max_completion_tokens", "temperature", "top_p", "n", "stream",
     "stream_options", "stop", "presence_penalty", "frequency_penalty", "logit_bias", "logprobs", "top_logprobs",
     "seed", "user", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "ignore_eos", "response_format", "grammar",
-    "tools", "tool_choice", "parallel_tool_calls", "retrieve"};
+    "tools", "tool_choice", "parallel_tool_calls", "retrieve", "speculative"};
 // The completion keys that only shape sampling or streaming: refused for translation models.
 inline const std::initializer_list<const char*> kSamplingOnlyKeys = {
     "temperature", "top_p", "top_k", "min_p", "repeat_penalty", "repeat_last_n", "presence_penalty",

@@ -541,6 +541,9 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
     if (const auto r = b.find("retrieve"); r != b.end() && !r->is_null())
       throw ApiError(400, "invalid_request_error", "unsupported_value",
                      "retrieval augments the prompts of models that generate (decoder-only)", "retrieve");
+    if (const auto r = b.find("speculative"); r != b.end() && !r->is_null())
+      throw ApiError(400, "invalid_request_error", "unsupported_value",
+                     "speculative decoding drafts for models that generate (decoder-only)", "speculative");
     if (!chat && mc.architecture == Architecture::encoder_decoder && mc.head == HeadKind::lm) return translate_completion(cx, b, res);
     throw ApiError(400, "invalid_request_error", "model_not_supported",
                    std::string("this model (") + to_string(mc.architecture) + ") does not generate text" +
@@ -591,10 +594,18 @@ void generate(ServerContext& cx, const httplib::Request& req, httplib::Response&
   constrain_to_tools(call->tools, call->params.options);
   call->full.assign(static_cast<std::size_t>(call->params.n), "");
   call->shown.assign(static_cast<std::size_t>(call->params.n), 0);
+  // "speculative": false decodes this request plainly on a server started with a drafter
+  // (--lookup, --draft-model); true there is the default, and elsewhere a 400.
+  const std::optional<bool> speculative = get_bool(b, "speculative");
+  if (speculative.value_or(false) && !cx.sched.batch().speculative())
+    throw ApiError(400, "invalid_request_error", "unsupported_value",
+                   "this server drafts no tokens (start it with --lookup or --draft-model)", "speculative");
   auto g = std::make_shared<Generation>();
   g->prompt_tokens = np;
-  for (std::int64_t i = 0; i < call->params.n; ++i)
+  for (std::int64_t i = 0; i < call->params.n; ++i) {
     g->choices.push_back({prompt, call->params.options, static_cast<std::uint64_t>(i), call->params.top_logprobs});
+    g->choices.back().speculative = speculative.value_or(true);
+  }
   call->gen = g;
   call->id = (chat ? "chatcmpl-" : "cmpl-") + access_info().id;
   call->created = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch()).count();

@@ -8,12 +8,13 @@
 namespace tfm::server {
 
 Scheduler::Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue,
-                     Metrics& metrics, std::int64_t cache_ram_bytes)
+                     Metrics& metrics, std::int64_t cache_ram_bytes, const SpeculativeOptions* speculative)
     : lm_(lm), max_queue_(max_queue), metrics_(metrics) {
   const ModelConfig& c = lm.model.config();
   if (c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) {
     batch_.emplace(lm.model, lm.tokenizer, so, prefill_chunk);
     batch_->enable_prompt_cache(cache_ram_bytes);
+    if (speculative) batch_->enable_speculative(*speculative);
     metrics_.slots_total = batch_->slots();
   }
   thread_ = std::thread([this] { loop(); });
@@ -198,6 +199,8 @@ void Scheduler::loop() {
         ++metrics_.steps;
         // Before the handlers hear of a finish, so /metrics never lags what a client has seen.
         metrics_.slots_busy = batch_->active();
+        metrics_.spec_drafted = batch_->speculative_stats().drafted;
+        metrics_.spec_accepted = batch_->speculative_stats().accepted;
         dispatch(events);
       } catch (const std::exception& e) {
         fail_all(std::string("generation failed: ") + e.what());

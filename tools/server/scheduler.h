@@ -54,9 +54,10 @@ struct Generation {
 
 class Scheduler {
  public:
-  // cache_ram_bytes: the prompt cache's budget (0: none).
+  // cache_ram_bytes: the prompt cache's budget (0: none); speculative: decoding with drafts
+  // (null: none).
   Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue, Metrics& metrics,
-            std::int64_t cache_ram_bytes = 0);
+            std::int64_t cache_ram_bytes = 0, const SpeculativeOptions* speculative = nullptr);
   ~Scheduler();
   bool generates() const { return batch_.has_value(); }
   const ContinuousBatch& batch() const { return *batch_; }

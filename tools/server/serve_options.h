@@ -36,6 +36,11 @@ struct ServeOptions {
   std::string retrieve_dir;              // an index (tfm index build): completions get its passages
   std::int64_t retrieve_k = 3;           // passages a request (its "retrieve" may ask for others)
   std::string retrieve_template;         // Jinja over documents and prompt; empty: the default
+  std::string draft_model;               // speculative decoding: a draft with the same vocabulary
+  std::string draft_dtype;               // its weight type at load (empty: the model's --dtype)
+  bool lookup = false;                   // speculative decoding by prompt lookup
+  std::int64_t draft_max = 8;            // the longest draft (it adapts below this)
+  std::int64_t lookup_ngram = 3;         // --lookup: the longest n-gram matched
   bool quiet = false;                    // no access log
 };
 

@@ -123,7 +123,28 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   so.max_batch = opt.parallel;
   so.cache_type = dtype_from_name(opt.cache_type);
   so = session_for(lm, so);
-  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20);
+  // Speculative decoding: a draft model loaded beside the model (same tokenizer), or prompt lookup.
+  std::unique_ptr<LoadedModel> draft;
+  std::optional<SpeculativeOptions> spec;
+  TFM_CHECK(opt.draft_model.empty() || !opt.lookup, "serve", "give --draft-model or --lookup, not both");
+  if (!opt.draft_model.empty() || opt.lookup) {
+    TFM_CHECK(lm.config.architecture == Architecture::decoder_only && lm.config.head == HeadKind::lm, "serve",
+              "speculative decoding (--draft-model, --lookup) drafts for models that generate (decoder-only)");
+    spec = SpeculativeOptions{nullptr, opt.draft_max, opt.lookup_ngram};
+    if (!opt.draft_model.empty()) {
+      LoadOptions lo;
+      lo.dtype = opt.draft_dtype;
+      lo.ctx = so.ctx_size;
+      lo.batch = so.max_batch;
+      draft = std::make_unique<LoadedModel>(load_model(opt.draft_model, lo));
+      TFM_CHECK(draft->tokenizer.vocab_size() == lm.tokenizer.vocab_size(), "--draft-model", "its tokenizer has ",
+                draft->tokenizer.vocab_size(), " tokens; the model's has ", lm.tokenizer.vocab_size());
+      spec->draft = &draft->model;
+    }
+    std::fprintf(stderr, "tfm serve: speculative decoding: %s, drafts up to %lld tokens\n",
+                 draft ? ("draft model " + opt.draft_model).c_str() : "prompt lookup", static_cast<long long>(opt.draft_max));
+  }
+  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20, spec ? &*spec : nullptr);
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
   if (!opt.retrieve_dir.empty()) {

@@ -1,0 +1,39 @@
+// The pieces of speculative decoding that Generator::generate_speculative (one prompt,
+// speculative.cpp) and ContinuousBatch (the server's slots, continuous_batch.cpp) share: the
+// drafters and the residual draw of the acceptance rule (the rule itself: speculative.cpp).
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "tfm/generate.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+
+namespace tfm::detail {
+
+// The sampler streams of a sequence's speculative rounds, apart from its plain stream `base`
+// (a request's choice number) and from each other, so no two uses share a random number.
+struct SpeculativeStreams {
+  std::uint64_t accept, draft, bonus;
+};
+inline SpeculativeStreams speculative_streams(std::uint64_t base) {
+  return {(base << 8) | 11u, (base << 8) | 12u, (base << 8) | 13u};
+}
+
+// The probability of `id` in a candidate list (0 when absent).
+double prob_of(const std::vector<Candidate>& c, std::int32_t id);
+// Draws from max(0, p - q), renormalised (p's best when that is all zero: p == q), with u in [0, 1).
+std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Candidate>& q, double u);
+// Prompt lookup: the tokens after an earlier occurrence of the last n tokens of h (n from
+// `longest` down to 1), at most k: the latest occurrence with k tokens after it, else the one
+// with the most.
+std::vector<std::int32_t> lookup_draft(const std::vector<std::int32_t>& h, std::int64_t longest, std::int64_t k);
+// k tokens from a draft model after h: slot `slot` of `cache` first catches up with h, then each
+// token is the draft's greedy choice or a draw from its candidates (stream `stream`, draws from
+// `draw` on, advanced); q gets the draft's distributions (for the acceptance rule).
+std::vector<std::int32_t> model_draft(Model& draft, KVCache& cache, std::int64_t slot, const Sampler& sampler, bool greedy,
+                                      std::vector<std::int32_t> h, std::int64_t k, std::uint64_t stream, std::uint64_t& draw,
+                                      std::vector<std::vector<Candidate>>& q);
+
+}  // namespace tfm::detail
