@@ -1,0 +1,40 @@
+#!/usr/bin/env bash
+# Speculative decoding at one stream, side by side: `tfm serve` plain and with --lookup (a greedy
+# completion of TOKENS tokens through HTTP, its `timings.predicted_per_second`), and llama.cpp
+# (node-llama-cpp) plain and with its prompt-lookup predictor on the same GGUF file
+# (tools/reference/llama-cpp/bench_speculative.mjs). docs/benchmarks.md, "Speculative decoding".
+# tfm's lookup searches the prompt and the generated text; node-llama-cpp's only the prompt.
+#   bench/server/speculative.sh MODEL.gguf [THREADS] [TOKENS] [REPS]   (from the repository root)
+set -euo pipefail
+root=$(pwd)
+model=$1 threads=${2:-1} tokens=${3:-128} reps=${4:-3}
+prompt="The quick brown fox jumps over the lazy dog. The quick brown fox"
+dir=$(mktemp -d)
+pids=()
+cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+trap cleanup EXIT
+serve() {  # serve NAME ARGS...: sets port
+  local name=$1; shift
+  "$root/build/bin/tfm" -t "$threads" serve -m "$model" --port 0 --parallel 1 -c 512 --no-log "$@" > "$dir/$name.out" 2> "$dir/$name.err" &
+  pids+=($!)
+  for _ in $(seq 300); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$dir/$name.out" 2> /dev/null || true)
+    [ -n "$port" ] && return 0
+    sleep 0.1
+  done
+  echo "server $name did not start" >&2; cat "$dir/$name.err" >&2; exit 1
+}
+body=$(printf '{"prompt": "%s", "max_tokens": %d, "temperature": 0, "ignore_eos": true}' "$prompt" "$tokens")
+for mode in plain lookup; do
+  if [ "$mode" = lookup ]; then serve "$mode" --lookup; else serve "$mode"; fi
+  best=0
+  for r in $(seq 0 "$reps"); do  # run 0 warms up
+    tps=$(curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" |
+      /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["timings"]["predicted_per_second"])')
+    [ "$r" -gt 0 ] && best=$(/usr/bin/python3 -c "print(max($best, $tps))")
+  done
+  echo "tfm $mode: $best tok/s"
+  curl -s "http://127.0.0.1:$port/metrics" | grep '^tfm_speculative' || true
+  kill "${pids[-1]}"
+done
+node "$root/tools/reference/llama-cpp/bench_speculative.mjs" "$model" "$threads" "$tokens" "$reps" "$prompt"
