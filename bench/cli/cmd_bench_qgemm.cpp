@@ -91,22 +91,27 @@ void run_bench_qgemm(const BenchOptions& o, int threads) {
   std::printf("%-6s %-11s %4s %9s %9s\n", "type", "N x K", "M", "int", "deq");
   set_num_threads(tcs.back());
   const std::int64_t saved = kernels::qgemm_dequant_min_rows();
-  for (DType t : {DType::q8_0, DType::q4_k, DType::q4_0, DType::bf16}) {
+  std::vector<DType> prefill_types = {DType::q8_0, DType::q4_k, DType::q4_0, DType::bf16};
+  for (DType t : {DType::q8_0, DType::q6_k, DType::q4_k, DType::q4_0})  // their integer kernels run at every M
+    if (kernels::x16_kernel_available(t)) prefill_types.push_back(kernels::x16_type(t));
+  for (DType t : prefill_types) {
     const std::int64_t N = 3072, K = 768;
     const Weights w = make_weights(t, N, K);
     for (std::int64_t M : {32, 128}) {
       const Tensor x = Tensor::randn({M, K}, 4);
       std::vector<float> y(static_cast<std::size_t>(M * N));
-      double gf[2];
-      for (int path = 0; path < 2; ++path) {
+      double gf[2] = {0, 0};
+      for (int path = 0; path < (kernels::dtype_is_x16(t) ? 1 : 2); ++path) {  // x16: integer kernels at every M
         kernels::set_qgemm_dequant_min_rows(path == 0 ? (std::int64_t{1} << 40) : 17);
         const double s = best_seconds(o, [&] {
           kernels::qgemm(t, M, N, K, x.data<float>(), K, w.copies[0].data(), y.data(), N);
         });
         gf[path] = 2.0 * static_cast<double>(M * N * K) / s * 1e-9;
       }
-      std::printf("%-6s %5lldx%-5lld %4lld %9.1f %9.1f\n", dtype_name(t), static_cast<long long>(N),
-                  static_cast<long long>(K), static_cast<long long>(M), gf[0], gf[1]);
+      char deq[16] = "-";
+      if (gf[1] > 0) std::snprintf(deq, sizeof deq, "%.1f", gf[1]);
+      std::printf("%-6s %5lldx%-5lld %4lld %9.1f %9s\n", dtype_name(t), static_cast<long long>(N),
+                  static_cast<long long>(K), static_cast<long long>(M), gf[0], deq);
       std::fflush(stdout);
     }
   }
