@@ -5,6 +5,7 @@
 # (tools/reference/llama-cpp/bench_speculative.mjs). docs/benchmarks.md, "Speculative decoding".
 # tfm's lookup searches the prompt and the generated text; node-llama-cpp's only the prompt.
 #   bench/server/speculative.sh MODEL.gguf [THREADS] [TOKENS] [REPS]   (from the repository root)
+# DRAFT=FILE adds tfm with --draft-model FILE (DRAFT_DTYPE=TYPE: at that weight type).
 set -euo pipefail
 root=$(pwd)
 model=$1 threads=${2:-1} tokens=${3:-128} reps=${4:-3}
@@ -25,8 +26,14 @@ serve() {  # serve NAME ARGS...: sets port
   echo "server $name did not start" >&2; cat "$dir/$name.err" >&2; exit 1
 }
 body=$(printf '{"prompt": "%s", "max_tokens": %d, "temperature": 0, "ignore_eos": true}' "$prompt" "$tokens")
-for mode in plain lookup; do
-  if [ "$mode" = lookup ]; then serve "$mode" --lookup; else serve "$mode"; fi
+modes="plain lookup"
+[ -n "${DRAFT:-}" ] && modes="$modes draft"
+for mode in $modes; do
+  case $mode in
+    lookup) serve "$mode" --lookup ;;
+    draft) serve "$mode" --draft-model "$DRAFT" ${DRAFT_DTYPE:+--draft-dtype "$DRAFT_DTYPE"} ;;
+    *) serve "$mode" ;;
+  esac
   best=0
   for r in $(seq 0 "$reps"); do  # run 0 warms up
     tps=$(curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" |

@@ -12,13 +12,15 @@
 
 namespace tfm::detail {
 
-// The sampler streams of a sequence's speculative rounds, apart from its plain stream `base`
-// (a request's choice number) and from each other, so no two uses share a random number.
+// The sampler streams of a sequence's speculative rounds, apart from every plain stream (a
+// request's choice number: the top bit is never set there), from the other choices' rounds and
+// from each other, so no two uses share a random number.
 struct SpeculativeStreams {
   std::uint64_t accept, draft, bonus;
 };
 inline SpeculativeStreams speculative_streams(std::uint64_t base) {
-  return {(base << 8) | 11u, (base << 8) | 12u, (base << 8) | 13u};
+  const std::uint64_t b = (std::uint64_t{1} << 63) | (base << 8);
+  return {b | 11u, b | 12u, b | 13u};
 }
 
 // The probability of `id` in a candidate list (0 when absent).
