@@ -5,7 +5,8 @@
 # (tools/reference/llama-cpp/bench_speculative.mjs). docs/benchmarks.md, "Speculative decoding".
 # tfm's lookup searches the prompt and the generated text; node-llama-cpp's only the prompt.
 #   bench/server/speculative.sh MODEL.gguf [THREADS] [TOKENS] [REPS]   (from the repository root)
-# DRAFT=FILE adds tfm with --draft-model FILE (DRAFT_DTYPE=TYPE: at that weight type).
+# DRAFT=FILE adds tfm with --draft-model FILE (DRAFT_DTYPE=TYPE: at that weight type);
+# DRAFT_MAX=N sets --draft (8).
 set -euo pipefail
 root=$(pwd)
 model=$1 threads=${2:-1} tokens=${3:-128} reps=${4:-3}
@@ -30,8 +31,8 @@ modes="plain lookup"
 [ -n "${DRAFT:-}" ] && modes="$modes draft"
 for mode in $modes; do
   case $mode in
-    lookup) serve "$mode" --lookup ;;
-    draft) serve "$mode" --draft-model "$DRAFT" ${DRAFT_DTYPE:+--draft-dtype "$DRAFT_DTYPE"} ;;
+    lookup) serve "$mode" --lookup --draft "${DRAFT_MAX:-8}" ;;
+    draft) serve "$mode" --draft-model "$DRAFT" --draft "${DRAFT_MAX:-8}" ${DRAFT_DTYPE:+--draft-dtype "$DRAFT_DTYPE"} ;;
     *) serve "$mode" ;;
   esac
   best=0
