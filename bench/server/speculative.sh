@@ -12,37 +12,30 @@ root=$(pwd)
 model=$1 threads=${2:-1} tokens=${3:-128} reps=${4:-3}
 prompt="The quick brown fox jumps over the lazy dog. The quick brown fox"
 dir=$(mktemp -d)
-pids=()
-cleanup() { for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done; rm -rf "$dir"; }
+server_pid=""
+cleanup() { [ -n "$server_pid" ] && kill "$server_pid" 2>/dev/null || true; rm -rf "$dir"; }
 trap cleanup EXIT
-serve() {  # serve NAME ARGS...: sets port
-  local name=$1; shift
-  "$root/build/bin/tfm" -t "$threads" serve -m "$model" --port 0 --parallel 1 -c 512 --no-log "$@" > "$dir/$name.out" 2> "$dir/$name.err" &
-  pids+=($!)
-  for _ in $(seq 300); do
-    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$dir/$name.out" 2> /dev/null || true)
-    [ -n "$port" ] && return 0
-    sleep 0.1
-  done
-  echo "server $name did not start" >&2; cat "$dir/$name.err" >&2; exit 1
-}
+source "$root/bench/server/start_tfm.sh"
+serve() { start_tfm "$dir" "$root/build/bin/tfm" -t "$threads" serve -m "$model" --port 0 --parallel 1 -c 512 --no-log "$@"; }
 body=$(printf '{"prompt": "%s", "max_tokens": %d, "temperature": 0, "ignore_eos": true}' "$prompt" "$tokens")
 modes="plain lookup"
 [ -n "${DRAFT:-}" ] && modes="$modes draft"
 for mode in $modes; do
   case $mode in
-    lookup) serve "$mode" --lookup --draft "${DRAFT_MAX:-8}" ;;
-    draft) serve "$mode" --draft-model "$DRAFT" --draft "${DRAFT_MAX:-8}" ${DRAFT_DTYPE:+--draft-dtype "$DRAFT_DTYPE"} ;;
-    *) serve "$mode" ;;
+    lookup) serve --lookup --draft "${DRAFT_MAX:-8}" ;;
+    draft) serve --draft-model "$DRAFT" --draft "${DRAFT_MAX:-8}" ${DRAFT_DTYPE:+--draft-dtype "$DRAFT_DTYPE"} ;;
+    *) serve ;;
   esac
   best=0
   for r in $(seq 0 "$reps"); do  # run 0 warms up
-    tps=$(curl -s "http://127.0.0.1:$port/v1/completions" -H 'Content-Type: application/json' -d "$body" |
+    tps=$(curl -s "$url/v1/completions" -H 'Content-Type: application/json' -d "$body" |
       /usr/bin/python3 -c 'import json, sys; print(json.load(sys.stdin)["timings"]["predicted_per_second"])')
     [ "$r" -gt 0 ] && best=$(/usr/bin/python3 -c "print(max($best, $tps))")
   done
   echo "tfm $mode: $best tok/s"
-  curl -s "http://127.0.0.1:$port/metrics" | grep '^tfm_speculative' || true
-  kill "${pids[-1]}"
+  curl -s "$url/metrics" | grep '^tfm_speculative' || true
+  kill "$server_pid"
+  wait "$server_pid" 2>/dev/null || true
+  server_pid=""
 done
 node "$root/tools/reference/llama-cpp/bench_speculative.mjs" "$model" "$threads" "$tokens" "$reps" "$prompt"
