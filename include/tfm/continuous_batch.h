@@ -130,6 +130,10 @@ class ContinuousBatch {
   // Takes `tok` (sampled from `row`) into slot s's text: e's token, text and log-probabilities;
   // false when the sequence ended there (eos, a stop string, the context), e then finished.
   bool take(std::int64_t s, std::int32_t tok, std::span<const float> row, BatchEvent& e);
+  // Before slot s's next token: a spent budget ends the text ("length"), and so does a grammar
+  // that allows nothing more (its stop reason); else *mask is the grammar's (null without one).
+  // False when the text ended (its event added to `events`).
+  bool next_token_allowed(std::int64_t s, std::vector<BatchEvent>& events, const TokenMask** mask);
   void speculative_round(std::int64_t s, std::vector<BatchEvent>& events);
   void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                    std::vector<std::int32_t>& next);

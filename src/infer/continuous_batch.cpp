@@ -120,31 +120,39 @@ void ContinuousBatch::finish(std::int64_t s, const std::string& reason, BatchEve
   slot.used = false;
 }
 
+bool ContinuousBatch::next_token_allowed(std::int64_t s, std::vector<BatchEvent>& events, const TokenMask** mask) {
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  const GenerateOptions& o = slot.req.options;
+  *mask = nullptr;
+  std::string ended;
+  if (slot.generated >= o.max_new_tokens) {
+    ended = "length";
+  } else if (slot.constraint) {
+    // Tokens left, this one included: the budget, and the context (every token of the history
+    // is in the cache by now; a full one ends the sequence).
+    const std::int64_t left = std::min(o.max_new_tokens - slot.generated,
+                                       cache_.capacity() - static_cast<std::int64_t>(slot.history.size()) + 1);
+    bool stop = false;
+    *mask = slot.constraint->allowed(left, &stop);
+    if (stop) ended = slot.constraint->stop_reason();
+  }
+  if (ended.empty()) return true;
+  BatchEvent e;
+  e.id = slot.id;
+  finish(s, ended, e);
+  events.push_back(std::move(e));
+  return false;
+}
+
 void ContinuousBatch::sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                                   std::vector<std::int32_t>& next) {
   Slot& slot = slots_[static_cast<std::size_t>(s)];
   const GenerateOptions& o = slot.req.options;
-  BatchEvent e;
-  e.id = slot.id;
-  if (slot.generated >= o.max_new_tokens) {
-    finish(s, "length", e);
-    events.push_back(std::move(e));
-    return;
-  }
+  const TokenMask* mask = nullptr;
+  if (!next_token_allowed(s, events, &mask)) return;
   const std::int64_t V = model_.config().vocab_size;
   const std::span<const float> row(logits_.data() + s * V, static_cast<std::size_t>(V));
-  const TokenMask* mask = nullptr;
-  if (slot.constraint) {
-    // Tokens left, this one included: the budget, and the context (full ends the sequence).
-    const std::int64_t left = std::min(o.max_new_tokens - slot.generated, cache_.capacity() - cache_.length(s) + 1);
-    bool stop = false;
-    mask = slot.constraint->allowed(left, &stop);
-    if (stop) {
-      finish(s, slot.constraint->stop_reason(), e);
-      events.push_back(std::move(e));
-      return;
-    }
-  }
+  BatchEvent e;
   const Sampler sampler(o.sampling);
   const std::int32_t tok = sampler.sample(row, slot.history, slot.req.stream, static_cast<std::uint64_t>(slot.generated), mask);
   slot.logits_ready = false;
@@ -215,13 +223,8 @@ void ContinuousBatch::speculative_round(std::int64_t s, std::vector<BatchEvent>&
   Slot& slot = slots_[static_cast<std::size_t>(s)];
   const GenerateOptions& o = slot.req.options;
   const std::int64_t V = model_.config().vocab_size;
-  if (slot.generated >= o.max_new_tokens) {  // as sample_slot: the budget ends the text
-    BatchEvent e;
-    e.id = slot.id;
-    finish(s, "length", e);
-    events.push_back(std::move(e));
-    return;
-  }
+  const TokenMask* mask = nullptr;  // the first scored position's, known before drafting
+  if (!next_token_allowed(s, events, &mask)) return;
   const auto t0 = Clock::now();
   const Sampler sampler(o.sampling);
   const bool greedy = o.sampling.temperature <= 0;
@@ -244,35 +247,16 @@ void ContinuousBatch::speculative_round(std::int64_t s, std::vector<BatchEvent>&
   std::int64_t taken = 0;
   for (std::size_t i = 0; i <= draft.size(); ++i) {
     cache_.set_length(s, L + 1 + static_cast<std::int64_t>(i));  // pending and the i drafts kept so far
+    if (i > 0 && !next_token_allowed(s, events, &mask)) break;
     const std::span<const float> row(rows.data() + i * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
     BatchEvent e;
-    e.id = slot.id;
-    const TokenMask* mask = nullptr;
-    if (slot.constraint) {
-      const std::int64_t left = std::min(o.max_new_tokens - slot.generated,
-                                         cache_.capacity() - static_cast<std::int64_t>(slot.history.size()) + 1);
-      bool stop = false;
-      mask = slot.constraint->allowed(left, &stop);
-      if (stop) {
-        finish(s, slot.constraint->stop_reason(), e);
-        events.push_back(std::move(e));
-        break;
-      }
-    }
     std::int32_t tok;
     bool keep = false;
     if (i < draft.size()) {
-      const std::vector<Candidate> p = sampler.candidates(row, slot.history, mask);
-      const std::int32_t d = draft[i];
-      if (greedy) {
-        keep = p.front().id == d;
-        tok = keep ? d : p.front().id;
-      } else {
-        const double pd = detail::prob_of(p, d), qd = q.empty() ? 1.0 : detail::prob_of(q[i], d);
-        keep = sampler.uniform(streams.accept, slot.accept_draw++) * qd < pd;
-        const std::vector<Candidate> one_hot{{d, 1.0}};
-        tok = keep ? d : detail::draw_residual(p, q.empty() ? one_hot : q[i], sampler.uniform(streams.accept, slot.accept_draw++));
-      }
+      const detail::DraftVerdict v = detail::judge_draft(sampler, greedy, sampler.candidates(row, slot.history, mask), draft[i],
+                                                         q.empty() ? nullptr : &q[i], streams.accept, slot.accept_draw);
+      keep = v.keep;
+      tok = v.token;
     } else {  // every draft token kept: the model's own next one
       tok = sampler.sample(row, slot.history, streams.bonus, slot.bonus_draw++, mask);
     }

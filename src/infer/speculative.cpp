@@ -28,16 +28,14 @@ namespace {
 using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t) { return std::chrono::duration<double>(Clock::now() - t).count(); }
 
-}  // namespace
-
-namespace detail {
-
+// The probability of `id` in a candidate list (0 when absent).
 double prob_of(const std::vector<Candidate>& c, std::int32_t id) {
   for (const Candidate& x : c)
     if (x.id == id) return x.prob;
   return 0.0;
 }
 
+// Draws from max(0, p - q), renormalised (p's best when that is all zero: p == q), u in [0, 1).
 std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Candidate>& q, double u) {
   std::vector<Candidate> r;
   double z = 0;
@@ -50,6 +48,19 @@ std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Ca
   for (const Candidate& x : r)
     if (u * z < (cum += x.prob)) return x.id;
   return r.back().id;
+}
+
+}  // namespace
+
+namespace detail {
+
+DraftVerdict judge_draft(const Sampler& sampler, bool greedy, const std::vector<Candidate>& p, std::int32_t d,
+                         const std::vector<Candidate>* q, std::uint64_t stream, std::uint64_t& draw) {
+  if (greedy) return {p.front().id == d, p.front().id};
+  const std::vector<Candidate> one_hot{{d, 1.0}};
+  const std::vector<Candidate>& qq = q ? *q : one_hot;
+  if (sampler.uniform(stream, draw++) * prob_of(qq, d) < prob_of(p, d)) return {true, d};
+  return {false, draw_residual(p, qq, sampler.uniform(stream, draw++))};
 }
 
 std::vector<std::int32_t> lookup_draft(const std::vector<std::int32_t>& h, std::int64_t longest, std::int64_t k) {
@@ -183,22 +194,13 @@ GenerateResult Generator::generate_speculative(std::string_view prompt_text, con
     std::int32_t next = -1;
     for (; kept < draft.size(); ++kept) {
       const std::span<const float> row(rows.data() + kept * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
-      const std::vector<Candidate> p = sampler.candidates(row, h);
-      const std::int32_t d = draft[kept];
-      bool keep = false;
-      if (greedy) {
-        keep = p.front().id == d;
-        if (!keep) next = p.front().id;
-      } else {
-        const double pd = detail::prob_of(p, d), qd = q.empty() ? 1.0 : detail::prob_of(q[kept], d);
-        keep = sampler.uniform(streams.accept, accept_draw++) * qd < pd;
-        if (!keep) {
-          const std::vector<Candidate> one_hot{{d, 1.0}};
-          next = detail::draw_residual(p, q.empty() ? one_hot : q[kept], sampler.uniform(streams.accept, accept_draw++));
-        }
+      const detail::DraftVerdict v = detail::judge_draft(sampler, greedy, sampler.candidates(row, h), draft[kept],
+                                                         q.empty() ? nullptr : &q[kept], streams.accept, accept_draw);
+      if (!v.keep) {
+        next = v.token;
+        break;
       }
-      if (!keep) break;
-      h.push_back(d);
+      h.push_back(draft[kept]);
     }
     if (next < 0) {  // every draft token kept: the model's own next one
       const std::span<const float> row(rows.data() + draft.size() * static_cast<std::size_t>(V), static_cast<std::size_t>(V));

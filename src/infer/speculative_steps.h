@@ -23,10 +23,17 @@ inline SpeculativeStreams speculative_streams(std::uint64_t base) {
   return {b | 11u, b | 12u, b | 13u};
 }
 
-// The probability of `id` in a candidate list (0 when absent).
-double prob_of(const std::vector<Candidate>& c, std::int32_t id);
-// Draws from max(0, p - q), renormalised (p's best when that is all zero: p == q), with u in [0, 1).
-std::int32_t draw_residual(const std::vector<Candidate>& p, const std::vector<Candidate>& q, double u);
+// The acceptance rule at one drafted position, given the model's distribution p there (the
+// sampler's candidates), the draft token d and the drafter's distribution q (null: one-hot on
+// d): greedy keeps d while it is p's best, else takes p's best; sampling keeps d with
+// probability min(1, p(d) / q(d)), else draws from max(0, p - q) renormalised. Its uniforms
+// are draws `draw`, `draw` + 1 of `stream` (draw advanced by those used).
+struct DraftVerdict {
+  bool keep;
+  std::int32_t token;  // d when kept, else the model's replacement
+};
+DraftVerdict judge_draft(const Sampler& sampler, bool greedy, const std::vector<Candidate>& p, std::int32_t d,
+                         const std::vector<Candidate>* q, std::uint64_t stream, std::uint64_t& draw);
 // Prompt lookup: the tokens after an earlier occurrence of the last n tokens of h (n from
 // `longest` down to 1), at most k: the latest occurrence with k tokens after it, else the one
 // with the most.
