@@ -25,15 +25,31 @@ constexpr std::int64_t kQ8x16BlockBytes = 544;  // 16 fp16 scales + 16 x 32 int8
 constexpr std::int64_t kQ4Kx16BlockBytes = 2304;  // d, dmin (32 bytes each), 3 + 32 vectors of 64
 constexpr std::int64_t kQ6Kx16BlockBytes = 3360;  // d (32 bytes), 4 + 32 + 16 vectors of 64
 
+// A group kernel's accumulators: MR activation rows x the group's 16 output rows (C vectors of
+// lanes each), zeroed, then stored as MR rows of 16 outputs.
+template <class Isa, int MR>
+struct GroupTile {
+  using V = simd::Vec<Isa>;
+  static constexpr int C = static_cast<int>(kX16Rows) / V::width;
+  typename V::T acc[MR][C];
+  GroupTile() {
+    for (int m = 0; m < MR; ++m)
+      for (int c = 0; c < C; ++c) acc[m][c] = V::zero();
+  }
+  void store(float* y, std::int64_t ldy) const {
+    for (int m = 0; m < MR; ++m)
+      for (int c = 0; c < C; ++c) V::store(y + m * ldy + V::width * c, acc[m][c]);
+  }
+};
+
 template <class Isa, int MR>
 void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const QuantizedActs& a, std::int64_t m0, float* y,
                         std::int64_t ldy) {
   using V = simd::Vec<Isa>;
   using I = simd::IVec<Isa>;
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;  // vectors of rows per group
-  typename V::T acc[MR][C];
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) acc[m][c] = V::zero();
+  GroupTile<Isa, MR> tile;
+  auto& acc = tile.acc;
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ4x16BlockBytes;
     for (int l = 0; l < 5; ++l) __builtin_prefetch(blk + 8 * kQ4x16BlockBytes + 64 * l);  // 2.3 KB ahead
@@ -59,8 +75,7 @@ void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
       }
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) V::store(y + (m0 + m) * ldy + W * c, acc[m][c]);
+  tile.store(y + m0 * ldy, ldy);
 }
 
 template <class Isa, int MR>
@@ -69,9 +84,8 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   using V = simd::Vec<Isa>;
   using I = simd::IVec<Isa>;
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
-  typename V::T acc[MR][C];
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) acc[m][c] = V::zero();
+  GroupTile<Isa, MR> tile;
+  auto& acc = tile.acc;
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ8x16BlockBytes;
     for (int l = 0; l < 9; ++l) __builtin_prefetch(blk + 4 * kQ8x16BlockBytes + 64 * l);  // 2.2 KB ahead
@@ -90,15 +104,14 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
       }
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) V::store(y + (m0 + m) * ldy + W * c, acc[m][c]);
+  tile.store(y + m0 * ldy, ldy);
 }
 
-// The k-quant kernels walk a group block (2304 or 3360 bytes) once, front to back: each 64-byte
-// vector is used whole (all C vectors of lanes) before the next, so the hardware prefetcher
-// sees one or two rising streams. Walking the block once per vector of lanes instead touched
-// every line in the first pass out of order and read q6_k at 44% of the memory's rate against
-// 22 GB/s from cache (tfm bench qgemm, Zen 3).
+// The k-quant kernels walk a group block (2304 or 3360 bytes) once, front to back (each 64-byte
+// vector used whole before the next), and prefetch the next block as they go. What mattered was
+// the prefetch: q6_k read 7.9-8.2 GB/s from memory walking the block once per vector of lanes,
+// 8.6-9.2 walking it once, 17.8-18.8 with the prefetch, against ~25 from cache (tfm bench
+// qgemm, Zen 3, 1 thread).
 
 // q4_k, 16 rows per group block of 256 elements: per lane, sub-block j's exact Σ nibble·x times
 // its 6-bit scale (in the vpmaddwd that widens the pair sums), Σ_j min_j · Σ x over sub-block j
@@ -112,9 +125,8 @@ void q4_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   using I = simd::IVec<Isa>;
   using IT = typename I::T;
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
-  typename V::T acc[MR][C];
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) acc[m][c] = V::zero();
+  GroupTile<Isa, MR> tile;
+  auto& acc = tile.acc;
   const IT six = I::set1_i32(0x3F3F3F3F), low4 = I::set1_i32(0x0F0F0F0F), top2 = I::set1_i32(0x30303030);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ4Kx16BlockBytes;
@@ -172,8 +184,7 @@ void q4_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
       }
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) V::store(y + (m0 + m) * ldy + W * c, acc[m][c]);
+  tile.store(y + m0 * ldy, ldy);
 }
 
 // q6_k, 16 rows per group block of 256 elements: the 6-bit levels rebuilt from ql and qh as the
@@ -186,9 +197,8 @@ void q6_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   using I = simd::IVec<Isa>;
   using IT = typename I::T;
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
-  typename V::T acc[MR][C];
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) acc[m][c] = V::zero();
+  GroupTile<Isa, MR> tile;
+  auto& acc = tile.acc;
   const IT low4 = I::set1_i32(0x0F0F0F0F), bits45 = I::set1_i32(0x30303030);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ6Kx16BlockBytes;
@@ -253,8 +263,7 @@ void q6_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
       }
     }
   }
-  for (int m = 0; m < MR; ++m)
-    for (int c = 0; c < C; ++c) V::store(y + (m0 + m) * ldy + W * c, acc[m][c]);
+  tile.store(y + m0 * ldy, ldy);
 }
 
 // Each x16 type's group kernel with its block geometry, for x16_groups.

@@ -41,15 +41,7 @@ struct IVec<Avx2> {
   static T add(T a, T b) { return _mm256_add_epi32(a, b); }
   template <int N, int kMaxU>
   static T dot_sum(T acc, const T (&u)[N], const T (&s)[N]) {
-    const T ones = _mm256_set1_epi16(1);
-    if constexpr (N * 2 * kMaxU * 127 <= 32767) {
-      T pairs = _mm256_maddubs_epi16(u[0], s[0]);
-      for (int j = 1; j < N; ++j) pairs = _mm256_add_epi16(pairs, _mm256_maddubs_epi16(u[j], s[j]));
-      return _mm256_add_epi32(acc, _mm256_madd_epi16(pairs, ones));
-    } else {
-      for (int j = 0; j < N; ++j) acc = _mm256_add_epi32(acc, _mm256_madd_epi16(_mm256_maddubs_epi16(u[j], s[j]), ones));
-      return acc;
-    }
+    return dot_sum_scaled<N, kMaxU>(acc, u, s, _mm256_set1_epi16(1));  // every lane's scale 1
   }
   // acc + Σ over each lane's 4 bytes of w·x, both signed (q8_0 weights): vpmaddubsw takes |w|
   // as its unsigned operand and x with w's sign (vpsignb); |w| <= 128 and |x| <= 127 keep each
