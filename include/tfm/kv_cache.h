@@ -19,6 +19,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 #include "tfm/model_config.h"
@@ -82,6 +83,19 @@ class KVCache {
   Tensor cross_keys(std::int64_t source, std::int64_t layer) const;    // (1, kv_heads, max_S, head_dim)
   Tensor cross_values(std::int64_t source, std::int64_t layer) const;
 
+  // RETRO (Model::decode_cached): the tokens a slot has seen, and the neighbours' keys/values
+  // of its completed chunks (for each chunked cross-attention layer: keys, values), each kept
+  // with the tokens it was retrieved for, so a chunk rewritten after a roll-back is retrieved
+  // again. Tokens past length() (a roll-back by set_length) are dropped at the slot's next
+  // decode_cached; a cache filled by copy_in needs its tokens set here. reset() clears both;
+  // reorder() copies them.
+  struct RetroChunk {
+    std::vector<std::int64_t> tokens;
+    std::vector<Tensor> kv;
+  };
+  std::vector<std::int64_t>& retro_tokens(std::int64_t slot);
+  std::map<std::int64_t, RetroChunk>& retro_chunks(std::int64_t slot);
+
  private:
   Tensor view(const Tensor& buf, std::int64_t outer, std::int64_t layer, std::int64_t kv, std::int64_t T) const;
   void check_slot(std::int64_t slot, const char* what) const;
@@ -92,6 +106,8 @@ class KVCache {
   // self_: f32 (slots, layers, 2, H, P + max_T, D), else u8 (..., P + max_T, row_bytes)
   Tensor self_, cross_;
   std::vector<std::int64_t> length_, source_of_, source_length_;
+  std::vector<std::vector<std::int64_t>> retro_tokens_;
+  std::vector<std::map<std::int64_t, RetroChunk>> retro_chunks_;
 };
 
 }  // namespace tfm

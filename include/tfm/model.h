@@ -12,6 +12,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -48,6 +49,10 @@ struct ModelInputs {
   Tensor pixel_values;        // (B, channels, H, W) f32: the encoder's input for image models (ViT)
   Tensor input_features;      // (B, num_mel_bins, frames) f32: the encoder's input for speech models (Whisper)
   std::int64_t position_offset = 0;  // first position of input_ids (decoder-only: tokens already seen)
+  // RETRO (retrieval.chunk_size m): (B, L, k, r) integer, the k neighbours of r tokens of each
+  // of the sequence's chunks, chunk i's read by the positions of chunk i + 1 (L >= ceil(T/m) - 1).
+  // Absent: the model's retriever (Model::set_retriever) finds them.
+  Tensor neighbours;
 };
 
 // Each layer's output, recorded while capture is on (Model::set_hidden_capture), with its
@@ -156,6 +161,14 @@ class Model {
   Tensor prefix_table() const;
   // Every adapter tensor (LoRA factors, bottleneck adapters, prefix encoder) by name.
   std::map<std::string, Tensor> adapter_parameters() const;
+
+  // ---- RETRO (retrieval in model_config.h) --------------------------------------------------
+  // Finds the neighbours of chunks (N, m) of token ids: (N, k, r) integer. The loader sets it
+  // from the model's chunk database (chunk_database.h); forward() asks it when the inputs carry
+  // no neighbours, decode_cached() as each chunk completes.
+  using Retriever = std::function<Tensor(const Tensor& chunks)>;
+  void set_retriever(Retriever r);
+  bool has_retriever() const;
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...

@@ -45,6 +45,27 @@ struct SparseAttentionConfig {
   bool enabled() const { return window > 0; }
 };
 
+// RETRO (Borgeaud et al. 2022), model_type "retro": "retrieval": {"chunk_size": m,
+// "neighbours": k, "neighbour_length": r, "layers": [...], "encoder_layers": n,
+// "embedding_dim": D, "max_ngram": g}. The decoder's sequence is cut into chunks of m tokens;
+// the k neighbours of chunk i (r tokens each: a database chunk and its continuation), found by a
+// frozen lexical encoder (hashed token n-grams up to g, D numbers) and encoded by a small
+// bidirectional retrieval encoder of n layers over the shared token embedding, are read by
+// chunked cross-attention in the listed decoder layers: the positions of chunk i + 1 attend to
+// the neighbours of chunk i, so causality holds. docs/retrieval.md.
+struct RetrievalConfig {
+  std::int64_t chunk_size = 0;       // m; 0: off
+  std::int64_t neighbours = 2;       // k
+  std::int64_t neighbour_length = 0; // r; 0: 2 m (the chunk and its continuation)
+  std::vector<std::int64_t> layers;  // decoder layers with chunked cross-attention
+  std::int64_t encoder_layers = 2;
+  std::int64_t embedding_dim = 256;
+  std::int64_t max_ngram = 3;
+  bool enabled() const { return chunk_size > 0 && !layers.empty(); }
+  std::int64_t length() const { return neighbour_length > 0 ? neighbour_length : 2 * chunk_size; }
+  bool has_layer(std::int64_t i) const;
+};
+
 struct ModelConfig {
   std::string model_type = "transformer";  // which key set config.json uses
   Architecture architecture = Architecture::decoder_only;
@@ -97,6 +118,7 @@ struct ModelConfig {
   std::int64_t sliding_window = 0;      // 0: full attention; w: each query sees the last w keys
   bool scale_attention_scores = true;   // divide QK^T by sqrt(head_dim) (T5 folds it into init)
   SparseAttentionConfig sparse_attention;  // off unless "sparse_attention" is given
+  RetrievalConfig retrieval;               // RETRO; off unless "retrieval" is given (model_type "retro")
 
   // ---- regularisation -----------------------------------------------------------------
   double dropout = 0.1;                 // residual branches and FFN

@@ -148,6 +148,10 @@ struct TrainConfig {
   std::string train_file;
   double val_fraction = 0.1;        // the last fraction of the text is held out
   std::int64_t block_size = 128;    // tokens per training sequence
+  // RETRO models (model_type "retro"): the chunk database is the training split ("train"), or
+  // also the held-out text ("train+val": the leak RETRO's paper warns about, for measuring it).
+  std::string retrieval_db = "train";
+  bool no_retrieval = false;        // train the model without its retrieval block (tfm train --no-retrieval)
   // data (classifier): label<TAB>text lines; (seq2seq): source<TAB>target[<TAB>...] lines
   double test_fraction = 0.2;       // a seeded split, never trained on
   std::int64_t test_size = 0;       // > 0: this many examples in the test split instead

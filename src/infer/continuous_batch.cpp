@@ -330,6 +330,7 @@ void ContinuousBatch::reuse_cached_blocks(std::int64_t s) {
     at += chunk_;
   }
   cache_.set_length(s, at);
+  cache_.retro_tokens(s).assign(prompt.begin(), prompt.begin() + at);  // RETRO retrieves from the tokens
   slot.prefilled = at;
   slot.out.cached_tokens = at;
 }

@@ -5,6 +5,7 @@
 #include <filesystem>
 
 #include "tfm/adapter.h"
+#include "tfm/chunk_database.h"
 #include "infer/model_source.h"
 #include "tfm/error.h"
 #include "tfm/gguf_model.h"
@@ -97,6 +98,12 @@ LoadedModel load_model_dir(const std::string& dir) {
   ModelSource src = read_model_source(dir);
   Model model = build_model(src);
   if (fs::exists(join(dir, "adapter_config.json"))) load_adapter(dir, model);  // saved with its adapter
+  // RETRO: the chunk database it was trained with (tfm train writes it beside the weights).
+  if (src.config.retrieval.enabled()) {
+    TFM_CHECK(fs::exists(join(dir, kRetrievalDbFile)), dir, "a RETRO model reads neighbours from its chunk database, and ",
+              kRetrievalDbFile, " is missing (tfm train writes it beside the weights)");
+    model.set_retriever(ChunkDatabase::load(join(dir, kRetrievalDbFile), src.config.retrieval).retriever());
+  }
   const bool text_free = src.config.reads_images() && !fs::exists(join(dir, "tokenizer.json"));
   Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : text_free ? Tokenizer() : load_dir_tokenizer(dir);
   TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),

@@ -47,6 +47,21 @@ void validate_model_config(const ModelConfig& c, const std::string& where) {
             "type_vocab_size (token types) is for encoder_only models");
   TFM_CHECK(c.head != HeadKind::classifier || c.num_labels >= 1, where, "num_labels must be >= 1");
   TFM_CHECK(c.d_ff > 0, where, "d_ff must be > 0");
+  if (c.retrieval.enabled()) {
+    const RetrievalConfig& r = c.retrieval;
+    TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, where,
+              "retrieval (RETRO) is for decoder-only language models, got ", to_string(c.architecture));
+    for (std::size_t i = 0; i < r.layers.size(); ++i) {
+      TFM_CHECK(r.layers[i] < c.n_layers, where, "retrieval.layers names layer ", r.layers[i], "; the decoder has ",
+                c.n_layers, " (0..", c.n_layers - 1, ")");
+      for (std::size_t j = 0; j < i; ++j)
+        TFM_CHECK(r.layers[j] != r.layers[i], where, "retrieval.layers lists layer ", r.layers[i], " twice");
+    }
+    TFM_CHECK(c.position != PositionKind::learned || r.length() <= c.max_positions, where, "retrieval.neighbour_length ",
+              r.length(), " exceeds max_positions ", c.max_positions, " (the retrieval encoder's learned positions)");
+    TFM_CHECK(!c.sparse_attention.enabled() && c.sliding_window == 0, where,
+              "retrieval is not combined with sparse or windowed attention");
+  }
   TFM_CHECK(c.id2label.empty() || static_cast<std::int64_t>(c.id2label.size()) == c.num_labels, where, "id2label has ",
             c.id2label.size(), " names but num_labels is ", c.num_labels);
 }
@@ -117,7 +132,7 @@ std::string model_config_to_json(const ModelConfig& cfg) {
     if (k.write) {
       json v = k.write(cfg);
       if (v.is_discarded()) continue;  // a key written only when it is not the default
-      if (!v.is_null() || (k.name != "id2label" && k.name != "sparse_attention")) j[k.name] = std::move(v);  // optional keys left out when off
+      if (!v.is_null() || (k.name != "id2label" && k.name != "sparse_attention" && k.name != "retrieval")) j[k.name] = std::move(v);  // optional keys left out when off
     }
   }
   return j.dump(2) + "\n";

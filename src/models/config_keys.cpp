@@ -88,6 +88,52 @@ ConfigKey sparse_attention_key() {
 
 }  // namespace
 
+// "retrieval": RETRO's block (include/tfm/model_config.h); null or absent: off.
+ConfigKey retrieval_key() {
+  return {"retrieval",
+          [](ModelConfig& c, const json& v, const std::string& w) {
+            RetrievalConfig r;
+            if (v.is_null()) {
+              c.retrieval = r;
+              return;
+            }
+            TFM_CHECK(v.is_object(), w, "key 'retrieval' must be an object {\"chunk_size\": m, ...}, got ", v.dump());
+            for (auto it = v.begin(); it != v.end(); ++it) {
+              const std::string k = "retrieval." + it.key();
+              const json& x = it.value();
+              if (it.key() == "chunk_size") r.chunk_size = read_int(x, k, w, 1);
+              else if (it.key() == "neighbours") r.neighbours = read_int(x, k, w, 1);
+              else if (it.key() == "neighbour_length") r.neighbour_length = read_int(x, k, w, 1);
+              else if (it.key() == "encoder_layers") r.encoder_layers = read_int(x, k, w, 1);
+              else if (it.key() == "embedding_dim") r.embedding_dim = read_int(x, k, w, 8);
+              else if (it.key() == "max_ngram") r.max_ngram = read_int(x, k, w, 1);
+              else if (it.key() == "layers") {
+                TFM_CHECK(x.is_array() && !x.empty(), w, "key '", k, "' must be a non-empty array of decoder layers, got ", x.dump());
+                for (const auto& e : x) r.layers.push_back(read_int(e, k, w, 0));
+              } else {
+                fail(w, "key '", k, "' is unknown (allowed: chunk_size, neighbours, neighbour_length, layers, "
+                     "encoder_layers, embedding_dim, max_ngram)");
+              }
+            }
+            TFM_CHECK(r.chunk_size >= 1, w, "key 'retrieval.chunk_size' is required (>= 1)");
+            TFM_CHECK(!r.layers.empty(), w, "key 'retrieval.layers' is required (the decoder layers that read neighbours)");
+            c.retrieval = r;
+          },
+          [](const ModelConfig& c) {
+            const RetrievalConfig& r = c.retrieval;
+            if (!r.enabled()) return json(nullptr);  // not written
+            return json{{"chunk_size", r.chunk_size}, {"neighbours", r.neighbours}, {"neighbour_length", r.length()},
+                        {"layers", r.layers}, {"encoder_layers", r.encoder_layers}, {"embedding_dim", r.embedding_dim},
+                        {"max_ngram", r.max_ngram}};
+          }};
+}
+
+bool RetrievalConfig::has_layer(std::int64_t i) const {
+  for (std::int64_t l : layers)
+    if (l == i) return true;
+  return false;
+}
+
 std::int64_t read_int(const json& v, const std::string& key, const std::string& where, std::int64_t min) {
   TFM_CHECK(v.is_number_integer(), where, "key '", key, "' must be an integer, got ", v.dump());
   const auto x = v.get<std::int64_t>();

@@ -67,5 +67,7 @@ ConfigKey enum_key(std::string name, E ModelConfig::*f) {
 }
 // Keys every family accepts: the engine's extensions for heads, context, sparse attention.
 std::vector<ConfigKey> common_keys();
+// RETRO's "retrieval" block (the retro family's schema).
+ConfigKey retrieval_key();
 
 }  // namespace tfm

@@ -18,6 +18,7 @@ const std::vector<Family>& model_families() {
     f.push_back(vit_family());
     f.push_back(deit_family());
     f.push_back(whisper_family());
+    f.push_back(retro_family());
     return f;
   }();
   return all;

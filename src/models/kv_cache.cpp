@@ -41,6 +41,8 @@ KVCache::KVCache(const ModelConfig& c, std::int64_t slots, std::int64_t max_T, s
   length_.assign(static_cast<std::size_t>(slots), 0);
   source_of_.assign(static_cast<std::size_t>(slots), 0);
   source_length_.assign(static_cast<std::size_t>(sources), 0);
+  retro_tokens_.resize(static_cast<std::size_t>(slots));
+  retro_chunks_.resize(static_cast<std::size_t>(slots));
 }
 
 std::int64_t KVCache::bytes() const {
@@ -62,7 +64,21 @@ void KVCache::set_length(std::int64_t slot, std::int64_t n) {
   length_[static_cast<std::size_t>(slot)] = n;
 }
 
-void KVCache::reset(std::int64_t slot) { set_length(slot, 0); }
+void KVCache::reset(std::int64_t slot) {
+  set_length(slot, 0);
+  retro_tokens_[static_cast<std::size_t>(slot)].clear();
+  retro_chunks_[static_cast<std::size_t>(slot)].clear();
+}
+
+std::vector<std::int64_t>& KVCache::retro_tokens(std::int64_t slot) {
+  check_slot(slot, "retro_tokens");
+  return retro_tokens_[static_cast<std::size_t>(slot)];
+}
+
+std::map<std::int64_t, KVCache::RetroChunk>& KVCache::retro_chunks(std::int64_t slot) {
+  check_slot(slot, "retro_chunks");
+  return retro_chunks_[static_cast<std::size_t>(slot)];
+}
 
 void KVCache::set_prefix_positions(std::int64_t P) {
   TFM_CHECK(P >= 0, "kv_cache", "prefix of ", P, " positions");
@@ -102,6 +118,8 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
     }
   }
   const std::vector<std::int64_t> old_len = length_, old_src = source_of_;
+  const auto old_tokens = retro_tokens_;
+  const auto old_chunks = retro_chunks_;
   for (std::size_t r = 0; r < parents.size(); ++r) {
     const std::int64_t p = parents[r], used = (prefix_ + old_len[static_cast<std::size_t>(p)]) * row_bytes_;
     const unsigned char* from = saved.data() + where[static_cast<std::size_t>(p)];
@@ -110,6 +128,8 @@ void KVCache::reorder(const std::vector<std::int64_t>& parents) {
       std::memcpy(to + blk * block_bytes, from + blk * used, static_cast<std::size_t>(used));
     length_[r] = old_len[static_cast<std::size_t>(p)];
     source_of_[r] = old_src[static_cast<std::size_t>(p)];
+    retro_tokens_[r] = old_tokens[static_cast<std::size_t>(p)];
+    retro_chunks_[r] = old_chunks[static_cast<std::size_t>(p)];
   }
 }
 

@@ -19,6 +19,11 @@ struct Layer {
   // Parameters: <name>attention_adapter.* and <name>output_adapter.* (AdapterHub's mh_adapter
   // and output_adapter), each adapter_down.{weight,bias} and adapter_up.{weight,bias}.
   nn::Bottleneck attn_adapter, ffn_adapter;
+  // RETRO's chunked cross-attention (<name>cca_norm, <name>cca.*) in the layers
+  // retrieval.layers names; absent elsewhere.
+  bool has_cca = false;
+  nn::Norm cca_norm;
+  nn::Attention cca;
 };
 
 struct Stack {
@@ -44,6 +49,7 @@ struct Layout {
   nn::Norm embed_norm;
   bool has_embed_norm = false;
   Stack encoder, decoder;
+  Stack retriever;  // RETRO: the bidirectional encoder of retrieved neighbours (retriever.*)
   Tensor lm_head;        // (V, C): the token embedding itself when tied
   double lm_scale = 1.0;  // T5 rescales tied outputs by d_model^-1/2
   Tensor logits_bias;    // (1, V) added to the LM logits (Marian's final_logits_bias), or undefined

@@ -95,6 +95,8 @@ void Model::set_checkpoint_activations(bool on) { impl_->checkpoint_activations 
 bool Model::checkpoint_activations() const { return impl_->checkpoint_activations; }
 void Model::set_attention_capture(std::vector<AttentionMap>* sink) { impl_->attention_sink = sink; }
 void Model::set_hidden_capture(HiddenStates* sink) { impl_->hidden_sink = sink; }
+void Model::set_retriever(Retriever r) { impl_->retriever = std::move(r); }
+bool Model::has_retriever() const { return static_cast<bool>(impl_->retriever); }
 void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_seed = seed;
   impl_->dropout_step = step;
@@ -183,9 +185,32 @@ double drop_path_rate(const ModelConfig& c, std::size_t i, std::size_t n) {
   return n > 1 ? c.stochastic_depth * static_cast<double>(i) / static_cast<double>(n - 1) : c.stochastic_depth;
 }
 
+// RETRO's neighbours for one forward: their encodings (B * (L - 1), k * r, C), row b * (L - 1) + i
+// holding chunk i's, read by the positions of chunk i + 1 (undefined when the sequence has
+// one chunk), and the chunk size.
+struct ChunkMemory {
+  Tensor encoded;
+  std::int64_t chunk = 0;
+  nn::AttentionSetup setup;
+};
+
+// Chunked cross-attention over h (B, T, C): the positions of chunk i + 1 attend to all k * r
+// neighbour tokens of chunk i (one softmax over them, no mask, no positions), the positions of
+// chunk 0 get zeros. The chunks are one batch of B * (L - 1) rows of m queries.
+Tensor chunked_cross_attention(const nn::Attention& attn, const Tensor& h, const ChunkMemory& mem, nn::DropoutStream& rng) {
+  const std::int64_t B = h.size(0), T = h.size(1), C = h.size(2), m = mem.chunk;
+  if (!mem.encoded.defined()) return Tensor::zeros({B, T, C});
+  const std::int64_t reading = mem.encoded.size(0) / B;  // chunks 1 .. L-1
+  Tensor q = slice(h, 1, m, T);
+  if (const std::int64_t pad = reading * m - (T - m); pad > 0) q = concat({q, Tensor::zeros({B, pad, C})}, 1);
+  const Tensor out = attn(reshape(contiguous(q), {B * reading, m, C}), mem.encoded, mem.setup, rng);
+  return concat({Tensor::zeros({B, m, C}), slice(reshape(out, {B, reading * m, C}), 1, 0, T - m)}, 1);
+}
+
 // One layer. Post-norm: x = norm(x + f(x)); pre-norm: x = x + f(norm(x)).
 Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::AttentionSetup& self,
-                 const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate, nn::DropoutStream& rng) {
+                 const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate, nn::DropoutStream& rng,
+                 const ChunkMemory* chunks = nullptr) {
   const bool pre = c.norm_placement == NormPlacement::pre;
   // A bottleneck adapter (identity when absent) transforms the branch before the residual sum.
   auto sublayer = [&](const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
@@ -195,6 +220,8 @@ Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::Atten
   x = sublayer(L.self_norm, L.attn_adapter, [&](const Tensor& h) { return L.self_attn(h, h, self, rng); });
   if (memory != nullptr)
     x = sublayer(L.cross_norm, nn::Bottleneck{}, [&](const Tensor& h) { return L.cross_attn(h, *memory, *cross, rng); });
+  if (chunks != nullptr && L.has_cca)
+    x = sublayer(L.cca_norm, nn::Bottleneck{}, [&](const Tensor& h) { return chunked_cross_attention(L.cca, h, *chunks, rng); });
   return sublayer(L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
 }
 
@@ -203,23 +230,24 @@ Tensor run_layer(const ModelConfig& c, const Layer& L, Tensor x, const nn::Atten
 // What it captures by value (x, the setups, the memory) is what the layer keeps alive.
 Tensor run_layer_checkpointed(const ModelConfig& c, const Layer& L, const Tensor& x, const nn::AttentionSetup& self,
                               const Tensor* memory, const nn::AttentionSetup* cross, double drop_rate,
-                              nn::DropoutStream& rng) {
+                              nn::DropoutStream& rng, const ChunkMemory* chunks) {
   const nn::DropoutStream start = rng;
   const Tensor mem = memory != nullptr ? *memory : Tensor();
   const nn::AttentionSetup cross_setup_copy = cross != nullptr ? *cross : nn::AttentionSetup();
   nn::AttentionSetup self_copy = self;
   self_copy.capture = nullptr;  // inspection runs without autograd; never capture twice
   return autograd::checkpoint(
-      "checkpoint_activations", [&] { return run_layer(c, L, x, self, memory, cross, drop_rate, rng); },
-      [&c, &L, x, self_copy, mem, cross_setup_copy, has_memory = memory != nullptr, drop_rate, start] {
+      "checkpoint_activations", [&] { return run_layer(c, L, x, self, memory, cross, drop_rate, rng, chunks); },
+      [&c, &L, x, self_copy, mem, cross_setup_copy, has_memory = memory != nullptr, drop_rate, start,
+       chunk_copy = chunks != nullptr ? *chunks : ChunkMemory(), has_chunks = chunks != nullptr] {
         nn::DropoutStream replay = start;
         return run_layer(c, L, x, self_copy, has_memory ? &mem : nullptr, has_memory ? &cross_setup_copy : nullptr,
-                         drop_rate, replay);
+                         drop_rate, replay, has_chunks ? &chunk_copy : nullptr);
       });
 }
 
 Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
-                 const nn::AttentionSetup* cross, nn::DropoutStream& rng) {
+                 const nn::AttentionSetup* cross, nn::DropoutStream& rng, const ChunkMemory* chunks = nullptr) {
   const bool checkpointed = m.checkpoint_activations && grad_enabled();
   std::vector<Tensor>* hidden = m.hidden_sink == nullptr ? nullptr
                                 : &s == &m.layout.encoder ? &m.hidden_sink->encoder : &m.hidden_sink->decoder;
@@ -231,8 +259,8 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
     const Layer& L = s.layers[i];
     const double rate = drop_path_rate(m.cfg, i, s.layers.size());
     if (!prefix.empty()) std::tie(layer_self.prefix_k, layer_self.prefix_v) = prefix.at(first + i);
-    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, layer_self, memory, cross, rate, rng)
-                     : run_layer(m.cfg, L, x, layer_self, memory, cross, rate, rng);
+    x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks)
+                     : run_layer(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks);
     if (hidden != nullptr) hidden->push_back(x);
   }
   if (s.has_final_norm) x = s.final_norm(x);
@@ -244,6 +272,59 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
 std::pair<Tensor, Tensor> distilled_heads(const Model::Impl& m, const Tensor& hidden) {
   const Layout& l = m.layout;
   return {l.classifier(squeeze(slice(hidden, 1, 0, 1), 1)), l.dist_classifier(squeeze(slice(hidden, 1, 1, 2), 1))};
+}
+
+Tensor encode_neighbours(const Model::Impl& m, const Tensor& ids, nn::DropoutStream& rng) {
+  const Stack& s = m.layout.retriever;
+  Tensor x = embed(m, ids, Tensor(), 0, rng);
+  nn::AttentionSetup setup = self_setup(m, s, false, ids.size(1), 0, Tensor());
+  setup.capture_stack = "retriever";
+  for (std::size_t i = 0; i < s.layers.size(); ++i)
+    x = run_layer(m.cfg, s.layers[i], x, setup, nullptr, nullptr, drop_path_rate(m.cfg, i, s.layers.size()), rng);
+  if (s.has_final_norm) x = s.final_norm(x);
+  return x;
+}
+
+Tensor retrieve(const Model::Impl& m, const Tensor& chunks) {
+  const RetrievalConfig& r = m.cfg.retrieval;
+  TFM_CHECK(static_cast<bool>(m.retriever), "model", "this RETRO model has no neighbours to read: pass "
+            "ModelInputs::neighbours, or load it with its chunk database (retrieval_db.safetensors)");
+  const Tensor n = m.retriever(chunks);
+  TFM_CHECK(n.defined() && n.dim() == 3 && n.size(0) == chunks.size(0) && n.size(1) == r.neighbours &&
+                n.size(2) == r.length() && !dtype_is_float(n.dtype()),
+            "model", "the retriever gave ", n.defined() ? n.str() : std::string("nothing"), " for ", chunks.size(0),
+            " chunks; the model reads (", chunks.size(0), ", ", r.neighbours, ", ", r.length(), ") token ids");
+  return n;
+}
+
+// The encoded neighbours of a decoder-only forward's chunks 0 .. L-2 (L = ceil(T / m)), from
+// the inputs' neighbours or the retriever.
+ChunkMemory chunk_memory(const Model::Impl& m, const ModelInputs& in, nn::DropoutStream& rng) {
+  const RetrievalConfig& r = m.cfg.retrieval;
+  ChunkMemory mem;
+  mem.chunk = r.chunk_size;
+  mem.setup = cross_setup(m, Tensor());
+  mem.setup.capture_kind = "chunked_cross";
+  const std::int64_t B = in.input_ids.size(0), T = in.input_ids.size(1), m_ = r.chunk_size;
+  const std::int64_t reading = (T + m_ - 1) / m_ - 1;  // chunks that read their predecessor's neighbours
+  if (reading <= 0) return mem;
+  TFM_CHECK(in.position_offset == 0, "model", "a RETRO forward starts at position 0 (chunks are counted from the "
+            "sequence's start); use decode_cached to continue a sequence, got position_offset ", in.position_offset);
+  const std::int64_t k = r.neighbours, len = r.length();
+  Tensor n = in.neighbours;
+  if (n.defined()) {
+    TFM_CHECK(n.dim() == 4 && n.size(0) == B && n.size(1) >= reading && n.size(2) == k && n.size(3) == len &&
+                  !dtype_is_float(n.dtype()),
+              "model", "neighbours must be (B, L, k, r) = (", B, ", >= ", reading, ", ", k, ", ", len,
+              ") token ids for ", T, " positions in chunks of ", m_, ", got ", n.str());
+    n = slice(n, 1, 0, reading);
+  } else {
+    const Tensor chunks = reshape(contiguous(slice(in.input_ids, 1, 0, reading * m_)), {B * reading, m_});
+    n = retrieve(m, chunks);
+  }
+  const Tensor enc = encode_neighbours(m, reshape(contiguous(n), {B * reading * k, len}), rng);  // (B*reading*k, r, C)
+  mem.encoded = reshape(enc, {B * reading, k * len, m.cfg.d_model});
+  return mem;
 }
 
 }  // namespace model_detail
@@ -277,6 +358,10 @@ Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
     check_ids(in.input_ids, "input_ids");
     const Tensor x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
     const auto setup = self_setup(m, m.layout.decoder, true, in.input_ids.size(1), in.position_offset, in.valid_lens);
+    if (m.cfg.retrieval.enabled()) {
+      const ChunkMemory chunks = chunk_memory(m, in, rng);
+      return run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng, &chunks);
+    }
     return run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng);
   }
   TFM_CHECK(m.cfg.architecture == Architecture::encoder_decoder, "model", "an encoder_only model has no decoder");

@@ -3,6 +3,7 @@
 // FFNs run on all rows at once; positions and attention are per row (each sequence has its
 // own length). The per-row pieces and the few-row GEMM (kernels/gemm_rows.h) make a row's
 // result independent of the rows beside it.
+#include <algorithm>
 #include <cmath>
 
 #include "models/model_impl.h"
@@ -99,6 +100,96 @@ void preload_prefix(const Model::Impl& m, const std::vector<std::int64_t>& slots
   }
 }
 
+// RETRO: appends each row's new ids to its slot's tokens, and retrieves, encodes and projects
+// (every chunked cross-attention layer's keys and values) the neighbours of each chunk that the
+// new positions read and the slot does not hold yet: chunk c for positions in chunk c + 1.
+// Chunks completed by the new tokens are retrieved before the layers run, as RETRO's sampling
+// does when a chunk ends.
+void prepare_neighbours(const Model::Impl& m, const Tensor& ids, const std::vector<std::int64_t>& slots, KVCache& cache) {
+  const std::int64_t chunk = m.cfg.retrieval.chunk_size, T = ids.size(1);
+  const auto all_ids = ids.to_ints();
+  struct Want {
+    std::int64_t slot, c;
+  };
+  std::vector<Want> wanted;
+  std::vector<std::int64_t> chunk_ids;
+  std::vector<std::vector<std::int64_t>> seen(slots.size());  // each row's tokens with the new ones
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    const std::int64_t slot = slots[r], len = cache.length(slot);
+    std::vector<std::int64_t>& tokens = seen[r];
+    tokens = cache.retro_tokens(slot);
+    TFM_CHECK(static_cast<std::int64_t>(tokens.size()) >= len, "decode_cached", "slot ", slot, " holds ", len,
+              " positions but RETRO saw ", tokens.size(), " of its tokens (KVCache::retro_tokens must be set for a "
+              "cache filled another way)");
+    tokens.resize(static_cast<std::size_t>(len));  // past the length: rolled back
+    tokens.insert(tokens.end(), all_ids.begin() + static_cast<std::ptrdiff_t>(r) * T,
+                  all_ids.begin() + static_cast<std::ptrdiff_t>(r + 1) * T);
+    const auto& held = cache.retro_chunks(slot);
+    for (std::int64_t c = 0; c < (len + T - 1) / chunk; ++c) {
+      const std::vector<std::int64_t> span(tokens.begin() + c * chunk, tokens.begin() + (c + 1) * chunk);
+      const auto it = held.find(c);
+      if (it != held.end() && it->second.tokens == span) continue;
+      wanted.push_back({slot, c});
+      chunk_ids.insert(chunk_ids.end(), span.begin(), span.end());
+    }
+  }
+  const auto commit_tokens = [&] {
+    for (std::size_t r = 0; r < slots.size(); ++r) cache.retro_tokens(slots[r]) = seen[r];
+  };
+  if (wanted.empty()) return commit_tokens();
+  const auto N = static_cast<std::int64_t>(wanted.size());
+  const Tensor neighbours = model_detail::retrieve(m, Tensor::from_ints(chunk_ids, {N, chunk}));  // (N, k, r)
+  const std::int64_t k = neighbours.size(1), len = neighbours.size(2);
+  nn::DropoutStream rng(false, 0);
+  const Tensor enc = reshape(model_detail::encode_neighbours(m, reshape(neighbours, {N * k, len}), rng),
+                             {N, k * len, m.cfg.d_model});
+  std::vector<KVCache::RetroChunk> fresh(static_cast<std::size_t>(N));
+  for (const Layer& L : m.layout.decoder.layers) {
+    if (!L.has_cca) continue;
+    const auto [keys, values] = L.cca.project_kv(enc, nn::AttentionSetup{});  // (N, Hkv, k*r, Dh)
+    for (std::int64_t i = 0; i < N; ++i) {
+      fresh[static_cast<std::size_t>(i)].kv.push_back(contiguous(slice(keys, 0, i, i + 1)).clone());
+      fresh[static_cast<std::size_t>(i)].kv.push_back(contiguous(slice(values, 0, i, i + 1)).clone());
+    }
+  }
+  for (std::size_t i = 0; i < wanted.size(); ++i) {
+    const Want& w = wanted[i];
+    const auto r = static_cast<std::size_t>(std::find(slots.begin(), slots.end(), w.slot) - slots.begin());
+    fresh[i].tokens.assign(seen[r].begin() + w.c * chunk, seen[r].begin() + (w.c + 1) * chunk);
+    cache.retro_chunks(w.slot)[w.c] = std::move(fresh[i]);
+  }
+  commit_tokens();
+}
+
+// Chunked cross-attention of new tokens h (R, T, C) in the `nth` chunked cross-attention layer:
+// each run of a row's positions in chunk c >= 1 attends to the held neighbours of chunk c - 1,
+// positions in chunk 0 get zeros (model.cpp's chunked_cross_attention, a chunk at a time).
+Tensor chunked_cross_attention_cached(const Model::Impl& m, const Layer& L, std::size_t nth, const Tensor& h,
+                                      const std::vector<std::int64_t>& slots, KVCache& cache) {
+  const std::int64_t chunk = m.cfg.retrieval.chunk_size, T = h.size(1), C = h.size(2);
+  std::vector<Tensor> rows;
+  for (std::size_t r = 0; r < slots.size(); ++r) {
+    const auto ri = static_cast<std::int64_t>(r);
+    const std::int64_t len = cache.length(slots[r]);
+    const Tensor row = slice(h, 0, ri, ri + 1);
+    std::vector<Tensor> runs;
+    for (std::int64_t a = 0; a < T;) {
+      const std::int64_t c = (len + a) / chunk, b = std::min(T, (c + 1) * chunk - len);
+      if (c == 0) {
+        runs.push_back(Tensor::zeros({1, b - a, C}));
+      } else {
+        const KVCache::RetroChunk& held = cache.retro_chunks(slots[r]).at(c - 1);
+        const Tensor q = L.cca.project_q(slice(row, 1, a, b), nn::AttentionSetup{});
+        runs.push_back(L.cca.o_proj(merge_heads(
+            scaled_dot_product_attention(q, held.kv.at(2 * nth), held.kv.at(2 * nth + 1), base_options(m)))));
+      }
+      a = b;
+    }
+    rows.push_back(runs.size() == 1 ? runs[0] : concat(runs, 1));
+  }
+  return concat_rows(rows);
+}
+
 }  // namespace
 
 void Model::encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source) {
@@ -177,6 +268,8 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
   };
   const Stack& s = m.layout.decoder;
   preload_prefix(m, slots, cache);
+  if (c.retrieval.enabled()) prepare_neighbours(m, ids, slots, cache);
+  std::size_t cca_layers = 0;
   for (std::size_t l = 0; l < s.layers.size(); ++l) {
     const Layer& L = s.layers[l];
     const auto li = static_cast<std::int64_t>(l);
@@ -185,6 +278,10 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
     if (c.architecture == Architecture::encoder_decoder)
       x = sublayer(x, L.cross_norm, nn::Bottleneck{},
                    [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
+    if (L.has_cca)
+      x = sublayer(x, L.cca_norm, nn::Bottleneck{},
+                   [&](const Tensor& h) { return chunked_cross_attention_cached(m, L, cca_layers, h, slots, cache); });
+    cca_layers += L.has_cca ? 1 : 0;
     x = sublayer(x, L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
   }
   if (s.has_final_norm) x = s.final_norm(x);

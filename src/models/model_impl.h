@@ -29,6 +29,7 @@ struct Model::Impl {
   std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
   std::optional<BottleneckConfig> bottleneck;  // set while params holds bottleneck adapters (model_peft.cpp)
   std::optional<PrefixConfig> prefix;          // set while params holds a prefix encoder (model_peft.cpp)
+  Model::Retriever retriever;                  // RETRO's neighbours (set_retriever)
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
   void rewire() {
@@ -70,6 +71,10 @@ Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStre
 // A speech model's input tokens (B, frames / 2, C) from input_features (B, mels, frames):
 // the convolution stem and the positions (model_audio.cpp).
 Tensor embed_audio(const Model::Impl& m, const Tensor& features, nn::DropoutStream& rng);
+// RETRO: neighbours (N, r) through the retrieval encoder -> (N, r, C).
+Tensor encode_neighbours(const Model::Impl& m, const Tensor& ids, nn::DropoutStream& rng);
+// RETRO: the neighbours' ids (N, k, r) the retriever finds for chunks (N, m), checked.
+Tensor retrieve(const Model::Impl& m, const Tensor& chunks);
 
 }  // namespace model_detail
 }  // namespace tfm

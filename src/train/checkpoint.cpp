@@ -56,7 +56,7 @@ void sync_dir(const fs::path& dir) {
 // left by a killed run is removed by the next save.
 constexpr const char* kDirFiles[] = {"config.json", "tokenizer.json", "model.safetensors", "train_config.json",
                                      "metrics.jsonl", "curves.svg", "confusion.svg", "preprocessor_config.json",
-                                     "generation_config.json"};
+                                     "generation_config.json", "retrieval_db.safetensors"};
 
 void remove_stale_temp_files(const fs::path& out) {
   std::error_code ec;

@@ -64,16 +64,18 @@ const std::vector<std::int64_t>& LmData::order(std::int64_t epoch) {
   return order_;
 }
 
-void LmData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y) {
+void LmData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y, std::vector<std::int64_t>* starts) {
   TFM_CHECK(per_epoch_ > 0, "data", "held-out-only LM data has no training batches");
   x = Tensor::empty({batch, block_}, DType::i64);
   y = Tensor::empty({batch, block_}, DType::i64);
   auto* xd = x.data<std::int64_t>();
   auto* yd = y.data<std::int64_t>();
+  if (starts != nullptr) starts->clear();
   for (std::int64_t b = 0; b < batch; ++b) {
     const std::int64_t c = cursor + b;
     const auto& ord = order(c / per_epoch_);
     const std::int64_t start = shift_ + ord[static_cast<std::size_t>(c % per_epoch_)] * (block_ + 1);
+    if (starts != nullptr) starts->push_back(start);
     for (std::int64_t t = 0; t < block_; ++t) {
       xd[b * block_ + t] = train_[start + t];
       yd[b * block_ + t] = train_[start + t + 1];

@@ -511,12 +511,44 @@ ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::in
   return mc;
 }
 
+ChunkDatabase retro_database(const TrainConfig& cfg, const TaskData& d, const RetrievalConfig& rc) {
+  TFM_CHECK(d.lm.has_value(), cfg.source, "a retrieval model (RETRO) trains on task \"lm\"");
+  std::vector<std::int32_t> stream;
+  const auto add = [&](const TokenStore& s) {
+    for (std::int64_t i = 0; i < s.size(); ++i) stream.push_back(s[i]);
+  };
+  add(d.lm->train_stream());
+  if (cfg.retrieval_db == "train+val") add(d.lm->val_stream());
+  return ChunkDatabase(std::move(stream), rc);
+}
+
+namespace {
+
+// RETRO: the neighbours (B, L - 1, k, r) of each training sequence's chunks but the last (no
+// position reads the last one's), none taken from the sequence's own text (RETRO trains with
+// the neighbours of the same document filtered out).
+Tensor training_neighbours(const ChunkDatabase& db, const Tensor& x, const std::vector<std::int64_t>& starts,
+                           std::int64_t block) {
+  const RetrievalConfig& rc = db.config();
+  const std::int64_t B = x.size(0), T = x.size(1), m = rc.chunk_size, reading = (T + m - 1) / m - 1;
+  if (reading <= 0) return Tensor();
+  std::vector<std::pair<std::int64_t, std::int64_t>> own;
+  for (std::int64_t b = 0; b < B; ++b)
+    for (std::int64_t i = 0; i < reading; ++i) own.emplace_back(starts[static_cast<std::size_t>(b)], starts[static_cast<std::size_t>(b)] + block + 1);
+  const Tensor chunks = reshape(contiguous(slice(x, 1, 0, reading * m)), {B * reading, m});
+  return reshape(db.search(chunks, own), {B, reading, rc.neighbours, rc.length()});
+}
+
+}  // namespace
+
 Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
                         Distiller* distill) {
   ModelInputs in;
   Tensor targets;  // lm, seq2seq: (B, T) with -100 at padding; classifier: (B)
   if (d.kind == TaskKind::lm) {
-    d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets);
+    std::vector<std::int64_t> starts;
+    d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets, &starts);
+    if (d.retro) in.neighbours = training_neighbours(*d.retro, in.input_ids, starts, cfg.block_size);
     tokens = in.input_ids.numel();
   } else if (d.kind == TaskKind::seq2seq) {
     d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);

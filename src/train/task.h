@@ -6,6 +6,7 @@
 #include <optional>
 #include <string>
 
+#include "tfm/chunk_database.h"
 #include "tfm/train.h"
 #include "train/train_internal.h"
 
@@ -25,7 +26,13 @@ struct TaskData {
   std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
   const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs
   std::int64_t positive = 0;
+  // RETRO: the chunk database (training split, or with the held-out text: retrieval_db), in
+  // the training stream's positions.
+  std::optional<ChunkDatabase> retro;
 };
+
+// RETRO: builds the chunk database of a retrieval model's LM data (cfg.retrieval_db).
+ChunkDatabase retro_database(const TrainConfig& cfg, const TaskData& d, const RetrievalConfig& rc);
 
 // Reads the data (checking it holds at least one batch) and, when `tok` is empty, trains the
 // tokenizer on the training split only.

@@ -240,13 +240,17 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
                                                                     "max_length", "header", "positive_label", "test_size", "labels",
                                                                     "train_labels", "test", "test_labels", "preprocessor",
                                                                     "augment", "chunk_length", "spec_augment",
-                                                                    "timestamps_fraction"});
+                                                                    "timestamps_fraction", "retrieval_db"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
   TFM_CHECK(c.val_fraction > 0, where + ".data.val_fraction", "must be > 0 (evaluation needs held-out text)");
   data.get_int("block_size", c.block_size, 2, 1 << 20);
   data.get_double("test_fraction", c.test_fraction, 0.01, 0.9);
+  data.get_string("retrieval_db", c.retrieval_db);
+  TFM_CHECK(c.retrieval_db == "train" || c.retrieval_db == "train+val", data.key("retrieval_db"),
+            "must be \"train\" or \"train+val\", got \"", c.retrieval_db, "\"");
+  TFM_CHECK(c.task == TaskKind::lm || !data.has("retrieval_db"), data.key("retrieval_db"), "applies to task \"lm\" only");
   data.get_int("max_length", c.max_length, 2, 1 << 20);
   data.get_bool("header", c.header);
   data.get_int("test_size", c.test_size, 0);

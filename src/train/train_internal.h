@@ -47,7 +47,11 @@ class LmData {
   std::int64_t val_sequences() const;
   std::int64_t train_tokens() const { return train_.size(); }
   // Training batch of `batch` sequences starting at `cursor`: x, y (batch, block) i64.
-  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y);
+  // starts, when given, receives each sequence's first position in the training stream.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& x, Tensor& y,
+                   std::vector<std::int64_t>* starts = nullptr);
+  const TokenStore& train_stream() const { return train_; }
+  const TokenStore& val_stream() const { return val_; }
   // Held-out batch: consecutive non-overlapping val sequences starting at index first.
   void val_batch(std::int64_t first, std::int64_t batch, Tensor& x, Tensor& y) const;
 

@@ -113,6 +113,11 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   // the teacher's: the two must share one.
   if (cfg.distill && cfg.task != TaskKind::image_classifier && !r.tok && !json::parse(cfg.json).contains("tokenizer"))
     r.tok = Tokenizer::load(cfg.distill->teacher);
+  if (cfg.no_retrieval) {  // the same model without its chunked cross-attention and neighbours
+    json mj = json::parse(task_cfg.model_json);
+    mj.erase("retrieval");
+    task_cfg.model_json = mj.dump();
+  }
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
@@ -162,6 +167,11 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     if (cfg.lora) r.model->add_lora(*cfg.lora, cfg.seed ^ 0x4C6F5241ull);
     if (cfg.bottleneck) r.model->add_bottleneck(*cfg.bottleneck, cfg.seed ^ 0x426F7474ull);
     if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
+  }
+  if (mc.retrieval.enabled()) {  // RETRO: its chunk database, for training, evaluation and the model directory
+    r.data.retro.emplace(retro_database(task_cfg, r.data, mc.retrieval));
+    r.model->set_retriever(r.data.retro->retriever());
+    r.state.model_files[kRetrievalDbFile] = r.data.retro->serialize();
   }
   // Which parameters train: the layers share these handles, so the flag reaches them.
   const std::vector<std::string> fresh = base ? fresh_parameters(base->config, mc, cfg.init_skip) : std::vector<std::string>{};

@@ -5,10 +5,12 @@
 // families) or a model directory whose model.safetensors holds the compact weights in the
 // layout of docs/formats.md ("Quantized weights").
 #include <cstdio>
+#include <filesystem>
 #include <map>
 
 #include "cli_common.h"
 #include "commands.h"
+#include "tfm/chunk_database.h"
 #include "tfm/error.h"
 #include "tfm/gguf_model.h"
 #include "tfm/quantize.h"
@@ -40,6 +42,8 @@ void add_quantize_command(CLI::App& app) {
     print_fallbacks(notes);
     std::map<std::string, std::int64_t> count;
     for (const auto& [name, t] : m.model.parameters()) count[dtype_name(t.dtype())] += 1;
+    TFM_CHECK(!m.config.retrieval.enabled() || !is_gguf_path(a->out), "quantize", a->in,
+              " is a RETRO model: a GGUF file has no place for its chunk database; write a directory");
     if (is_gguf_path(a->out)) {
       GgufSaveOptions o;
       o.type = GgmlType::f32;  // the compact matrices keep their own types
@@ -48,6 +52,9 @@ void add_quantize_command(CLI::App& app) {
       save_gguf_model(a->out, m.model, m.tokenizer, o);
     } else {
       save_model_dir(a->out, m.model, m.tokenizer);
+      if (m.config.retrieval.enabled())  // RETRO reads neighbours from the database it was trained with
+        std::filesystem::copy_file(std::filesystem::path(a->in) / kRetrievalDbFile, std::filesystem::path(a->out) / kRetrievalDbFile,
+                                   std::filesystem::copy_options::overwrite_existing);
     }
     std::printf("wrote %s:", a->out.c_str());
     for (const auto& [type, n] : count) std::printf(" %lld %s", static_cast<long long>(n), type.c_str());

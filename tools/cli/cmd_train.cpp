@@ -1,5 +1,5 @@
 // tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--max-memory BYTES]
-//   [--checkpoint-activations]
+//   [--checkpoint-activations] [--no-retrieval] [--retrieval-db train|train+val]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
 // Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel; an error on any
 // rank stops the whole job (dist::abort_job) instead of leaving the others waiting.
@@ -29,6 +29,8 @@ void add_train_command(CLI::App& app) {
     std::string max_memory;
     bool quiet = false;
     bool checkpoint_activations = false;
+    bool no_retrieval = false;
+    std::string retrieval_db;
     std::string precision;
   };
   auto args = std::make_shared<Args>();
@@ -40,6 +42,12 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("-q,--quiet", args->quiet, "No progress output");
   cmd->add_flag("--checkpoint-activations", args->checkpoint_activations,
                 "Recompute each layer's forward in the backward pass (less memory, same gradients)");
+  cmd->add_flag("--no-retrieval", args->no_retrieval,
+                "A RETRO config without its retrieval: the same decoder, no chunked cross-attention or neighbours");
+  cmd->add_option("--retrieval-db", args->retrieval_db,
+                  "Override data.retrieval_db: the RETRO chunk database is the training split (train) or also the "
+                  "held-out text (train+val, the leak)")
+      ->check(CLI::IsMember({"train", "train+val"}));
   cmd->add_option("--precision", args->precision,
                   "Override training.precision: fp32, or bf16 mixed precision (docs/training.md)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
@@ -51,6 +59,8 @@ void add_train_command(CLI::App& app) {
     if (cmd->count("--out") == 0 && !args->quiet && dist::rank() == 0)
       std::fprintf(stderr, "tfm train: writing the model to %s (no --out given)\n", args->out.c_str());
     if (args->checkpoint_activations) cfg.checkpoint_activations = true;
+    if (args->no_retrieval) cfg.no_retrieval = true;
+    if (!args->retrieval_db.empty()) cfg.retrieval_db = args->retrieval_db;
     if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
     TrainOptions opt;

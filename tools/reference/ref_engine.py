@@ -120,10 +120,10 @@ def specs(c):
     return s
 
 
-def random_params(c):
+def random_params(c, spec_list=None):
     """Random values away from the init conventions, so every scale and bias matters."""
     p = {}
-    for name, shape in specs(c):
+    for name, shape in spec_list if spec_list is not None else specs(c):
         is_norm = "norm" in name
         if is_norm and c.norm == "scale_norm" and shape == (1,):
             t = math.sqrt(c.d_model) * (1.0 + 0.1 * torch.randn(shape))

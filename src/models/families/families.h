@@ -20,6 +20,16 @@ Family marian_family();
 Family vit_family();
 Family deit_family();
 Family whisper_family();
+Family retro_family();
+
+// The engine's own names (transformer.cpp), shared with RETRO (retro.cpp): an attention block's
+// q/k/v/o_proj specs under `prefix`, a stack's specs and its wiring ("<name>.layers.<i>.",
+// "<name>.norm").
+void engine_attention_specs(std::vector<ParamSpec>& s, const std::string& prefix, const ModelConfig& c);
+void engine_stack_specs(std::vector<ParamSpec>& s, const std::string& name, std::int64_t layers, bool cross,
+                        const ModelConfig& c);
+void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool cross, const ModelConfig& c,
+                       const WireParams& P);
 
 // ViT's embeddings and encoder under `root` ("vit.", "deit."), shared with DeiT (vit.cpp):
 // the config checks every image family runs last, the parameter specs and the wiring.

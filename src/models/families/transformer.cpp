@@ -67,7 +67,9 @@ ModelConfig vaswani() {
 // ---- parameters ----------------------------------------------------------------------------
 using Specs = std::vector<ParamSpec>;
 
-void attention_specs(Specs& s, const std::string& p, const ModelConfig& c) {
+}  // namespace
+
+void engine_attention_specs(Specs& s, const std::string& p, const ModelConfig& c) {
   const std::int64_t q = c.n_heads * c.dim_head(), kv = c.kv_heads() * c.dim_head();
   add_linear_spec(s, p + "q_proj", q, c.d_model, c.bias || c.qkv_bias);
   add_linear_spec(s, p + "k_proj", kv, c.d_model, c.bias || c.qkv_bias);
@@ -75,28 +77,34 @@ void attention_specs(Specs& s, const std::string& p, const ModelConfig& c) {
   add_linear_spec(s, p + "o_proj", c.d_model, q, c.bias);
 }
 
+namespace {
+
 void ffn_specs(Specs& s, const std::string& p, const ModelConfig& c) {
   if (c.gated_ffn()) add_linear_spec(s, p + "gate_proj", c.d_ff, c.d_model, c.bias);
   add_linear_spec(s, p + "up_proj", c.d_ff, c.d_model, c.bias);
   add_linear_spec(s, p + "down_proj", c.d_model, c.d_ff, c.bias);
 }
 
-void stack_specs(Specs& s, const std::string& name, std::int64_t layers, bool cross, const ModelConfig& c) {
+}  // namespace
+
+void engine_stack_specs(Specs& s, const std::string& name, std::int64_t layers, bool cross, const ModelConfig& c) {
   if (c.position == PositionKind::t5_relative)
     s.push_back({name + ".relative_attention_bias.weight", {c.relative_buckets, c.n_heads}});
   for (std::int64_t i = 0; i < layers; ++i) {
     const std::string p = layer_prefix(name + ".layers", i);
     add_norm_spec(s, p + "self_attn_norm", c);
-    attention_specs(s, p + "self_attn.", c);
+    engine_attention_specs(s, p + "self_attn.", c);
     if (cross) {
       add_norm_spec(s, p + "cross_attn_norm", c);
-      attention_specs(s, p + "cross_attn.", c);
+      engine_attention_specs(s, p + "cross_attn.", c);
     }
     add_norm_spec(s, p + "ffn_norm", c);
     ffn_specs(s, p + "ffn.", c);
   }
   if (c.final_norm) add_norm_spec(s, name + ".norm", c);
 }
+
+namespace {
 
 void head_specs(Specs& s, const ModelConfig& c) {
   switch (c.head) {
@@ -126,11 +134,11 @@ Specs parameters(const ModelConfig& c) {
   if (c.type_vocab_size > 0) s.push_back({"embed_token_types.weight", {c.type_vocab_size, c.d_model}});
   if (c.embedding_norm) add_norm_spec(s, "embed_norm", c);
   switch (c.architecture) {
-    case Architecture::encoder_only: stack_specs(s, "encoder", c.n_layers, false, c); break;
-    case Architecture::decoder_only: stack_specs(s, "decoder", c.n_layers, false, c); break;
+    case Architecture::encoder_only: engine_stack_specs(s, "encoder", c.n_layers, false, c); break;
+    case Architecture::decoder_only: engine_stack_specs(s, "decoder", c.n_layers, false, c); break;
     case Architecture::encoder_decoder:
-      stack_specs(s, "encoder", c.n_layers, false, c);
-      stack_specs(s, "decoder", c.decoder_layers(), true, c);
+      engine_stack_specs(s, "encoder", c.n_layers, false, c);
+      engine_stack_specs(s, "decoder", c.decoder_layers(), true, c);
       break;
   }
   head_specs(s, c);
@@ -140,8 +148,10 @@ Specs parameters(const ModelConfig& c) {
 // ---- modules -------------------------------------------------------------------------------
 constexpr std::array<const char*, 4> kNames{"q_proj", "k_proj", "v_proj", "o_proj"};
 
-void wire_stack(Stack& s, const std::string& name, std::int64_t n, bool cross, const ModelConfig& c,
-                const WireParams& P) {
+}  // namespace
+
+void wire_engine_stack(Stack& s, const std::string& name, std::int64_t n, bool cross, const ModelConfig& c,
+                       const WireParams& P) {
   s.relative_bias = P.maybe(name + ".relative_attention_bias.weight");
   for (std::int64_t i = 0; i < n; ++i) {
     const std::string p = layer_prefix(name + ".layers", i);
@@ -164,15 +174,17 @@ void wire_stack(Stack& s, const std::string& name, std::int64_t n, bool cross, c
   if (c.final_norm) s.final_norm = P.norm(name + ".norm", c);
 }
 
+namespace {
+
 void wire(Layout& l, const ModelConfig& c, const WireParams& P) {
   l.tok_emb = P.need("embed_tokens.weight");
   l.pos_emb = P.maybe("embed_positions.weight");
   l.type_emb = P.maybe("embed_token_types.weight");
   l.has_embed_norm = c.embedding_norm;
   if (c.embedding_norm) l.embed_norm = P.norm("embed_norm", c);
-  if (c.architecture != Architecture::decoder_only) wire_stack(l.encoder, "encoder", c.n_layers, false, c, P);
-  if (c.architecture == Architecture::decoder_only) wire_stack(l.decoder, "decoder", c.n_layers, false, c, P);
-  if (c.architecture == Architecture::encoder_decoder) wire_stack(l.decoder, "decoder", c.decoder_layers(), true, c, P);
+  if (c.architecture != Architecture::decoder_only) wire_engine_stack(l.encoder, "encoder", c.n_layers, false, c, P);
+  if (c.architecture == Architecture::decoder_only) wire_engine_stack(l.decoder, "decoder", c.n_layers, false, c, P);
+  if (c.architecture == Architecture::encoder_decoder) wire_engine_stack(l.decoder, "decoder", c.decoder_layers(), true, c, P);
   l.lm_head = c.tie_embeddings ? l.tok_emb : P.maybe("lm_head.weight");
   l.logits_bias = P.maybe("final_logits_bias");
   if (c.head == HeadKind::classifier) l.classifier = P.linear("classifier");

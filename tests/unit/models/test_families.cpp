@@ -54,12 +54,12 @@ TEST(Families, RegistryListsEveryModelTypeOnce) {
     EXPECT_TRUE(f.parameters && f.wire) << f.model_type;
     EXPECT_EQ(f.schema.base.model_type, f.model_type) << "the schema's base names its family";
   }
-  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit", "whisper"})
+  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit", "whisper", "retro"})
     EXPECT_EQ(seen.count(t), 1u) << t;
   const std::string e = error_of([] { model_family("gpt3", "config.json"); });
   EXPECT_NE(e.find("config.json"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown value 'gpt3'"), std::string::npos) << e;
-  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit, whisper"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit, whisper, retro"), std::string::npos) << e;
 }
 
 TEST(Families, PresetsComeFromTheirFamilies) {
