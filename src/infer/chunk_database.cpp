@@ -1,5 +1,5 @@
-// RETRO's chunk database: the lexical encoder, exact search by one GEMM per batch of queries,
-// and the file (include/tfm/chunk_database.h).
+// RETRO's chunk database: the lexical encoder, exact search over the database's bucket rows
+// (a query reads only its non-zero buckets'), and the file (include/tfm/chunk_database.h).
 #include "tfm/chunk_database.h"
 
 #include <algorithm>
@@ -7,9 +7,7 @@
 #include <numeric>
 #include <tuple>
 
-#include "tfm/autograd.h"
 #include "tfm/error.h"
-#include "tfm/ops.h"
 #include "tfm/safetensors.h"
 
 namespace tfm {
@@ -19,7 +17,9 @@ struct ChunkDatabase::State {
   std::vector<std::int32_t> tokens;
   std::int64_t chunks = 0;
   std::vector<float> idf;       // per bucket: round(ln(chunks / df)), at least 1
-  Tensor vectors;               // (chunks, D) f32 small integers
+  // (D, chunks) f32 small integers: bucket-major, so a query, which has at most
+  // max_ngram * m non-zero buckets of D, reads only those rows.
+  std::vector<float> columns;
   std::vector<float> inv_norm;  // 1 / |vector|, 0 for an empty one
 
   // A chunk's n-gram counts per bucket (FNV-1a over the n-gram's ids and n), times idf when given.
@@ -91,7 +91,10 @@ ChunkDatabase::ChunkDatabase(std::vector<std::int32_t> tokens, const RetrievalCo
     }
     s->inv_norm[static_cast<std::size_t>(c)] = sq > 0.0 ? static_cast<float>(1.0 / std::sqrt(sq)) : 0.0f;
   }
-  s->vectors = Tensor::from_floats(raw, {s->chunks, D});
+  s->columns.resize(raw.size());
+  for (std::int64_t c = 0; c < s->chunks; ++c)
+    for (std::int64_t b = 0; b < D; ++b)
+      s->columns[static_cast<std::size_t>(b * s->chunks + c)] = raw[static_cast<std::size_t>(c * D + b)];
   state_ = std::move(s);
 }
 
@@ -109,47 +112,53 @@ Tensor ChunkDatabase::search(const Tensor& chunks, const std::vector<std::pair<s
   TFM_CHECK(exclude.empty() || static_cast<std::int64_t>(exclude.size()) == N, kWhere, exclude.size(),
             " excluded spans for ", N, " queries");
   const std::vector<std::int64_t> ids = chunks.to_ints();
-  std::vector<float> q(static_cast<std::size_t>(N * D));
-  for (std::int64_t i = 0; i < N; ++i) {
-    const std::vector<float> v = s.counts(ids.data() + i * m, &s.idf);
-    std::copy(v.begin(), v.end(), q.begin() + i * D);
-  }
-  Tensor scores;
-  {
-    NoGradGuard no_grad;
-    scores = contiguous(linear(Tensor::from_floats(q, {N, D}), s.vectors));  // (N, chunks), exact integers
-  }
-  const float* sc = scores.data<float>();
   std::vector<std::int64_t> out(static_cast<std::size_t>(N * k * r));
   if (positions != nullptr) positions->assign(static_cast<std::size_t>(N * k), 0);
-  std::vector<std::int64_t> order(static_cast<std::size_t>(s.chunks));
-  std::vector<float> cosine(static_cast<std::size_t>(s.chunks));
-  for (std::int64_t i = 0; i < N; ++i) {
-    for (std::int64_t c = 0; c < s.chunks; ++c)
-      cosine[static_cast<std::size_t>(c)] = sc[i * s.chunks + c] * s.inv_norm[static_cast<std::size_t>(c)];
-    std::int64_t a = 0, b = 0;
-    if (!exclude.empty()) std::tie(a, b) = exclude[static_cast<std::size_t>(i)];
-    // Enough candidates that k survive the excluded span's overlapping chunks.
-    const std::int64_t overlapping = b > a ? (b - a + r) / m + 2 : 0;
-    const std::int64_t want = std::min(s.chunks, k + overlapping);
-    std::iota(order.begin(), order.end(), std::int64_t{0});
-    const auto better = [&](std::int64_t x, std::int64_t y) {
-      const float cx = cosine[static_cast<std::size_t>(x)], cy = cosine[static_cast<std::size_t>(y)];
-      return cx != cy ? cx > cy : x < y;
-    };
-    std::partial_sort(order.begin(), order.begin() + want, order.end(), better);
-    std::int64_t found = 0;
-    for (std::int64_t j = 0; j < want && found < k; ++j) {
-      const std::int64_t c = order[static_cast<std::size_t>(j)], start = c * m;
-      if (start < b && start + r > a) continue;  // overlaps the excluded span
-      for (std::int64_t t = 0; t < r; ++t)
-        out[static_cast<std::size_t>((i * k + found) * r + t)] = s.tokens[static_cast<std::size_t>(start + t)];
-      if (positions != nullptr) (*positions)[static_cast<std::size_t>(i * k + found)] = start;
-      ++found;
+  std::vector<std::int64_t> found_of(static_cast<std::size_t>(N), 0);
+  // Each query on its own thread: its scores are sums over its few non-zero buckets of
+  // bucket rows, exact integers in any order, so the answer never depends on the batch.
+#pragma omp parallel
+  {
+    std::vector<float> score(static_cast<std::size_t>(s.chunks));
+    std::vector<std::int64_t> order(static_cast<std::size_t>(s.chunks));
+#pragma omp for schedule(dynamic, 1)
+    for (std::int64_t i = 0; i < N; ++i) {
+      const std::vector<float> q = s.counts(ids.data() + i * m, &s.idf);
+      std::fill(score.begin(), score.end(), 0.0f);
+      for (std::int64_t b = 0; b < D; ++b) {
+        const float w = q[static_cast<std::size_t>(b)];
+        if (w == 0.0f) continue;
+        const float* col = s.columns.data() + b * s.chunks;
+        for (std::int64_t c = 0; c < s.chunks; ++c) score[static_cast<std::size_t>(c)] += w * col[c];
+      }
+      for (std::int64_t c = 0; c < s.chunks; ++c) score[static_cast<std::size_t>(c)] *= s.inv_norm[static_cast<std::size_t>(c)];
+      std::int64_t a = 0, b = 0;
+      if (!exclude.empty()) std::tie(a, b) = exclude[static_cast<std::size_t>(i)];
+      // Enough candidates that k survive the excluded span's overlapping chunks.
+      const std::int64_t overlapping = b > a ? (b - a + r) / m + 2 : 0;
+      const std::int64_t want = std::min(s.chunks, k + overlapping);
+      std::iota(order.begin(), order.end(), std::int64_t{0});
+      const auto better = [&](std::int64_t x, std::int64_t y) {
+        const float cx = score[static_cast<std::size_t>(x)], cy = score[static_cast<std::size_t>(y)];
+        return cx != cy ? cx > cy : x < y;
+      };
+      std::nth_element(order.begin(), order.begin() + (want - 1), order.end(), better);
+      std::sort(order.begin(), order.begin() + want, better);
+      std::int64_t found = 0;
+      for (std::int64_t j = 0; j < want && found < k; ++j) {
+        const std::int64_t c = order[static_cast<std::size_t>(j)], start = c * m;
+        if (start < b && start + r > a) continue;  // overlaps the excluded span
+        for (std::int64_t t = 0; t < r; ++t)
+          out[static_cast<std::size_t>((i * k + found) * r + t)] = s.tokens[static_cast<std::size_t>(start + t)];
+        if (positions != nullptr) (*positions)[static_cast<std::size_t>(i * k + found)] = start;
+        ++found;
+      }
+      found_of[static_cast<std::size_t>(i)] = found;
     }
-    TFM_CHECK(found == k, kWhere, "query ", i, " found ", found, " neighbours outside its excluded span [", a, ", ", b,
-              "); the model reads ", k, " (the database holds ", s.chunks, " chunks)");
   }
+  for (std::int64_t i = 0; i < N; ++i)
+    TFM_CHECK(found_of[static_cast<std::size_t>(i)] == k, kWhere, "query ", i, " found ", found_of[static_cast<std::size_t>(i)],
+              " neighbours outside its excluded span; the model reads ", k, " (the database holds ", s.chunks, " chunks)");
   return Tensor::from_ints(out, {N, k, r});
 }
 
