@@ -221,6 +221,22 @@ bool GuardedServer::process_and_close_socket(socket_t sock) {
     ret = process_request(strm, left == 1, closed, nullptr);
     if (!ret || closed || close_requested || strm.expired()) break;  // a head past its deadline closes the connection
   }
+  if (close_requested) {
+    // Answered before reading the body (a 413): closing now, with the client's upload unread in
+    // the receive buffer, would send a reset that can destroy the response before the client
+    // reads it (it then sees ECONNRESET, not the 413). So the response is ended with a FIN and
+    // what the client still sends is read and dropped, for at most 2 s and 64 MiB, as nginx's
+    // lingering close does.
+    ::shutdown(sock, SHUT_WR);
+    const auto until = Clock::now() + std::chrono::seconds(2);
+    std::size_t drained = 0;
+    char buf[16384];
+    while (drained < (std::size_t{64} << 20) && Clock::now() < until && wait_for(sock, POLLIN, 100)) {
+      const ssize_t n = ::recv(sock, buf, sizeof buf, 0);
+      if (n <= 0) break;
+      drained += static_cast<std::size_t>(n);
+    }
+  }
   {
     std::lock_guard lk(mu_);
     if (--per_client_[ip] == 0) per_client_.erase(ip);
