@@ -35,6 +35,7 @@ PY
 "$tfm" -t 1 train "$tmp/retro.json" --out "$tmp/m" -q > /dev/null 2>&1
 [ -s "$tmp/m/retrieval_db.safetensors" ] || fail "no retrieval_db.safetensors in the model directory"
 
+"$tfm" info "$tmp/m" 2> /dev/null | grep -q "^retrieval: *RETRO: chunks of 8, 2 neighbours of 16 tokens" || fail "tfm info shows no retrieval"
 gen() { "$tfm" -t 1 generate -m "$tmp/m" --temp 0 -n 40 "$@" 2> "$tmp/gen.err"; }
 plain=$(gen -p "ROMEO:")
 [ "${#plain}" -gt 30 ] || fail "generate printed '$plain'"

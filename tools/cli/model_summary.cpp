@@ -83,6 +83,15 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
                                                : " on [CLS]");
   else
     std::printf("head:         %s%s\n", to_string(c.head), c.tie_embeddings ? " (tied to the token embedding)" : "");
+  if (c.retrieval.enabled()) {
+    const RetrievalConfig& r = c.retrieval;
+    std::string layers;
+    for (std::int64_t l : r.layers) layers += (layers.empty() ? "" : ", ") + std::to_string(l);
+    std::printf("retrieval:    RETRO: chunks of %lld, %lld neighbours of %lld tokens, chunked cross-attention in layer(s) %s, "
+                "%lld-layer neighbours' encoder\n",
+                static_cast<long long>(r.chunk_size), static_cast<long long>(r.neighbours), static_cast<long long>(r.length()),
+                layers.c_str(), static_cast<long long>(r.encoder_layers));
+  }
   std::printf("parameters:   %lld (%s)\n", static_cast<long long>(total), human_count(static_cast<double>(total)).c_str());
   for (const auto& [part, n] : by_part)
     std::printf("  %-24s %14lld\n", part.c_str(), static_cast<long long>(n));
