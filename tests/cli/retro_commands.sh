@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # RETRO from the command line: tfm train on a small cut of configs/shakespeare-retro.json writes
 # the chunk database beside the weights; tfm generate retrieves from it as chunks complete
-# (greedy output equal under prompt-lookup speculative decoding, whose rejections roll chunks
-# back, and batched --file rows equal to one at a time); tfm eval scores with it; the server
+# (greedy output equal under speculative decoding, prompt lookup or a draft model, whose
+# rejections roll chunks back; beam search; batched --file rows equal to one at a time); tfm eval scores with it; the server
 # answers with it, twice, the second time from the prompt cache, the same text; --no-retrieval
 # trains the plain decoder; a missing database and a bad retrieval block are one-line errors.
 # Usage: retro_commands.sh /path/to/tfm SOURCE_DIR
@@ -40,6 +40,7 @@ gen() { "$tfm" -t 1 generate -m "$tmp/m" --temp 0 -n 40 "$@" 2> "$tmp/gen.err"; 
 plain=$(gen -p "ROMEO:")
 [ "${#plain}" -gt 30 ] || fail "generate printed '$plain'"
 [ "$(gen -p "ROMEO:" --lookup --draft 4)" = "$plain" ] || fail "greedy output differs under prompt-lookup drafting"
+"$tfm" -t 1 generate -m "$tmp/m" -n 24 -p "ROMEO:" --beam 3 2> /dev/null | grep -q "^ROMEO:" || fail "beam search"
 printf 'ROMEO:\nFirst Citizen:\nKING RICHARD III:\n' > "$tmp/prompts.txt"
 "$tfm" -t 1 generate -m "$tmp/m" --temp 0 -n 24 --file "$tmp/prompts.txt" -b 3 > "$tmp/batched.jsonl" 2> /dev/null
 i=0
@@ -85,6 +86,8 @@ grep -q "no place for its chunk database" <<< "$err" || fail "gguf: '$err'"
 "$tfm" -t 1 train "$tmp/retro.json" --no-retrieval --max-steps 2 --out "$tmp/plain" -q > /dev/null 2>&1
 grep -q '"retrieval"' "$tmp/plain/config.json" && fail "--no-retrieval kept the retrieval block"
 [ -e "$tmp/plain/retrieval_db.safetensors" ] && fail "--no-retrieval wrote a chunk database"
+# The plain model drafts for the RETRO one: greedy output unchanged (rejected drafts roll back).
+[ "$(gen -p "ROMEO:" --draft-model "$tmp/plain" --draft 4)" = "$plain" ] || fail "greedy output differs with a draft model"
 
 mv "$tmp/m/retrieval_db.safetensors" "$tmp/db.bak"
 if gen -p "ROMEO: a longer prompt" > /dev/null; then fail "generate without the database succeeded"; fi
