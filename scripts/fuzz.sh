@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The libFuzzer targets of fuzz/ (docs/reliability.md): build them with clang in build-fuzz/
 # (ASan + UBSan + coverage), then run each for a bounded time on its committed seed corpus.
-# Every target runs; the script exits non-zero when any had a crash, sanitizer report, failed
+# Every target runs (JOBS at a time); the script exits non-zero when any had a crash, sanitizer report, failed
 # property, timeout or memory blow-up (the input that did it is saved as
 # build-fuzz/artifacts/<target>-crash-<sha1>), and its last line counts the targets.
 #   scripts/fuzz.sh                    every target, FUZZ_SECONDS (default 30) each
@@ -27,30 +27,40 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}${symbolizer:+:external_symbo
 # theirs, not the engine's.
 export LSAN_OPTIONS=${LSAN_OPTIONS:-suppressions=$PWD/tests/lsan.supp}
 export UBSAN_OPTIONS=${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}
-ok=0 failed=0
-for t in "${targets[@]}"; do
-  bin=build-fuzz/fuzz/fuzz_$t
+# One target: prints its report; its exit status is whether it failed.
+run_target() {
+  local t=$1 bin=build-fuzz/fuzz/fuzz_$1 log=build-fuzz/fuzz-$1.log
   if [ ! -x "$bin" ]; then
     echo "fuzz: no target '$t' (fuzz/$t.cpp + a tfm_fuzz_target line in fuzz/CMakeLists.txt)"
-    failed=$((failed + 1))
-    continue
+    return 1
   fi
   mkdir -p "build-fuzz/corpus/$t"
-  log=build-fuzz/fuzz-$t.log
   # The first directory receives new inputs; the committed seeds (and the regression inputs
   # among them) are read, and every one of them is run before any mutation.
   if ! "$bin" -max_total_time="$SECS" -timeout=10 -rss_limit_mb=2048 -print_final_stats=1 \
        -artifact_prefix="build-fuzz/artifacts/$t-" ${FUZZ_ARGS:-} "build-fuzz/corpus/$t" "fuzz/corpus/$t" > "$log" 2>&1; then
     tail -n 60 "$log"
     echo "fuzz: $t FAILED (log: $log; input: build-fuzz/artifacts/$t-*)"
-    failed=$((failed + 1))
-    continue
+    return 1
   fi
+  local runs rate cov
   runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$log")
   rate=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$log")
   cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1)
   echo "fuzz: $t ok: ${runs:-?} executions in ${SECS} s (${rate:-?}/s), $cov"
-  ok=$((ok + 1))
+}
+# libFuzzer runs a target on one thread: JOBS targets at once, each for its SECS on a core of its
+# own (the same effort per target as one at a time, in 1/JOBS of the wall time). Reports are
+# printed in the targets' order.
+ok=0 failed=0
+for t in "${targets[@]}"; do
+  while [ "$(jobs -rp | wc -l)" -ge "$JOBS" ]; do wait -n || true; done
+  ( if run_target "$t" > "build-fuzz/fuzz-$t.report" 2>&1; then echo ok; else echo failed; fi > "build-fuzz/fuzz-$t.status" ) &
+done
+wait
+for t in "${targets[@]}"; do
+  cat "build-fuzz/fuzz-$t.report"
+  if [ "$(cat "build-fuzz/fuzz-$t.status" 2> /dev/null)" = ok ]; then ok=$((ok + 1)); else failed=$((failed + 1)); fi
 done
 echo "fuzz targets: $ok ok, $failed failed"
 [ "$failed" -eq 0 ]
