@@ -65,36 +65,34 @@ ChunkDatabase::ChunkDatabase(std::vector<std::int32_t> tokens, const RetrievalCo
   const std::int64_t w = max_weight(s->chunks), grams = cfg.max_ngram * m;
   TFM_CHECK(grams * w * m * w < (std::int64_t{1} << 24), kWhere, "chunks of ", m, " tokens with n-grams up to ",
             cfg.max_ngram, " are too long for exact lexical scores; use shorter chunks or a smaller max_ngram");
-  std::vector<float> raw(static_cast<std::size_t>(s->chunks * D));
+  // Counts straight into the bucket-major rows, then each bucket's IDF, then each chunk's norm.
+  const std::int64_t N = s->chunks;
+  s->columns.assign(static_cast<std::size_t>(N * D), 0.0f);
   std::vector<std::int64_t> df(static_cast<std::size_t>(D), 0), ids(static_cast<std::size_t>(m));
-  for (std::int64_t c = 0; c < s->chunks; ++c) {
+  for (std::int64_t c = 0; c < N; ++c) {
     for (std::int64_t i = 0; i < m; ++i) ids[static_cast<std::size_t>(i)] = s->tokens[static_cast<std::size_t>(c * m + i)];
     const std::vector<float> v = s->counts(ids.data(), nullptr);
     for (std::int64_t b = 0; b < D; ++b) {
-      raw[static_cast<std::size_t>(c * D + b)] = v[static_cast<std::size_t>(b)];
+      s->columns[static_cast<std::size_t>(b * N + c)] = v[static_cast<std::size_t>(b)];
       df[static_cast<std::size_t>(b)] += v[static_cast<std::size_t>(b)] > 0.0f ? 1 : 0;
     }
   }
   s->idf.resize(static_cast<std::size_t>(D));
+  std::vector<double> sq(static_cast<std::size_t>(N), 0.0);
   for (std::int64_t b = 0; b < D; ++b) {
     const double d = static_cast<double>(std::max<std::int64_t>(df[static_cast<std::size_t>(b)], 1));
-    s->idf[static_cast<std::size_t>(b)] =
-        static_cast<float>(std::max<std::int64_t>(1, std::llround(std::log(static_cast<double>(s->chunks) / d))));
-  }
-  s->inv_norm.resize(static_cast<std::size_t>(s->chunks));
-  for (std::int64_t c = 0; c < s->chunks; ++c) {
-    double sq = 0.0;
-    for (std::int64_t b = 0; b < D; ++b) {
-      float& x = raw[static_cast<std::size_t>(c * D + b)];
-      x *= s->idf[static_cast<std::size_t>(b)];
-      sq += static_cast<double>(x) * x;
+    const auto weight = static_cast<float>(std::max<std::int64_t>(1, std::llround(std::log(static_cast<double>(N) / d))));
+    s->idf[static_cast<std::size_t>(b)] = weight;
+    float* row = s->columns.data() + b * N;
+    for (std::int64_t c = 0; c < N; ++c) {
+      row[c] *= weight;
+      sq[static_cast<std::size_t>(c)] += static_cast<double>(row[c]) * row[c];
     }
-    s->inv_norm[static_cast<std::size_t>(c)] = sq > 0.0 ? static_cast<float>(1.0 / std::sqrt(sq)) : 0.0f;
   }
-  s->columns.resize(raw.size());
-  for (std::int64_t c = 0; c < s->chunks; ++c)
-    for (std::int64_t b = 0; b < D; ++b)
-      s->columns[static_cast<std::size_t>(b * s->chunks + c)] = raw[static_cast<std::size_t>(c * D + b)];
+  s->inv_norm.resize(static_cast<std::size_t>(N));
+  for (std::int64_t c = 0; c < N; ++c)
+    s->inv_norm[static_cast<std::size_t>(c)] =
+        sq[static_cast<std::size_t>(c)] > 0.0 ? static_cast<float>(1.0 / std::sqrt(sq[static_cast<std::size_t>(c)])) : 0.0f;
   state_ = std::move(s);
 }
 
@@ -166,8 +164,9 @@ void ChunkDatabase::save(const std::string& path) const { write_file_atomic(path
 
 std::string ChunkDatabase::serialize() const {
   const State& s = *state_;
-  std::vector<std::int64_t> wide(s.tokens.begin(), s.tokens.end());
-  return serialize_safetensors({{"tokens", Tensor::from_ints(wide, {static_cast<std::int64_t>(wide.size())}, DType::i32)}},
+  Tensor tokens = Tensor::empty({static_cast<std::int64_t>(s.tokens.size())}, DType::i32);
+  std::copy(s.tokens.begin(), s.tokens.end(), tokens.data<std::int32_t>());
+  return serialize_safetensors({{"tokens", tokens}},
                    {{"format", "tfm-retro-chunks"},
                     {"chunk_size", std::to_string(s.cfg.chunk_size)},
                     {"neighbour_length", std::to_string(s.cfg.length())},

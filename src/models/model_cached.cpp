@@ -109,7 +109,8 @@ void prepare_neighbours(const Model::Impl& m, const Tensor& ids, const std::vect
   const std::int64_t chunk = m.cfg.retrieval.chunk_size, T = ids.size(1);
   const auto all_ids = ids.to_ints();
   struct Want {
-    std::int64_t slot, c;
+    std::size_t row;  // of ids and slots
+    std::int64_t c;
   };
   std::vector<Want> wanted;
   std::vector<std::int64_t> chunk_ids;
@@ -129,7 +130,7 @@ void prepare_neighbours(const Model::Impl& m, const Tensor& ids, const std::vect
       const std::vector<std::int64_t> span(tokens.begin() + c * chunk, tokens.begin() + (c + 1) * chunk);
       const auto it = held.find(c);
       if (it != held.end() && it->second.tokens == span) continue;
-      wanted.push_back({slot, c});
+      wanted.push_back({r, c});
       chunk_ids.insert(chunk_ids.end(), span.begin(), span.end());
     }
   }
@@ -154,9 +155,8 @@ void prepare_neighbours(const Model::Impl& m, const Tensor& ids, const std::vect
   }
   for (std::size_t i = 0; i < wanted.size(); ++i) {
     const Want& w = wanted[i];
-    const auto r = static_cast<std::size_t>(std::find(slots.begin(), slots.end(), w.slot) - slots.begin());
-    fresh[i].tokens.assign(seen[r].begin() + w.c * chunk, seen[r].begin() + (w.c + 1) * chunk);
-    cache.retro_chunks(w.slot)[w.c] = std::move(fresh[i]);
+    fresh[i].tokens.assign(seen[w.row].begin() + w.c * chunk, seen[w.row].begin() + (w.c + 1) * chunk);
+    cache.retro_chunks(slots[w.row])[w.c] = std::move(fresh[i]);
   }
   commit_tokens();
 }

@@ -522,13 +522,8 @@ ChunkDatabase retro_database(const TrainConfig& cfg, const TaskData& d, const Re
   return ChunkDatabase(std::move(stream), rc);
 }
 
-namespace {
-
-// RETRO: the neighbours (B, L - 1, k, r) of each training sequence's chunks but the last (no
-// position reads the last one's), none taken from the sequence's own text (RETRO trains with
-// the neighbours of the same document filtered out).
 Tensor training_neighbours(const ChunkDatabase& db, const Tensor& x, const std::vector<std::int64_t>& starts,
-                           std::int64_t block) {
+                           std::int64_t block, std::vector<std::int64_t>* positions) {
   const RetrievalConfig& rc = db.config();
   const std::int64_t B = x.size(0), T = x.size(1), m = rc.chunk_size, reading = (T + m - 1) / m - 1;
   if (reading <= 0) return Tensor();
@@ -536,10 +531,8 @@ Tensor training_neighbours(const ChunkDatabase& db, const Tensor& x, const std::
   for (std::int64_t b = 0; b < B; ++b)
     for (std::int64_t i = 0; i < reading; ++i) own.emplace_back(starts[static_cast<std::size_t>(b)], starts[static_cast<std::size_t>(b)] + block + 1);
   const Tensor chunks = reshape(contiguous(slice(x, 1, 0, reading * m)), {B * reading, m});
-  return reshape(db.search(chunks, own), {B, reading, rc.neighbours, rc.length()});
+  return reshape(db.search(chunks, own, positions), {B, reading, rc.neighbours, rc.length()});
 }
-
-}  // namespace
 
 Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
                         Distiller* distill) {

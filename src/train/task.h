@@ -33,6 +33,12 @@ struct TaskData {
 
 // RETRO: builds the chunk database of a retrieval model's LM data (cfg.retrieval_db).
 ChunkDatabase retro_database(const TrainConfig& cfg, const TaskData& d, const RetrievalConfig& rc);
+// RETRO: the neighbours (B, L - 1, k, r) of training sequences x (B, T) whose first tokens are at
+// `starts` of the training stream: each chunk's but the last (no position reads the last one's),
+// none overlapping its sequence's block + 1 tokens (RETRO filters the training sequence's own
+// document out). `positions`, when given, receives each neighbour's start in the stream.
+Tensor training_neighbours(const ChunkDatabase& db, const Tensor& x, const std::vector<std::int64_t>& starts,
+                           std::int64_t block, std::vector<std::int64_t>* positions = nullptr);
 
 // Reads the data (checking it holds at least one batch) and, when `tok` is empty, trains the
 // tokenizer on the training split only.

@@ -11,6 +11,8 @@
 #include "support/train_helpers.h"
 #include "tfm/tfm.h"
 #include "tfm/train.h"
+#include "train/task.h"
+#include "train/train_internal.h"
 
 using namespace tfm;
 namespace fs = std::filesystem;
@@ -91,28 +93,37 @@ TEST(TrainRetro, WritesItsChunkDatabaseAndGeneratesFromIt) {
 }
 
 TEST(TrainRetro, NeighboursNeverComeFromTheSequenceItself) {
-  // With the whole text in the database, a training sequence could read its own continuation;
-  // the exclusion makes its neighbours come from elsewhere. Checked on the search the trainer
-  // runs: a chunk's query with its sequence's span excluded never returns a chunk inside it.
-  const std::vector<std::int32_t> text = [] {
-    const char* src = std::getenv("TFM_SOURCE_DIR");
-    const std::string t = read_file(std::string(src ? src : ".") + "/data/tinyshakespeare.txt").substr(0, 20000);
-    return std::vector<std::int32_t>(t.begin(), t.end());
-  }();
+  // The trainer's own path: sequences from LmData (random shifts, so their chunks straddle the
+  // database's) and training_neighbours over a database of the same stream. Unexcluded, a chunk's
+  // best match is mostly the database chunk of its own text; excluded, no neighbour overlaps the
+  // sequence's block + 1 tokens.
+  const char* src = std::getenv("TFM_SOURCE_DIR");
+  const std::string text = read_file(std::string(src ? src : ".") + "/data/tinyshakespeare.txt").substr(0, 20000);
+  train_detail::TokenStore train(256);
+  train.append(std::vector<std::int32_t>(text.begin(), text.end()));
+  std::vector<std::int32_t> stream;
+  for (std::int64_t i = 0; i < train.size(); ++i) stream.push_back(train[i]);
+  const std::int64_t block = 32;
+  train_detail::LmData data(std::move(train), train_detail::TokenStore(256), block, 11);
   RetrievalConfig rc;
   rc.chunk_size = 8;
   rc.layers = {0};
   rc.embedding_dim = 64;
-  const ChunkDatabase db(text, rc);
-  for (std::int64_t start : {0, 801, 5003, 19000 - 40}) {
-    std::vector<std::int64_t> q(text.begin() + start, text.begin() + start + 8);
-    std::vector<std::int64_t> pos;
-    (void)db.search(Tensor::from_ints(q, {1, 8}), {{start, start + 33}}, &pos);
-    for (std::int64_t p : pos) EXPECT_FALSE(p < start + 33 && p + 16 > start) << "neighbour at " << p << " for " << start;
-    std::vector<std::int64_t> free_pos;
-    (void)db.search(Tensor::from_ints(q, {1, 8}), {}, &free_pos);
-    if (start % 8 == 0) {
-      EXPECT_EQ(free_pos[0], start) << "unexcluded, an aligned chunk finds itself";
-    }
-  }
+  const ChunkDatabase db(stream, rc);
+  Tensor x, y;
+  std::vector<std::int64_t> starts, pos;
+  data.train_batch(0, 16, x, y, &starts);
+  const Tensor n = train_detail::training_neighbours(db, x, starts, block, &pos);
+  ASSERT_EQ(n.shape(), (Shape{16, 3, 2, 16}));
+  ASSERT_EQ(pos.size(), 16u * 3u * 2u);
+  const auto overlaps = [&](std::int64_t p, std::int64_t start) { return p < start + block + 1 && p + 16 > start; };
+  for (std::size_t i = 0; i < pos.size(); ++i)
+    EXPECT_FALSE(overlaps(pos[i], starts[i / 6])) << "neighbour at " << pos[i] << " of the sequence at " << starts[i / 6];
+  // Without the exclusion most of the same chunks would read their own text.
+  const Tensor chunks = reshape(contiguous(slice(x, 1, 0, 24)), {48, 8});
+  std::vector<std::int64_t> free_pos;
+  (void)db.search(chunks, {}, &free_pos);
+  std::size_t own = 0;
+  for (std::size_t i = 0; i < free_pos.size(); i += 2) own += overlaps(free_pos[i], starts[i / 6]);
+  EXPECT_GT(own, 24u) << "the exclusion is not what keeps the neighbours away";
 }
