@@ -109,6 +109,10 @@ Audio decode_open(SNDFILE* raw, const SF_INFO& info, const std::string& where, c
   a.sample_rate = opt.sample_rate > 0 ? opt.sample_rate : info.samplerate;
   a.format = format_name(info.format);
   const auto limit = static_cast<std::size_t>(opt.max_seconds * static_cast<double>(a.sample_rate)) + 1;
+  // The same limit on the frames read, checked before they are resampled: a file that claims a
+  // rate of a few hertz would otherwise expand each block thousands of times over first.
+  const auto source_limit = static_cast<std::size_t>(opt.max_seconds * static_cast<double>(info.samplerate)) + 1;
+  std::size_t frames_read = 0;
   Resampler rs(info.samplerate, static_cast<double>(a.sample_rate), where);
   const std::size_t ch = static_cast<std::size_t>(info.channels);
   std::vector<float> block(static_cast<std::size_t>(kBlockFrames) * ch), mono(static_cast<std::size_t>(kBlockFrames));
@@ -116,6 +120,8 @@ Audio decode_open(SNDFILE* raw, const SF_INFO& info, const std::string& where, c
     const sf_count_t n = sf_readf_float(f.get(), block.data(), kBlockFrames);
     if (n <= 0) break;
     const auto frames = static_cast<std::size_t>(n);
+    frames_read += frames;
+    TFM_CHECK(frames_read <= source_limit, where, "audio is longer than the limit of ", opt.max_seconds, " s");
     for (std::size_t i = 0; i < frames; ++i) {
       float s = 0.0f;
       for (std::size_t c = 0; c < ch; ++c) s += block[i * ch + c];

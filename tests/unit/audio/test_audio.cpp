@@ -70,6 +70,13 @@ TEST(Audio, BadFilesAreOneLineErrorsNamingThem) {
   short_limit.max_seconds = 0.01;
   const auto long_wav = wav16(std::vector<std::int16_t>(16000, 7), 16000, 1);
   EXPECT_NE(error_of([&] { decode_audio(long_wav, "long.wav", short_limit); }).find("longer than the limit"), std::string::npos);
+  // A header claiming 1 Hz: 16,000 frames are 4.4 hours there. The limit is checked on the frames
+  // read, before they are resampled (16,000 times over: a gigabyte, then a fuzz timeout).
+  AudioReadOptions minute;
+  minute.max_seconds = 60.0;
+  const auto slow_wav = wav16(std::vector<std::int16_t>(16000, 7), 1, 1);
+  EXPECT_NE(error_of([&] { decode_audio(slow_wav, "slow.wav", minute); }).find("[slow.wav] audio is longer than the limit"),
+            std::string::npos);
 }
 
 TEST(Audio, SoxrResamplesASineToTheExactSine) {
