@@ -26,6 +26,11 @@ struct LoadOptions {
   // When max_memory > 0: refuse, before any weight is read, when the memory plan (memory_plan.h)
   // for ctx positions (0: the model's) x batch sequences exceeds max_memory bytes.
   std::int64_t max_memory = 0, ctx = 0, batch = 1;
+  // Tensor parallelism (Model::shard_tensor_parallel): this process's rank of tp_ranks and the
+  // sum of partial products over the ranks (the CLI's: an MPI all-reduce). The model is
+  // sharded before any type conversion, and the memory plan is the shard's. tp_ranks 1: whole.
+  int tp_rank = 0, tp_ranks = 1;
+  Model::PartialSum tp_sum;
 };
 
 // A model directory (the engine's or a Hugging Face hub's) or a .gguf file, with the adapter,

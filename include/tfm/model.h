@@ -98,6 +98,10 @@ class Model {
   void set_training(bool on);
   bool training() const;
   void set_dropout_seed(std::uint64_t seed, std::uint64_t step);
+  // The next forward passes see rows [first, first + count) of a batch of `total` rows (a
+  // micro-batch split across ranks): their dropout masks are those rows' masks in the whole
+  // batch under the same seed. total 0 (the default): the batch is whole.
+  void set_dropout_rows(std::int64_t first, std::int64_t count, std::int64_t total);
   // Attention runs the fused kernel (default); false selects the plain path that materialises
   // the weights (the two agree to rounding; the tests compare them).
   void set_fused_attention(bool on);
@@ -170,6 +174,24 @@ class Model {
   void set_retriever(Retriever r);
   bool has_retriever() const;
 
+  // ---- tensor parallelism (docs/distributed.md; inference) ---------------------------------
+  // Makes this model rank `rank`'s shard of `ranks`, as Megatron-LM lays one out: each
+  // attention keeps heads [rank H / ranks, (rank + 1) H / ranks) of its query and key/value
+  // projections (GQA's KV heads likewise) and the matching input columns of its output
+  // projection; each FFN keeps 1/ranks of its hidden units (the rows of gate and up, the
+  // columns of down). Embeddings, norms and the head stay whole. The output and down
+  // projections then produce partial sums, which `sum` must add over the ranks in place, giving
+  // every rank the same result (every rank runs the same inputs in lockstep). The config
+  // becomes the shard's (n_heads / ranks, ...), so a KV cache made for it holds its heads only.
+  // Refused with LoRA, bottleneck adapters or a prefix attached, or when the heads, KV heads
+  // or FFN width do not divide by `ranks`. Compact weights are sliced as stored (a block type
+  // needs each rank's columns to be whole blocks); repack after sharding.
+  using PartialSum = std::function<void(Tensor&)>;
+  void shard_tensor_parallel(int rank, int ranks, PartialSum sum);
+  // (The shard's config is tensor_parallel_config(config(), ranks), below the class.)
+  int tensor_parallel_rank() const;
+  int tensor_parallel_ranks() const;  // 1: the whole model
+
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...
   Tensor encode(const ModelInputs& in);
@@ -203,5 +225,9 @@ class Model {
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
+
+// The config of one rank's tensor-parallel shard of a model of config c: n_heads, n_kv_heads
+// and d_ff divided by ranks, head_dim kept (memory plans, Model::shard_tensor_parallel).
+ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks);
 
 }  // namespace tfm

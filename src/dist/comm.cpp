@@ -129,6 +129,20 @@ std::int64_t allreduce_max(std::int64_t v) {
 #endif
 }
 
+void allreduce_sum_ordered(float* data, std::size_t n) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  const auto ranks = static_cast<std::size_t>(size());
+  TFM_CHECK(n * ranks < kChunk, "distributed", "ordered all-reduce of ", n, " values is too large");
+  std::vector<float> all(n * ranks);
+  check(MPI_Allgather(data, static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD),
+        "all-gather");
+  std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), data);
+  for (std::size_t r = 1; r < ranks; ++r)
+    for (std::size_t i = 0; i < n; ++i) data[i] += all[r * n + i];
+#endif
+}
+
 void allgather(const double* send, std::size_t n, double* recv) {
   if (!many()) {
     std::copy(send, send + n, recv);

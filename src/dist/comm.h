@@ -25,6 +25,11 @@ std::string describe();
 void allreduce_sum(float* data, std::size_t n);
 void allreduce_sum(double* data, std::size_t n);
 std::int64_t allreduce_max(std::int64_t v);
+// An in-place sum over all ranks that leaves the same bits on every rank: every rank's values
+// are gathered and added in rank order. (MPI_Allreduce may add in a different order on each
+// rank; tensor parallelism's partial sums must agree exactly, or the ranks could pick
+// different tokens.)
+void allreduce_sum_ordered(float* data, std::size_t n);
 // recv gets every rank's n values, rank 0's first.
 void allgather(const double* send, std::size_t n, double* recv);
 void broadcast(void* data, std::size_t bytes, int root);

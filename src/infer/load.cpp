@@ -28,12 +28,18 @@ ModelConfig config_only(const std::string& path) {
 LoadedModel load_model(const std::string& path, const LoadOptions& o, std::vector<std::string>* notes) {
   TFM_CHECK(o.recipe.empty() || !o.dtype.empty(), "recipe", "a recipe (", o.recipe, ") needs a dtype");
   if (o.max_memory > 0) {
-    const MemoryPlan p = plan_memory(config_only(path), o.ctx, std::max<std::int64_t>(o.batch, 1));
-    check_memory_limit(p.total_bytes, o.max_memory, "the model in " + path, summary(p),
+    const ModelConfig whole = config_only(path);
+    const MemoryPlan p = plan_memory(o.tp_ranks > 1 ? tensor_parallel_config(whole, o.tp_ranks) : whole, o.ctx,
+                                     std::max<std::int64_t>(o.batch, 1));
+    check_memory_limit(p.total_bytes, o.max_memory,
+                       o.tp_ranks > 1 ? "rank " + std::to_string(o.tp_rank) + "'s shard of the model in " + path
+                                      : "the model in " + path,
+                       summary(p),
                        "lower the context size or the batch (tfm info -m " + path + " prints the plan)");
   }
   LoadedModel lm = load_model_dir(path);
   if (!o.adapter.empty()) load_adapter(o.adapter, lm.model);
+  if (o.tp_ranks > 1) lm.model.shard_tensor_parallel(o.tp_rank, o.tp_ranks, o.tp_sum);
   if (!o.dtype.empty()) {
     QuantizeOptions q;
     q.type = parse_weight_type(o.dtype, "dtype");

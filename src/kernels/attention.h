@@ -58,6 +58,7 @@ struct AttentionParams {
   // sums (attention_flash_products.h); softmax, scaling and the outputs stay fp32.
   bool bf16 = false;
   std::uint64_t dropout_seed = 0;
+  std::uint64_t dropout_batch_offset = 0;  // batch row b draws the mask of row b + this
   // ---- sparse pattern (see above) ----
   const std::int64_t* global_pos = nullptr;  // (n_global) sorted, distinct, in [0, Tk)
   std::int64_t n_global = 0;

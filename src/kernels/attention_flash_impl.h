@@ -47,7 +47,8 @@ std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m *
 
 std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i,
                         std::int64_t j) {
-  return static_cast<std::uint64_t>(((b * p.Hq + h) * p.Tq + i) * p.Tk + j);
+  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
+  return static_cast<std::uint64_t>(((bb * p.Hq + h) * p.Tq + i) * p.Tk + j);
 }
 }  // namespace
 

@@ -39,7 +39,8 @@ float dot(const float* a, const float* b, std::int64_t n) {
 }
 
 std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i) {
-  return static_cast<std::uint64_t>(((b * p.Hq + h) * p.Tq + i) * p.Tk);
+  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
+  return static_cast<std::uint64_t>(((bb * p.Hq + h) * p.Tq + i) * p.Tk);
 }
 
 }  // namespace

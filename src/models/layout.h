@@ -71,6 +71,10 @@ struct LoraWiring {
   BottleneckActivation bottleneck = BottleneckActivation::relu;
 };
 
+// Tensor parallelism: every attention output projection and FFN down projection of the
+// layout sums its partial product with `sum` (tensor_parallel.cpp).
+void mark_row_parallel(Layout& l, const std::shared_ptr<const std::function<void(Tensor&)>>& sum);
+
 // Throws naming the first parameter the family needs that the map lacks.
 Layout wire_layout(const ModelConfig& cfg, const std::map<std::string, Tensor>& params, const LoraWiring& lora = {});
 

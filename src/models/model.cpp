@@ -102,6 +102,11 @@ void Model::set_dropout_seed(std::uint64_t seed, std::uint64_t step) {
   impl_->dropout_step = step;
   impl_->forward_calls = 0;
 }
+void Model::set_dropout_rows(std::int64_t first, std::int64_t count, std::int64_t total) {
+  TFM_CHECK(total == 0 || (first >= 0 && count > 0 && first + count <= total), "model", "dropout rows [", first, ", ",
+            first + count, ") are not within a batch of ", total);
+  impl_->dropout_rows = total == 0 || count == total ? nn::DropoutRows{} : nn::DropoutRows{first, count, total};
+}
 
 // ---- forward ------------------------------------------------------------------------------
 namespace model_detail {

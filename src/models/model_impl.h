@@ -24,18 +24,24 @@ struct Model::Impl {
   bool checkpoint_activations = false;
   std::uint64_t dropout_seed = 0, dropout_step = 0;
   std::uint64_t forward_calls = 0;
+  nn::DropoutRows dropout_rows;  // set_dropout_rows
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
   HiddenStates* hidden_sink = nullptr;                  // set_hidden_capture
   std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
   std::optional<BottleneckConfig> bottleneck;  // set while params holds bottleneck adapters (model_peft.cpp)
   std::optional<PrefixConfig> prefix;          // set while params holds a prefix encoder (model_peft.cpp)
   Model::Retriever retriever;                  // RETRO's neighbours (set_retriever)
+  // Tensor parallelism (tensor_parallel.cpp): this shard's rank of tp_ranks, and the sum over
+  // the ranks that its row-parallel layers call; tp_ranks 1: the whole model.
+  int tp_rank = 0, tp_ranks = 1;
+  std::shared_ptr<const std::function<void(Tensor&)>> tp_sum;
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
   void rewire() {
     LoraWiring w = lora ? LoraWiring{lora->scale(), lora->dropout} : LoraWiring{};
     if (bottleneck) w.bottleneck = bottleneck->non_linearity;
     layout = wire_layout(cfg, params, w);
+    if (tp_ranks > 1) mark_row_parallel(layout, tp_sum);
   }
   // Prefix tuning: the (1, Hkv, P, Dh) keys and values of every self-attention layer, encoder
   // layers first then decoder layers; empty without a prefix. Differentiable (training runs
@@ -45,7 +51,7 @@ struct Model::Impl {
   nn::DropoutStream stream() {
     // A fresh stream per forward: (seed, step, call) fixes every mask of the step.
     const std::uint64_t s = dropout_seed * 0x9E3779B97F4A7C15ull + dropout_step * 0xD1B54A32D192ED03ull + forward_calls++;
-    return nn::DropoutStream(training, s);
+    return nn::DropoutStream(training, s, dropout_rows);
   }
 };
 

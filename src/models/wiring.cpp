@@ -39,6 +39,7 @@ nn::Linear WireParams::linear(const std::string& name, bool in_out) const {
   l.weight = need(name + ".weight");
   l.bias = maybe(name + ".bias");
   l.in_out = in_out;
+  l.name = name;
   (*linears_)[name] = in_out;
   l.lora_a = maybe(name + ".lora_A.weight");
   if (l.lora_a.defined()) {

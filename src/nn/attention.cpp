@@ -72,6 +72,7 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
   if (rng.training() && s.dropout > 0) {
     o.dropout_p = static_cast<float>(s.dropout);
     o.dropout_seed = rng.next_seed();
+    o.dropout_batch_offset = rng.batch_offset(q.size(0));
   }
   Tensor keys = k, values = v;
   if (s.prefix_k.defined()) {  // prefix tuning: P learned keys/values before every row's own

@@ -8,9 +8,24 @@ namespace tfm::nn {
 
 Tensor DropoutStream::apply(const Tensor& x, double p) {
   if (!training_ || p <= 0.0) return x;
-  const std::uint64_t off = offset_;
-  offset_ += static_cast<std::uint64_t>(x.numel());
+  if (rows_.total == 0) {
+    const std::uint64_t off = offset_;
+    offset_ += static_cast<std::uint64_t>(x.numel());
+    return dropout(x, static_cast<float>(p), true, seed_, off);
+  }
+  // The slice the whole batch would take, and these rows' part of it.
+  TFM_CHECK(rows_.count > 0 && x.numel() % rows_.count == 0, "dropout", "a tensor of ", x.numel(),
+            " elements is not ", rows_.count, " batch rows");
+  const auto per_row = static_cast<std::uint64_t>(x.numel() / rows_.count);
+  const std::uint64_t off = offset_ + static_cast<std::uint64_t>(rows_.first) * per_row;
+  offset_ += static_cast<std::uint64_t>(rows_.total) * per_row;
   return dropout(x, static_cast<float>(p), true, seed_, off);
+}
+
+std::uint64_t DropoutStream::batch_offset(std::int64_t n) const {
+  if (rows_.total == 0) return 0;
+  TFM_CHECK(rows_.count > 0 && n % rows_.count == 0, "dropout", "a batch of ", n, " is not ", rows_.count, " rows");
+  return static_cast<std::uint64_t>(rows_.first * (n / rows_.count));
 }
 
 Tensor drop_path(const Tensor& branch, double rate, DropoutStream& rng) {
@@ -32,6 +47,12 @@ Tensor Linear::operator()(const Tensor& x, DropoutStream* rng) const {
   // A compact weight (bf16, f16, block-quantized) is always stored (out, in), whatever the
   // family's layout (docs/quantization.md), so it goes through linear().
   const bool rows_out = !in_out || weight.dtype() != DType::f32;
+  if (partial_sum) {  // this rank's share of the product, summed over the ranks, then the bias
+    TFM_CHECK(!lora_a.defined(), "linear", name, ": LoRA factors on a tensor-parallel layer");
+    Tensor y = contiguous(rows_out ? linear(x, weight, Tensor()) : matmul(x, weight));
+    (*partial_sum)(y);
+    return bias.defined() ? add(y, bias) : y;
+  }
   Tensor y = rows_out ? linear(x, weight, bias) : matmul(x, weight);
   if (!rows_out && bias.defined()) y = add(y, bias);
   if (!lora_a.defined()) return y;

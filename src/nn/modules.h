@@ -4,7 +4,10 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <optional>
+#include <string>
 
 #include "tfm/attention_map.h"
 #include "tfm/model_config.h"
@@ -15,19 +18,32 @@
 
 namespace tfm::nn {
 
+// A forward pass over rows [first, first + count) of a batch of `total` rows (a micro-batch
+// split across data-parallel ranks): the masks are those rows' masks in the whole batch.
+// total == 0: the batch is whole.
+struct DropoutRows {
+  std::int64_t first = 0, count = 0, total = 0;
+};
+
 // Dropout masks for one forward pass: each call takes the next slice of a counter-based
 // stream, so a (seed, step) pair reproduces every mask of that step.
 class DropoutStream {
  public:
-  DropoutStream(bool training, std::uint64_t seed) : training_(training), seed_(seed) {}
+  DropoutStream(bool training, std::uint64_t seed, DropoutRows rows = {})
+      : training_(training), seed_(seed), rows_(rows) {}
   bool training() const { return training_; }
+  // x's dim 0 (or its outermost dims, flattened) runs over the batch, rows outermost.
   Tensor apply(const Tensor& x, double p);
   // A fresh seed for a kernel that draws its own mask (attention weights).
   std::uint64_t next_seed();
+  // The index to add to a batch index b in [0, n) of a kernel's own mask, when n counts this
+  // window's rows times a per-row factor (RETRO's neighbours: rows x chunks x k).
+  std::uint64_t batch_offset(std::int64_t n) const;
 
  private:
   bool training_;
   std::uint64_t seed_;
+  DropoutRows rows_;
   std::uint64_t offset_ = 0;
   std::uint64_t calls_ = 0;
 };
@@ -48,6 +64,11 @@ struct Linear {
   Tensor lora_a, lora_b;
   double lora_scale = 0.0;
   double lora_dropout = 0.0;
+  // Tensor parallelism (Model::shard_tensor_parallel): a row-parallel layer (attention output,
+  // FFN down) holds this rank's input columns, and its partial product is summed over the
+  // ranks by this function before the bias is added. Null elsewhere.
+  std::shared_ptr<const std::function<void(Tensor&)>> partial_sum;
+  std::string name;     // the family's parameter prefix ("model.layers.0.mlp.down_proj")
   // x (..., in) -> (..., out). rng: the LoRA branch's dropout stream (none at inference).
   Tensor operator()(const Tensor& x, DropoutStream* rng = nullptr) const;
 };

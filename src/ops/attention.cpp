@@ -125,6 +125,7 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   TFM_CHECK(o.dropout_p >= 0.0f && o.dropout_p < 1.0f, kOp, "dropout_p must be in [0, 1), got ", o.dropout_p);
   p.dropout_p = o.dropout_p;
   p.dropout_seed = o.dropout_seed;
+  p.dropout_batch_offset = o.dropout_batch_offset;
 
   const SparseAttentionPattern& sp = o.sparse;
   if (sp.active()) {

@@ -40,13 +40,22 @@ std::string mib(double bytes) {
 }  // namespace
 
 DataParallel::DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params)
-    : rank_(dist::rank()), ranks_(dist::size()), micros_(cfg.grad_accum), zero_(cfg.zero_optimizer && ranks_ > 1),
-      bit_exact_(cfg.bit_exact), bucket_mb_(cfg.bucket_mb), overlap_(cfg.overlap_grad_sync) {
-  TFM_CHECK(micros_ % ranks_ == 0, cfg.source, "training.grad_accum ", micros_, " is not a multiple of the ", ranks_,
-            " ranks: each rank takes whole micro-batches of batch_size ", cfg.batch_size,
-            " (for the same global batch on N ranks set batch_size x grad_accum to it with grad_accum a multiple of N)");
-  local_ = micros_ / ranks_;
-  first_ = rank_ * local_;
+    : rank_(dist::rank()), ranks_(dist::size()), micros_(cfg.grad_accum), batch_(cfg.batch_size),
+      zero_(cfg.zero_optimizer && ranks_ > 1), bit_exact_(cfg.bit_exact), bucket_mb_(cfg.bucket_mb),
+      overlap_(cfg.overlap_grad_sync) {
+  const std::int64_t rows = micros_ * batch_;
+  TFM_CHECK(rows >= ranks_, cfg.source, "training.batch_size x grad_accum = ", rows, " examples per step cannot feed ",
+            ranks_, " ranks (each needs at least one)");
+  split_ = micros_ % ranks_ != 0;
+  TFM_CHECK(!(split_ && bit_exact_), cfg.source, ".distributed.bit_exact: the bit-exact reduction sums whole "
+            "micro-batches, and training.grad_accum ", micros_, " is not a multiple of the ", ranks_, " ranks");
+  // This rank's rows of the step, cut where micro-batches end.
+  const std::int64_t lo = rows * rank_ / ranks_, hi = rows * (rank_ + 1) / ranks_;
+  for (std::int64_t at = lo; at < hi;) {
+    const std::int64_t micro = at / batch_, end = std::min(hi, (micro + 1) * batch_);
+    pieces_.push_back({micro, at - micro * batch_, end - at});
+    at = end;
+  }
   if (bit_exact_) {
     dist::check_tree_sum(micros_, ranks_, cfg.source + ".distributed.bit_exact: ");
     tree_ = std::make_unique<dist::TreeSum>(trainable(params));
@@ -140,18 +149,24 @@ void DataParallel::check_same_model(const std::map<std::string, Tensor>& params,
             "directory or identical copies)");
 }
 
-void DataParallel::gather_micro_values(const std::vector<double>& mine, std::vector<double>& all) const {
-  all.assign(mine.size() * static_cast<std::size_t>(ranks_), 0.0);
-  dist::allgather(mine.data(), mine.size(), all.data());
+std::vector<double> DataParallel::sum_per_micro(std::vector<double> mine) const {
+  if (ranks_ > 1) dist::allreduce_sum(mine.data(), mine.size());
+  return mine;
 }
 
 bool DataParallel::stop_requested(bool mine) const { return dist::allreduce_max(mine ? 1 : 0) != 0; }
 
 std::string DataParallel::summary(const OptimizerConfig& ocfg, const std::map<std::string, Tensor>& params) const {
   if (!dist::launched() && !bit_exact_) return "";
-  std::string s = "ranks: " + std::to_string(ranks_) + (dist::launched() ? " (" + dist::describe() + ")" : "") + ", " +
-                  std::to_string(local_) +
-                  " of " + std::to_string(micros_) + " micro-batches per rank per step, ";
+  std::string s = "ranks: " + std::to_string(ranks_) + (dist::launched() ? " (" + dist::describe() + ")" : "") + ", ";
+  if (split_) {
+    std::int64_t mine = 0;
+    for (const MicroBatchPiece& p : pieces_) mine += p.rows;
+    s += std::to_string(mine) + " of " + std::to_string(micros_ * batch_) + " examples per step on rank " +
+         std::to_string(rank_) + " (micro-batches of " + std::to_string(batch_) + " split across ranks), ";
+  } else {
+    s += std::to_string(pieces_.size()) + " of " + std::to_string(micros_) + " micro-batches per rank per step, ";
+  }
   if (bit_exact_) s += "bit-exact tree reduction";
   else if (ranks_ > 1) s += "gradient buckets of " + mib(bucket_mb_ * 1024 * 1024) + (overlap_ ? " overlapped with backward" : " after backward");
   else s += "no gradient exchange";

@@ -3,10 +3,14 @@
 // sharded by parameter). On one process without bit_exact it does nothing at all, so a plain
 // run is exactly what it was before.
 //
-// A step's global batch is grad_accum micro-batches of batch_size; rank r takes the
-// contiguous block of grad_accum / N of them starting at r * grad_accum / N. Each micro-batch
-// (its sequences, padding, dropout masks, loss scaling) is computed exactly as one process
-// computes it, so the summed gradient is one process's up to the order of the additions.
+// A step's global batch is grad_accum micro-batches of batch_size, G rows in all; rank r takes
+// rows [r G / N, (r + 1) G / N), in pieces cut at the micro-batch boundaries. When N divides
+// grad_accum those are whole micro-batches, each computed exactly as one process computes it.
+// Otherwise a micro-batch is split across ranks (grad_accum 1 on 2 ranks: half of it each):
+// each part sees its rows' dropout masks of the whole micro-batch, and its mean loss is
+// weighted by its share of the micro-batch's loss terms (the target tokens that count), so
+// the sum over the parts is the micro-batch's mean loss. Either way the summed gradient is one
+// process's up to the order of the additions.
 #pragma once
 
 #include <map>
@@ -20,14 +24,19 @@
 
 namespace tfm::train_detail {
 
+// Rows [first_row, first_row + rows) of micro-batch `micro` of a step.
+struct MicroBatchPiece {
+  std::int64_t micro = 0, first_row = 0, rows = 0;
+};
+
 class DataParallel {
  public:
   DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params);
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
   bool writes() const { return rank_ == 0; }           // checkpoints, metrics, curves, progress
-  std::int64_t first_micro() const { return first_; }  // this rank's micro-batches of a step
-  std::int64_t local_micros() const { return local_; }
+  const std::vector<MicroBatchPiece>& pieces() const { return pieces_; }  // this rank's share of a step
+  bool splits_micro_batches() const { return split_; }
 
   // Around each of this rank's micro-batch backward passes.
   void before_backward(bool last_of_step);
@@ -44,16 +53,18 @@ class DataParallel {
   std::optional<Optimizer> gathered_optimizer(const Optimizer& opt, const std::map<std::string, Tensor>& params);
   // Fails unless every rank holds bit-identical parameters (same checkpoint, same init).
   void check_same_model(const std::map<std::string, Tensor>& params, const std::string& what);
-  // The summed losses (and token counts) of a step: every rank's micro-batch values in
-  // micro-batch order, so the sum is one process's to the last bit.
-  void gather_micro_values(const std::vector<double>& mine, std::vector<double>& all) const;
+  // Values per micro-batch of a step (this rank's parts, zeros elsewhere), summed over the
+  // ranks. Whole micro-batches come from one rank each, so the sums are exact.
+  std::vector<double> sum_per_micro(std::vector<double> mine) const;
   bool stop_requested(bool mine) const;  // any rank wants to stop
   std::string summary(const OptimizerConfig& ocfg, const std::map<std::string, Tensor>& params) const;
   std::string timing() const;  // all-reduce waits, for the end of the run
 
  private:
   int rank_ = 0, ranks_ = 1;
-  std::int64_t micros_ = 1, first_ = 0, local_ = 1;
+  std::int64_t micros_ = 1, batch_ = 1;
+  std::vector<MicroBatchPiece> pieces_;
+  bool split_ = false;
   bool zero_ = false, bit_exact_ = false;
   double bucket_mb_ = 4.0;
   bool overlap_ = true;

@@ -534,30 +534,38 @@ Tensor training_neighbours(const ChunkDatabase& db, const Tensor& x, const std::
   return reshape(db.search(chunks, own, positions), {B, reading, rc.neighbours, rc.length()});
 }
 
-Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
-                        Distiller* distill) {
-  ModelInputs in;
-  Tensor targets;  // lm, seq2seq: (B, T) with -100 at padding; classifier: (B)
+MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t rows) {
+  MicroBatch b;
+  ModelInputs& in = b.in;
+  Tensor& targets = b.targets;
+  std::int64_t& tokens = b.tokens;
   if (d.kind == TaskKind::lm) {
     std::vector<std::int64_t> starts;
-    d.lm->train_batch(cursor, cfg.batch_size, in.input_ids, targets, &starts);
+    d.lm->train_batch(cursor, rows, in.input_ids, targets, &starts);
     if (d.retro) in.neighbours = training_neighbours(*d.retro, in.input_ids, starts, cfg.block_size);
     tokens = in.input_ids.numel();
   } else if (d.kind == TaskKind::seq2seq) {
-    d.s2s->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
+    d.s2s->train_batch(cursor, rows, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::speech) {
-    d.speech->train_batch(cursor, cfg.batch_size, in.input_features, in.decoder_input_ids, targets);
+    d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets);
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::image_classifier) {
-    d.images->train_batch(cursor, cfg.batch_size, in.pixel_values, targets);
-    tokens = cfg.batch_size * (m.config().prefix_tokens() + (in.pixel_values.size(2) / m.config().patch_size) *
-                                                               (in.pixel_values.size(3) / m.config().patch_size));
+    d.images->train_batch(cursor, rows, in.pixel_values, targets);
+    tokens = rows * (m.config().prefix_tokens() + (in.pixel_values.size(2) / m.config().patch_size) *
+                                                     (in.pixel_values.size(3) / m.config().patch_size));
   } else {
-    d.cls->train_batch(cursor, cfg.batch_size, in.input_ids, in.valid_lens, targets);
+    d.cls->train_batch(cursor, rows, in.input_ids, in.valid_lens, targets);
     tokens = 0;
     for (std::int64_t n : in.valid_lens.to_ints()) tokens += n;
   }
+  for (std::int64_t t : targets.to_ints()) b.loss_terms += t != -100 ? 1 : 0;
+  return b;
+}
+
+Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill) {
+  const ModelInputs& in = batch.in;
+  const Tensor& targets = batch.targets;
   HiddenStates hidden;  // the student's layer outputs, when distillation matches them
   ModelOutputs out;
   if (distill != nullptr && distill->wants_hidden()) m.set_hidden_capture(&hidden);
@@ -572,7 +580,7 @@ Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int6
   // A DeiT student learns the true labels on its [CLS] head when its distillation head learns
   // the teacher's; without a teacher both heads learn them through their mean.
   const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
-  const Tensor hard = d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier
+  const Tensor hard = targets.dim() == 1  // a label per example: the classifiers
                           ? cross_entropy(label_logits, targets, -100, ls)  // logits (B, num_labels)
                           : cross_entropy(reshape(out.logits, {-1, out.logits.size(-1)}), reshape(targets, {-1}), -100, ls);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;

@@ -50,11 +50,18 @@ TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std:
 // The model config for the task (vocab_size and num_labels filled in when the config omits them).
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab);
 class Distiller;  // train/distill.h
-// Mean loss of the micro-batch of cfg.batch_size examples at `cursor`; `tokens` gets the
-// number of input tokens it held. With a distiller, its mix of the teacher's terms and this
+// The training examples [cursor, cursor + rows) as model inputs and targets: all of a
+// micro-batch, or the part of one that a data-parallel rank takes.
+struct MicroBatch {
+  ModelInputs in;
+  Tensor targets;                // lm, seq2seq, speech: (B, T) with -100 at padding; classifiers: (B)
+  std::int64_t tokens = 0;       // input tokens (throughput)
+  std::int64_t loss_terms = 0;   // targets the mean loss averages over
+};
+MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t rows);
+// Mean loss of a loaded micro-batch. With a distiller, its mix of the teacher's terms and this
 // hard loss.
-Tensor micro_batch_loss(TaskData& d, Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t& tokens,
-                        Distiller* distill = nullptr);
+Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill = nullptr);
 // What evaluate() computed besides the numbers: seq2seq's decoded hypotheses (one per scored
 // test pair, in order) and the sacreBLEU signature of each translation metric.
 struct EvalDetail {

@@ -259,22 +259,41 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const std::int64_t step = r.state.step;  // 0-based index of the step being taken
     const double lr = learning_rate(cfg.schedule, cfg.optimizer.lr, step, r.max_steps);
     for (auto& [name, p] : params) p.zero_grad();
-    // (loss, tokens) of this rank's micro-batches; then everyone's, in micro-batch order.
-    std::vector<double> mine, all;
-    for (std::int64_t k = 0; k < dp.local_micros(); ++k) {
-      const std::int64_t micro = dp.first_micro() + k;
-      model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + micro));
-      std::int64_t tokens = 0;
-      const Tensor loss = micro_batch_loss(r.data, model, cfg, r.state.data_cursor + micro * cfg.batch_size, tokens,
-                                           r.distill ? &*r.distill : nullptr);
-      mine.push_back(loss.item());
-      mine.push_back(static_cast<double>(tokens));
-      dp.before_backward(k + 1 == dp.local_micros());
+    // This rank's parts of the step's micro-batches (data_parallel.h). A micro-batch split across
+    // ranks needs its loss terms counted on all of them before any part's loss is weighted.
+    const std::vector<MicroBatchPiece>& pieces = dp.pieces();
+    const auto load = [&](const MicroBatchPiece& p) {
+      return load_micro_batch(r.data, model, cfg, r.state.data_cursor + p.micro * cfg.batch_size + p.first_row, p.rows);
+    };
+    std::vector<MicroBatch> loaded;
+    std::vector<double> terms(static_cast<std::size_t>(cfg.grad_accum), 0.0);
+    if (dp.splits_micro_batches()) {
+      for (const MicroBatchPiece& p : pieces) {
+        loaded.push_back(load(p));
+        terms[static_cast<std::size_t>(p.micro)] += static_cast<double>(loaded.back().loss_terms);
+      }
+      terms = dp.sum_per_micro(std::move(terms));
+    }
+    // (loss, tokens) per micro-batch: this rank's parts, then the sums over all ranks.
+    std::vector<double> mine(2 * static_cast<std::size_t>(cfg.grad_accum), 0.0);
+    for (std::size_t k = 0; k < pieces.size(); ++k) {
+      const MicroBatchPiece& p = pieces[k];
+      const MicroBatch batch = loaded.empty() ? load(p) : std::move(loaded[k]);
+      model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + p.micro));
+      model.set_dropout_rows(p.first_row, p.rows, cfg.batch_size);
+      Tensor loss = micro_batch_loss(batch, model, cfg, r.distill ? &*r.distill : nullptr);
+      if (p.rows != cfg.batch_size)  // its share of the micro-batch's mean
+        loss = mul_scalar(loss, static_cast<float>(static_cast<double>(batch.loss_terms) /
+                                                   std::max(terms[static_cast<std::size_t>(p.micro)], 1.0)));
+      mine[2 * static_cast<std::size_t>(p.micro)] += loss.item();
+      mine[2 * static_cast<std::size_t>(p.micro) + 1] += static_cast<double>(batch.tokens);
+      dp.before_backward(k + 1 == pieces.size());
       backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
       dp.after_backward();
     }
+    model.set_dropout_rows(0, 0, 0);
     dp.sum_gradients();
-    dp.gather_micro_values(mine, all);
+    const std::vector<double> all = dp.sum_per_micro(std::move(mine));
     r.state.data_cursor += cfg.grad_accum * cfg.batch_size;
     double loss_sum = 0;
     for (std::size_t i = 0; i < all.size(); i += 2) {

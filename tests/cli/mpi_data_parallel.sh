@@ -8,7 +8,11 @@
 #     model.safetensors byte-identical to an uninterrupted one-process run (so the checkpoint holds the whole
 #     sharded optimizer state, and resume works from 2 ranks on 1 and from 1 on 2);
 #  3. a rank killed with SIGKILL stops the job (non-zero exit, bounded by a timeout, no hang)
-#     and the last checkpoint resumes.
+#     and the last checkpoint resumes;
+#  4. micro-batches split across ranks (grad_accum 1 and 3 on 2 ranks: rows of one micro-batch
+#     on both): losses and gradient norms within 1e-5 of one process, dropout on (each part
+#     draws its rows' masks of the whole micro-batch); bit-exact mode refuses a split; the
+#     shipped configs/shakespeare-gpt.json (grad_accum 1) starts on 2 ranks.
 # (A constant learning rate, so that --max-steps 3 stops a run exactly where an interruption
 # would.) mpirun missing is a failure: scripts/deps.sh installs openmpi-bin.
 #   usage: mpi_data_parallel.sh TFM SOURCE_DIR
@@ -47,18 +51,21 @@ config plain 2 '{ "bucket_mb": 0.01 }' 6 0
 $MPI "$TFM" -t 1 train "$DIR/plain.json" --out "$DIR/two" > "$DIR/two.log" 2>&1 || { echo "FAIL: 2-rank run"; cat "$DIR/two.log"; exit 1; }
 grep -q "^ranks: 2 " "$DIR/two.log" || { echo "FAIL: no 'ranks: 2' in the start-up summary"; cat "$DIR/two.log"; exit 1; }
 [ "$(train_lines "$DIR/two/metrics.jsonl")" -eq 6 ] || { echo "FAIL: expected 6 train lines from rank 0 alone"; cat "$DIR/two/metrics.jsonl"; exit 1; }
-python3 - "$DIR/one/metrics.jsonl" "$DIR/two/metrics.jsonl" <<'PY'
+same_metrics() {  # same_metrics ONE.jsonl TWO.jsonl LINES WHAT
+  python3 - "$@" <<'PY'
 import json, sys
 a = [json.loads(l) for l in open(sys.argv[1])]
 b = [json.loads(l) for l in open(sys.argv[2])]
-assert len(a) == len(b) == 8, (len(a), len(b))
+assert len(a) == len(b) == int(sys.argv[3]), (len(a), len(b))
 for x, y in zip(a, b):
     assert x["step"] == y["step"] and x["split"] == y["split"], (x, y)
     for k in ("loss", "grad_norm"):
         if k in x:
             assert abs(x[k] - y[k]) <= 1e-5 * abs(x[k]), ("differs", k, x, y)
-print("default mode: 8 metrics lines of 2 ranks within 1e-5 of one process")
+print(f"{sys.argv[4]}: {len(a)} metrics lines of 2 ranks within 1e-5 of one process")
 PY
+}
+same_metrics "$DIR/one/metrics.jsonl" "$DIR/two/metrics.jsonl" 8 "default mode"
 
 # 2. bit-exact + ZeRO-1, resume across rank counts
 config exact 4 '{ "bit_exact": true, "zero_optimizer": true }' 6 3
@@ -93,3 +100,23 @@ step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])"
 "$TFM" -t 1 train "$DIR/long.json" --out "$DIR/k" --resume "$DIR/k" --max-steps $((step + 1)) > "$DIR/k2.log" 2>&1 ||
   { echo "FAIL: the last checkpoint does not resume"; cat "$DIR/k2.log"; exit 1; }
 echo "killed rank: mpirun exit $rc, checkpoint at step $step resumed"
+
+# 4. micro-batches split across ranks
+for ga in 1 3; do
+  config "split$ga" $ga '{}' 6 0
+  "$TFM" -t 1 train "$DIR/split$ga.json" --out "$DIR/s1_$ga" > "$DIR/s1_$ga.log" 2>&1
+  $MPI "$TFM" -t 1 train "$DIR/split$ga.json" --out "$DIR/s2_$ga" > "$DIR/s2_$ga.log" 2>&1 ||
+    { echo "FAIL: 2-rank run with grad_accum $ga"; cat "$DIR/s2_$ga.log"; exit 1; }
+  grep -q "split across ranks" "$DIR/s2_$ga.log" || { echo "FAIL: no split reported"; cat "$DIR/s2_$ga.log"; exit 1; }
+  same_metrics "$DIR/s1_$ga/metrics.jsonl" "$DIR/s2_$ga/metrics.jsonl" 8 "grad_accum $ga split over 2 ranks"
+done
+config splitexact 1 '{ "bit_exact": true }' 2 0
+if $MPI "$TFM" -t 1 train "$DIR/splitexact.json" --out "$DIR/se" > "$DIR/se.log" 2>&1; then
+  echo "FAIL: bit-exact mode ran a split micro-batch"; exit 1
+fi
+grep -q "bit-exact reduction sums whole micro-batches" "$DIR/se.log" || { echo "FAIL: no clear bit-exact error"; cat "$DIR/se.log"; exit 1; }
+# (Its data path is relative to the source tree, as a user runs it.)
+(cd "$SRC" && $MPI "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt" --max-steps 2) > "$DIR/gpt.log" 2>&1 ||
+  { echo "FAIL: configs/shakespeare-gpt.json on 2 ranks"; cat "$DIR/gpt.log"; exit 1; }
+grep -q "16 of 32 examples per step on rank 0" "$DIR/gpt.log" || { echo "FAIL: no split summary"; cat "$DIR/gpt.log"; exit 1; }
+echo "split micro-batches: grad_accum 1 and 3 on 2 ranks match one process; bit-exact refuses; shakespeare-gpt starts"

@@ -5,6 +5,7 @@
 #include <fstream>
 #include <iostream>
 
+#include "dist/comm.h"
 #include "tfm/adapter.h"
 #include "tfm/error.h"
 #include "tfm/load.h"
@@ -40,7 +41,7 @@ void print_fallbacks(const std::vector<std::string>& notes) {
 }
 
 LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights,
-                       const std::string& max_memory, std::int64_t ctx, std::int64_t batch) {
+                       const std::string& max_memory, std::int64_t ctx, std::int64_t batch, std::int64_t tensor_parallel) {
   TFM_CHECK(weights.recipe.empty() || !weights.dtype.empty(), "--recipe", "needs --dtype");
   if (!weights.dtype.empty()) parse_weight_type(weights.dtype, "--dtype");  // the flag's name in the error
   LoadOptions o;
@@ -50,10 +51,46 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
   if (!max_memory.empty()) o.max_memory = parse_byte_size(max_memory, "--max-memory");
   o.ctx = ctx;
   o.batch = batch;
+  if (tensor_parallel > 1) {
+    o.tp_ranks = static_cast<int>(tensor_parallel);
+    o.tp_rank = dist::rank();
+    o.tp_sum = [](Tensor& t) { dist::allreduce_sum_ordered(t.data<float>(), static_cast<std::size_t>(t.numel())); };
+  }
   std::vector<std::string> notes;
   LoadedModel lm = tfm::load_model(path, o, &notes);
   print_fallbacks(notes);
   return lm;
+}
+
+void add_tensor_parallel_option(CLI::App* cmd, std::int64_t& ranks) {
+  cmd->add_option("--tensor-parallel", ranks,
+                  "Split the model's heads and FFN over N processes (mpirun -np N; docs/distributed.md)")
+      ->check(CLI::Range(1, 1024));
+}
+
+void run_tensor_parallel(std::int64_t ranks, const std::function<void()>& body) {
+  if (ranks == 1) {
+    body();
+    return;
+  }
+  TFM_CHECK(dist::launched() && dist::size() == ranks, "--tensor-parallel", ranks, " needs ", ranks,
+            " processes started together: mpirun -np ", ranks, " tfm ... (this is ", dist::size(),
+            dist::launched() ? " of an MPI job)" : ", started without mpirun)");
+  // Every rank computes the same tokens; rank 0 speaks for them.
+  if (dist::rank() != 0) TFM_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "--tensor-parallel", "cannot silence rank ",
+                                   dist::rank(), "'s output");
+  try {
+    body();
+  } catch (const std::exception& e) {
+    dist::abort_job(e.what(), 1);  // never returns: the other ranks would wait in a sum forever
+  }
+  std::fflush(stdout);
+  dist::finalize();
+}
+
+std::uint64_t same_on_every_rank(std::uint64_t v, std::int64_t ranks) {
+  if (ranks > 1) dist::broadcast(&v, sizeof v, 0);
+  return v;
 }
 
 std::vector<std::string> read_input_lines(const std::string& path) {
@@ -80,8 +117,11 @@ void add_max_memory_option(CLI::App* cmd, std::string& spec) {
 
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {
   const double mib = 1.0 / (1024.0 * 1024.0);
-  std::fprintf(stderr, "tfm: %s: %s, %.2fM parameters; context %lld x %lld sequence(s), KV cache %.1f MiB\n", dir.c_str(),
-               to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6,
+  const int tp = lm.model.tensor_parallel_ranks();
+  const std::string shard =
+      tp > 1 ? " in rank " + std::to_string(lm.model.tensor_parallel_rank()) + "'s shard of " + std::to_string(tp) : "";
+  std::fprintf(stderr, "tfm: %s: %s, %.2fM parameters%s; context %lld x %lld sequence(s), KV cache %.1f MiB\n", dir.c_str(),
+               to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6, shard.c_str(),
                static_cast<long long>(cache.capacity()), static_cast<long long>(cache.slots()),
                static_cast<double>(cache.bytes()) * mib);
   if (verbose) {

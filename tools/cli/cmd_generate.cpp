@@ -1,9 +1,10 @@
 // tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
 //              [--json-schema FILE | --grammar FILE] [--draft-model DIR | --lookup] [--draft N]
-//              [--retrieve INDEX_DIR [-k K] [--retrieve-template FILE]]
+//              [--retrieve INDEX_DIR [-k K] [--retrieve-template FILE]] [--tensor-parallel N]
 // Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
+// mpirun -np N tfm generate ... --tensor-parallel N: each rank holds 1/N of the heads and FFN.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -33,7 +34,7 @@ void add_generate_command(CLI::App& app) {
     std::string cache_type = "f32";
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
-    std::int64_t seed = -1;
+    std::int64_t seed = -1, tensor_parallel = 1;
     std::vector<std::string> stop;
     bool ignore_eos = false, no_prompt = false, verbose = false, no_shift = false;
   };
@@ -75,7 +76,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
   add_max_memory_option(cmd, a->max_memory);
-  cmd->callback([a, cmd] {
+  add_tensor_parallel_option(cmd, a->tensor_parallel);
+  cmd->callback([a, cmd] { run_tensor_parallel(a->tensor_parallel, [a, cmd] {
     const bool has_prompt = cmd->count("--prompt") > 0;
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
@@ -122,7 +124,7 @@ void add_generate_command(CLI::App& app) {
     if (has_prompt) a->prompt = augment(a->prompt);
     const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx,
-                                a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch);
+                                a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch, a->tensor_parallel);
     if (a->verbose)
       std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
@@ -154,8 +156,10 @@ void add_generate_command(CLI::App& app) {
     o.context_shift = !a->no_shift;
     o.grammar = grammar;
     o.sampling.repeat_last_n = a->repeat_last_n;
-    o.sampling.seed = a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
-                                   : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count());
+    o.sampling.seed = same_on_every_rank(
+        a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
+                     : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
+        a->tensor_parallel);
     if (a->verbose) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(o.sampling.seed));
 
     if (!a->file.empty()) {
@@ -214,7 +218,7 @@ void add_generate_command(CLI::App& app) {
                      stats.drafted > 0 ? 100.0 * static_cast<double>(stats.accepted) / static_cast<double>(stats.drafted) : 0.0);
     }
     if (a->verbose) report_timings(gen.timings());
-  });
+  }); });
 }
 
 }  // namespace tfm::cli

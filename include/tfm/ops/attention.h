@@ -45,6 +45,7 @@ struct AttentionOptions {
   Tensor alibi_slopes;         // f32 (Hq): adds -slope[h] * |i' - j|; see alibi_slopes()
   float dropout_p = 0.0f;      // on the attention weights, in [0, 1); 0 at inference
   std::uint64_t dropout_seed = 0;  // element (b,h,i,j)'s decision is a pure function of it
+  std::uint64_t dropout_batch_offset = 0;  // ... and of b + this (rows of a larger batch)
   bool use_flash = true;       // false: the plain path (materialises the (B,Hq,Tq,Tk) weights,
                                // or with a sparse pattern only the allowed ones)
   SparseAttentionPattern sparse;  // needs Tq <= Tk

@@ -5,6 +5,7 @@
 #include <set>
 
 #include "models/family.h"
+#include "support/family_config.h"
 #include "tfm/error.h"
 #include "tfm/model.h"
 #include "tfm/ops.h"
@@ -14,26 +15,7 @@ using namespace tfm;
 namespace {
 
 // A family's defaults at a size a test can run.
-ModelConfig tiny(const Family& f) {
-  ModelConfig c = f.schema.base;
-  c.vocab_size = 64;
-  c.d_model = 16;
-  c.n_heads = 2;
-  c.n_kv_heads = c.n_kv_heads > 0 ? 1 : 0;
-  c.head_dim = c.head_dim > 0 ? 8 : 0;
-  c.n_layers = 2;
-  c.n_decoder_layers = c.n_decoder_layers > 0 ? 1 : 0;
-  c.d_ff = 32;
-  c.max_positions = 32;
-  c.num_labels = 3;
-  c.dropout = c.attention_dropout = c.embedding_dropout = 0.0;
-  if (c.reads_images()) c.image_size = 8, c.patch_size = 4, c.max_positions = c.image_tokens();
-  if (c.reads_audio()) c.num_mel_bins = 8, c.max_source_positions = 20;
-  c.pad_token_id = c.pad_token_id >= 0 ? 1 : -1;
-  c.bos_token_id = c.eos_token_id = c.decoder_start_token_id = 2;
-  if (c.init_std == 0.0) c.init_std = 0.02;
-  return c;
-}
+ModelConfig tiny(const Family& f) { return test::small_family_config(f, 2, 1, 1); }
 
 std::string error_of(const std::function<void()>& fn) {
   try {

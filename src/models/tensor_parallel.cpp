@@ -1,0 +1,192 @@
+// Tensor parallelism (Model::shard_tensor_parallel, tfm/model.h): a model becomes one rank's
+// shard by slicing the weights its layout wires, in Megatron-LM's layout: column-parallel
+// query/key/value and FFN gate/up (their output rows), row-parallel attention output and FFN
+// down (their input columns, summed over the ranks). The slicing walks the wired layout, not
+// parameter names, so every family (fused GPT-2 c_attn, Conv1D layouts, encoder-decoders,
+// RETRO's chunked cross-attention) is covered by the same few rules.
+#include <cstring>
+
+#include "models/model_impl.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+
+namespace tfm {
+namespace {
+
+// [begin, end) ranges of one dimension, in order.
+using Ranges = std::vector<std::pair<std::int64_t, std::int64_t>>;
+
+// The ranges of dim (0: rows, 1: columns) of a 2-D tensor of any type, concatenated. Raw
+// bytes, so compact weights stay as stored: a block type's column ranges must be whole blocks.
+Tensor slice_2d(const Tensor& w_in, int dim, const Ranges& ranges, const std::string& name) {
+  TFM_CHECK(w_in.dim() == 2, "tensor parallel", name, " is ", w_in.str(), ", not a matrix");
+  const Tensor w = w_in.is_contiguous() ? w_in : w_in.clone();
+  const DType d = w.dtype();
+  const std::int64_t rows = w.size(0), cols = w.size(1);
+  std::int64_t kept = 0;
+  for (const auto& [a, b] : ranges) {
+    TFM_CHECK(a >= 0 && a < b && b <= (dim == 0 ? rows : cols), "tensor parallel", name, ": range [", a, ", ", b,
+              ") is outside ", w.str());
+    TFM_CHECK(dim == 0 || (a % dtype_block_elems(d) == 0 && b % dtype_block_elems(d) == 0), "tensor parallel", name,
+              ": columns [", a, ", ", b, ") of a ", dtype_name(d), " matrix are not whole blocks of ",
+              dtype_block_elems(d), " (use fewer ranks, or load it as f32/bf16/f16)");
+    kept += b - a;
+  }
+  const auto row_bytes = static_cast<std::size_t>(dtype_row_bytes(d, cols));
+  const auto* src = static_cast<const unsigned char*>(w.raw_data());
+  Tensor out = Tensor::empty(dim == 0 ? Shape{kept, cols} : Shape{rows, kept}, d);
+  auto* dst = static_cast<unsigned char*>(out.raw_data());
+  if (dim == 0) {
+    for (const auto& [a, b] : ranges) {
+      const auto n = static_cast<std::size_t>(b - a) * row_bytes;
+      std::memcpy(dst, src + static_cast<std::size_t>(a) * row_bytes, n);
+      dst += n;
+    }
+    return out;
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (const auto& [a, b] : ranges) {
+      const auto at = static_cast<std::size_t>(dtype_row_bytes(d, a)), n = static_cast<std::size_t>(dtype_row_bytes(d, b - a));
+      std::memcpy(dst, src + static_cast<std::size_t>(r) * row_bytes + at, n);
+      dst += n;
+    }
+  }
+  return out;
+}
+
+Tensor slice_1d(const Tensor& v, const Ranges& ranges, const std::string& name) {
+  return reshape(slice_2d(reshape(v.is_contiguous() ? v : v.clone(), {1, v.numel()}), 1, ranges, name), {-1});
+}
+
+class Sharder {
+ public:
+  Sharder(const ModelConfig& c, int rank, int ranks, std::map<std::string, Tensor>& params)
+      : rank_(rank), ranks_(ranks), params_(params), heads_(c.n_heads), kv_heads_(c.kv_heads()), head_dim_(c.dim_head()) {}
+
+  void attention(const nn::Attention& a) {
+    if (!a.o_proj.weight.defined()) return;  // no such attention in this layer
+    const Ranges q = part(heads_, head_dim_, 0), kv = part(kv_heads_, head_dim_, 0);
+    if (a.qkv_proj.weight.defined()) {  // fused [q; k; v] rows
+      const std::int64_t qw = heads_ * head_dim_, kvw = kv_heads_ * head_dim_;
+      Ranges all = q;
+      for (const auto& [x, y] : kv) all.emplace_back(qw + x, qw + y);
+      for (const auto& [x, y] : kv) all.emplace_back(qw + kvw + x, qw + kvw + y);
+      outputs(a.qkv_proj, all);
+    } else {
+      outputs(a.q_proj, q);
+      outputs(a.k_proj, kv);
+      outputs(a.v_proj, kv);
+    }
+    inputs(a.o_proj, q);
+  }
+
+  void ffn(const nn::FeedForward& f) {
+    const std::int64_t width = out_features(f.up);
+    TFM_CHECK(width % ranks_ == 0, "tensor parallel", f.up.name, ": the FFN's ", width, " hidden units do not divide by ",
+              ranks_, " ranks");
+    const Ranges h = part(width, 1, 0);
+    outputs(f.up, h);
+    if (f.gate.weight.defined()) outputs(f.gate, h);
+    inputs(f.down, h);
+  }
+
+  // A (buckets, H) relative position bias table keeps this rank's heads.
+  void head_columns(const Tensor& table) {
+    if (!table.defined()) return;
+    for (auto& [name, t] : params_)
+      if (t.raw_data() == table.raw_data()) {
+        t = slice_2d(t, 1, part(heads_, 1, 0), name);
+        return;
+      }
+    fail("tensor parallel", "the relative position bias is not a parameter of the model");
+  }
+
+ private:
+  // This rank's share of n units of `width` elements each.
+  Ranges part(std::int64_t n, std::int64_t width, std::int64_t at) const {
+    const std::int64_t per = n / ranks_;
+    return {{at + rank_ * per * width, at + (rank_ + 1) * per * width}};
+  }
+  // The dims of a Linear's stored weight: (out, in), or (in, out) for an f32 Conv1D.
+  static int out_dim(const nn::Linear& l) { return l.in_out && l.weight.dtype() == DType::f32 ? 1 : 0; }
+  static std::int64_t out_features(const nn::Linear& l) { return l.weight.size(out_dim(l)); }
+
+  Tensor& param(const std::string& name) {
+    auto it = params_.find(name);
+    TFM_CHECK(it != params_.end(), "tensor parallel", "no parameter '", name, "'");
+    return it->second;
+  }
+  void outputs(const nn::Linear& l, const Ranges& r) {
+    Tensor& w = param(l.name + ".weight");
+    w = slice_2d(w, out_dim(l), r, l.name);
+    if (l.bias.defined()) {
+      Tensor& b = param(l.name + ".bias");
+      b = slice_1d(b, r, l.name + ".bias");
+    }
+  }
+  void inputs(const nn::Linear& l, const Ranges& r) {  // the bias stays whole: added after the sum
+    Tensor& w = param(l.name + ".weight");
+    w = slice_2d(w, 1 - out_dim(l), r, l.name);
+  }
+
+  int rank_, ranks_;
+  std::map<std::string, Tensor>& params_;
+  std::int64_t heads_, kv_heads_, head_dim_;
+};
+
+}  // namespace
+
+void mark_row_parallel(Layout& l, const std::shared_ptr<const std::function<void(Tensor&)>>& sum) {
+  for (Stack* s : {&l.encoder, &l.decoder, &l.retriever})
+    for (Layer& L : s->layers) {
+      for (nn::Attention* a : {&L.self_attn, &L.cross_attn, &L.cca})
+        if (a->o_proj.weight.defined()) a->o_proj.partial_sum = sum;
+      L.ffn.down.partial_sum = sum;
+    }
+}
+
+void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
+  Impl& m = *impl_;
+  TFM_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "tensor parallel", "rank ", rank, " of ", ranks, " ranks");
+  TFM_CHECK(m.tp_ranks == 1, "tensor parallel", "the model is already rank ", m.tp_rank, "'s shard of ", m.tp_ranks);
+  if (ranks == 1) return;
+  TFM_CHECK(static_cast<bool>(sum), "tensor parallel", "no function to sum the partial products");
+  TFM_CHECK(!m.lora && !m.bottleneck && !m.prefix, "tensor parallel", "merge or detach the ",
+            m.lora ? "LoRA factors" : m.bottleneck ? "bottleneck adapters" : "prefix", " first (not sharded)");
+  const ModelConfig& c = m.cfg;
+  TFM_CHECK(c.n_heads % ranks == 0 && c.kv_heads() % ranks == 0, "tensor parallel", "the model's ", c.n_heads,
+            " attention heads and ", c.kv_heads(), " key/value heads must divide by the ", ranks, " ranks");
+  std::map<std::string, Tensor> params = m.params;
+  Sharder s(c, rank, ranks, params);
+  for (const Stack* st : {&m.layout.encoder, &m.layout.decoder, &m.layout.retriever}) {
+    for (const Layer& L : st->layers) {
+      s.attention(L.self_attn);
+      s.attention(L.cross_attn);
+      if (L.has_cca) s.attention(L.cca);
+      s.ffn(L.ffn);
+    }
+    s.head_columns(st->relative_bias);
+  }
+  const ModelConfig local = tensor_parallel_config(c, ranks);
+  if (m.alibi.defined()) m.alibi = slice_1d(m.alibi, {{rank * local.n_heads, (rank + 1) * local.n_heads}}, "alibi slopes");
+  m.params = std::move(params);
+  m.cfg = local;
+  m.tp_rank = rank;
+  m.tp_ranks = ranks;
+  m.tp_sum = std::make_shared<const PartialSum>(std::move(sum));
+  m.rewire();
+}
+
+ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks) {
+  ModelConfig local = c;
+  local.head_dim = c.dim_head();
+  local.n_heads = c.n_heads / ranks;
+  local.n_kv_heads = c.kv_heads() / ranks;
+  local.d_ff = c.d_ff / ranks;
+  return local;
+}
+
+int Model::tensor_parallel_rank() const { return impl_->tp_rank; }
+int Model::tensor_parallel_ranks() const { return impl_->tp_ranks; }
+
+}  // namespace tfm

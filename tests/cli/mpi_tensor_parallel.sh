@@ -1,0 +1,89 @@
+#!/usr/bin/env bash
+# Tensor-parallel inference under mpirun (2 ranks on localhost, 1 thread each): tiny Llama
+# (RoPE, GQA, SwiGLU) and GPT-2 (fused c_attn, Conv1D layout, biases) models trained here for a
+# few steps, then
+#  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2` prints exactly what one process
+#     prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
+#     (converted per shard) against one process's q8_0;
+#  2. only rank 0 prints;
+#  3. --max-memory applies to the shard: a budget under the whole model's plan but over the
+#     shard's loads with --tensor-parallel 2 and is refused without it;
+#  4. errors: --tensor-parallel 2 without mpirun, or on 1 rank of 2 ... 3, a model whose heads
+#     do not divide: one line, non-zero exit, no hang.
+#   usage: mpi_tensor_parallel.sh TFM SOURCE_DIR
+set -euo pipefail
+TFM=$1 SRC=$2
+command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 1; }
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+export OMP_WAIT_POLICY=passive OMPI_MCA_btl_vader_single_copy_mechanism=none
+if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi  # (mpi_data_parallel.sh: why)
+MPI="mpirun --oversubscribe -np 2 --mca btl self,vader"
+[ "$(id -u)" -ne 0 ] || MPI="$MPI --allow-run-as-root"
+
+train() {  # train NAME MODEL_JSON
+  cat > "$DIR/$1.json" <<JSON
+{ "task": "lm", "seed": 5, "model": $2,
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "optimizer": { "name": "adamw", "lr": 0.003 },
+  "training": { "batch_size": 8, "max_steps": 60 },
+  "eval": { "every": 60, "batches": 1, "log_every": 30 },
+  "checkpoint": { "every": 0 }, "sample": { "tokens": 0 } }
+JSON
+  "$TFM" -t 2 train "$DIR/$1.json" --out "$DIR/$1" > "$DIR/$1.train.log" 2>&1 || { cat "$DIR/$1.train.log"; exit 1; }
+}
+train llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+               "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 96 }'
+train gpt2 '{ "model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 96 }'
+
+same() {  # same NAME ARGS...: one process and 2 tensor-parallel ranks print the same
+  local name=$1
+  shift
+  "$TFM" -t 1 generate "$@" > "$DIR/$name.one" 2> "$DIR/$name.one.err" || { echo "FAIL: $name, one process"; cat "$DIR/$name.one.err"; exit 1; }
+  $MPI "$TFM" -t 1 generate "$@" --tensor-parallel 2 > "$DIR/$name.two" 2> "$DIR/$name.two.err" ||
+    { echo "FAIL: $name, 2 ranks"; cat "$DIR/$name.two.err"; exit 1; }
+  cmp -s "$DIR/$name.one" "$DIR/$name.two" || { echo "FAIL: $name differs"; diff "$DIR/$name.one" "$DIR/$name.two"; exit 1; }
+  [ -s "$DIR/$name.one" ] || { echo "FAIL: $name printed nothing"; exit 1; }
+}
+printf 'ROMEO:\nFirst Citizen:\nTo be\n' > "$DIR/prompts.txt"
+for m in llama gpt2; do
+  same "$m.greedy" -m "$DIR/$m" -p "ROMEO:" -n 40 --temp 0
+  same "$m.sampled" -m "$DIR/$m" -p "KING:" -n 40 --temp 0.9 -s 11
+  same "$m.beam" -m "$DIR/$m" -p "Thou" -n 16 --beam 3
+  same "$m.file" -m "$DIR/$m" --file "$DIR/prompts.txt" -n 20 --temp 0
+  same "$m.q8_0" -m "$DIR/$m" -p "ROMEO:" -n 40 --temp 0 --dtype q8_0
+done
+for r in 0 1; do  # each rank holds its shard (the start-up line of each, on stderr)
+  grep -q "parameters in rank $r's shard of 2" "$DIR/llama.greedy.two.err" || { echo "FAIL: rank $r holds no shard"; cat "$DIR/llama.greedy.two.err"; exit 1; }
+done
+# One copy of the text: rank 1's stdout goes nowhere.
+[ "$(wc -l < "$DIR/llama.file.two")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.two"; exit 1; }
+echo "2 ranks print what one process prints: llama and gpt2, greedy, sampled, beam, --file, q8_0"
+
+# 3. --max-memory on the shard: between the shard's plan and the whole model's.
+whole=$("$TFM" info -m "$DIR/llama" --ctx-size 96 | sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p')
+[ -n "$whole" ] || { echo "FAIL: no plan total in tfm info"; "$TFM" info -m "$DIR/llama" --ctx-size 96; exit 1; }
+budget=$((whole * 85 / 100))
+if "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget" > /dev/null 2> "$DIR/mm.err"; then
+  echo "FAIL: one process loaded over its budget"; exit 1
+fi
+$MPI "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget" --tensor-parallel 2 > /dev/null 2> "$DIR/mm2.err" ||
+  { echo "FAIL: the shards did not fit $budget bytes"; cat "$DIR/mm2.err"; exit 1; }
+echo "--max-memory $budget: refused for the whole model (plan $whole bytes), the shards fit"
+
+# 4. errors
+expect_error() {  # expect_error PATTERN COMMAND...
+  local pattern=$1 rc=0
+  shift
+  timeout 60 "$@" > "$DIR/err.out" 2> "$DIR/err.log" || rc=$?
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: exit $rc (124: it hung) for $*"; cat "$DIR/err.log"; exit 1; }
+  grep -q "$pattern" "$DIR/err.log" || { echo "FAIL: no '$pattern' in:"; cat "$DIR/err.log"; exit 1; }
+}
+expect_error "started without mpirun" "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2
+expect_error "needs 3 processes" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 3
+train odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 1,
+             "num_attention_heads": 3, "max_position_embeddings": 64 }'
+expect_error "3 attention heads and 3 key/value heads must divide by the 2 ranks" \
+  $MPI "$TFM" generate -m "$DIR/odd" -p "A" --tensor-parallel 2
+echo "errors: without mpirun, a rank count that differs, heads that do not divide"

@@ -1,0 +1,191 @@
+// Tensor parallelism (Model::shard_tensor_parallel): every family's shards, run in lockstep on
+// threads whose partial sums meet at a barrier (what MPI does between processes), give the
+// whole model's logits, through the full forward and through the KV-cache path; a shard holds
+// its share of the attention and FFN weights only; what cannot be sharded is refused.
+// (Across processes under mpirun: tests/cli/mpi_tensor_parallel.sh.)
+#include <gtest/gtest.h>
+
+#include <barrier>
+#include <thread>
+
+#include "models/family.h"
+#include "support/family_config.h"
+#include "support/test_support.h"
+#include "tfm/error.h"
+#include "tfm/autograd.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+#include "tfm/ops.h"
+
+using namespace tfm;
+
+namespace {
+
+// A family's defaults at a size that splits over 2 and 4 ranks.
+ModelConfig tiny(const Family& f) { return test::small_family_config(f, 4, 4, 2); }
+
+ModelInputs inputs_for(const ModelConfig& c) {
+  ModelInputs in;
+  if (c.reads_images()) in.pixel_values = Tensor::randn({2, c.num_channels, c.image_size, c.image_size}, 3);
+  else if (c.reads_audio()) in.input_features = Tensor::randn({1, c.num_mel_bins, 2 * c.max_source_positions - 1}, 3);
+  else in.input_ids = Tensor::from_ints({3, 4, 5, 6, 9, 11, 4, 3, 8, 12, 30, 7}, {2, 6});
+  if (c.architecture == Architecture::encoder_decoder)
+    in.decoder_input_ids = Tensor::from_ints({2, 7, 9, 2, 5, 6}, {in.input_ids.defined() ? 2 : 1, in.input_ids.defined() ? 3 : 6});
+  return in;
+}
+
+// R shards' partial sums, added in rank order: every shard gets the same bits.
+class Group {
+ public:
+  explicit Group(int ranks) : slots_(static_cast<std::size_t>(ranks)), sync_(ranks) {}
+  Model::PartialSum sum_for(int rank) {
+    return [this, rank](Tensor& t) {
+      float* d = t.data<float>();
+      const auto n = static_cast<std::size_t>(t.numel());
+      slots_[static_cast<std::size_t>(rank)].assign(d, d + n);
+      sync_.arrive_and_wait();
+      for (std::size_t i = 0; i < n; ++i) {
+        float s = slots_[0][i];
+        for (std::size_t r = 1; r < slots_.size(); ++r) s += slots_[r][i];
+        d[i] = s;
+      }
+      sync_.arrive_and_wait();  // nobody refills a slot before all have read it
+      ++calls_;
+    };
+  }
+  void leave() { sync_.arrive_and_drop(); }  // a shard that failed: the others do not wait for it
+  std::int64_t calls() const { return calls_; }
+
+ private:
+  std::vector<std::vector<float>> slots_;
+  std::barrier<> sync_;
+  std::atomic<std::int64_t> calls_{0};
+};
+
+// f(rank, shard) on a thread per rank, each shard made from `params` of config c.
+template <class F>
+void in_lockstep(const ModelConfig& c, const std::map<std::string, Tensor>& params, int ranks, F f, Group* group = nullptr) {
+  Group own(ranks);
+  Group& g = group != nullptr ? *group : own;
+  std::vector<std::thread> threads;
+  std::vector<std::string> errors(static_cast<std::size_t>(ranks));
+  for (int r = 0; r < ranks; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        Model shard = Model::from_parameters(c, params);
+        shard.shard_tensor_parallel(r, ranks, g.sum_for(r));
+        f(r, shard);
+      } catch (const std::exception& e) {
+        errors[static_cast<std::size_t>(r)] = e.what();
+        g.leave();
+      }
+    });
+  for (auto& t : threads) t.join();
+  for (int r = 0; r < ranks; ++r) EXPECT_EQ(errors[static_cast<std::size_t>(r)], "") << "rank " << r;
+}
+
+std::int64_t elements(const std::map<std::string, Tensor>& p) {
+  std::int64_t n = 0;
+  for (const auto& [name, t] : p) n += t.numel();
+  return n;
+}
+
+}  // namespace
+
+TEST(TensorParallel, EveryFamilysShardsGiveTheWholeModelsLogits) {
+  for (const Family& f : model_families()) {
+    SCOPED_TRACE(f.model_type);
+    const ModelConfig c = tiny(f);
+    Model whole = Model::create(c, 7);
+    const ModelInputs in = inputs_for(c);
+    Tensor want;
+    {
+      NoGradGuard ng;
+      want = whole.forward(in).logits;
+    }
+    for (const int ranks : {2, 4}) {
+      Group g(ranks);
+      in_lockstep(c, whole.parameters(), ranks, [&](int r, Model& shard) {
+        EXPECT_EQ(shard.tensor_parallel_rank(), r);
+        EXPECT_EQ(shard.tensor_parallel_ranks(), ranks);
+        EXPECT_EQ(shard.config().n_heads, c.n_heads / ranks);
+        EXPECT_LT(elements(shard.parameters()), elements(whole.parameters()));
+        NoGradGuard ng;
+        const Tensor got = shard.forward(in).logits;
+        test::expect_close(got, want, 1e-5, 1e-4, f.model_type + " rank " + std::to_string(r) + " of " + std::to_string(ranks));
+      }, &g);
+      // Two sums per layer (attention output, FFN down) and one more per cross-attention.
+      EXPECT_GE(g.calls(), static_cast<std::int64_t>(2 * ranks * c.n_layers));
+    }
+  }
+}
+
+// The decoder's attention and FFN weights: 1/R of them per shard, the rest (embeddings, norms,
+// head) whole.
+TEST(TensorParallel, AShardHoldsItsShareOfTheLayerWeights) {
+  const ModelConfig c = tiny(model_family("llama"));
+  Model whole = Model::create(c, 3);
+  in_lockstep(c, whole.parameters(), 2, [&](int, Model& shard) {
+    for (const auto& [name, t] : whole.parameters()) {
+      const Tensor& s = shard.parameters().at(name);
+      const bool split = name.find("self_attn") != std::string::npos || name.find("mlp") != std::string::npos;
+      EXPECT_EQ(s.numel() * (split ? 2 : 1), t.numel()) << name;
+    }
+  });
+}
+
+TEST(TensorParallel, CachedDecodingOfShardsPicksTheWholeModelsTokens) {
+  for (const char* type : {"llama", "gpt2", "t5", "marian"}) {
+    SCOPED_TRACE(type);
+    const ModelConfig c = tiny(model_family(type));
+    Model whole = Model::create(c, 5);
+    const bool s2s = c.architecture == Architecture::encoder_decoder;
+    const Tensor src = Tensor::from_ints({5, 9, 13, 7, 3}, {1, 5});
+    // Greedy tokens of a model: a 3-token prefill, then 8 steps of one token.
+    auto greedy = [&](Model& m) {
+      KVCache cache(m.config(), 1, 16, s2s ? 1 : 0, s2s ? 8 : 0);
+      if (s2s) m.encode_to_cache(src, cache, 0);
+      std::vector<std::int64_t> out;
+      Tensor logits = m.decode_cached(Tensor::from_ints({2, 11, 17}, {1, 3}), {0}, cache);
+      for (int step = 0; step < 8; ++step) {
+        const auto v = logits.to_floats();
+        const auto next = static_cast<std::int64_t>(std::max_element(v.begin(), v.end()) - v.begin());
+        out.push_back(next);
+        logits = m.decode_cached(Tensor::from_ints({next}, {1, 1}), {0}, cache);
+      }
+      return out;
+    };
+    const auto want = greedy(whole);
+    in_lockstep(c, whole.parameters(), 2, [&](int r, Model& shard) {
+      EXPECT_EQ(greedy(shard), want) << "rank " << r;
+      KVCache cache(shard.config(), 1, 16, s2s ? 1 : 0, s2s ? 8 : 0);
+      KVCache full(c, 1, 16, s2s ? 1 : 0, s2s ? 8 : 0);
+      EXPECT_EQ(cache.bytes() * 2, full.bytes()) << "a shard's cache holds its heads only";
+    });
+  }
+}
+
+TEST(TensorParallel, WhatCannotBeShardedIsRefusedWithTheReason) {
+  const ModelConfig c = tiny(model_family("llama"));
+  const auto noop = [](Tensor&) {};
+  Model m = Model::create(c, 1);
+  EXPECT_NE(test::error_message([&] { m.shard_tensor_parallel(0, 3, noop); }).find("4 attention heads and 4 key/value heads must divide by the 3 ranks"),
+            std::string::npos);
+  EXPECT_NE(test::error_message([&] { m.shard_tensor_parallel(2, 2, noop); }).find("rank 2 of 2"), std::string::npos);
+  EXPECT_NE(test::error_message([&] { m.shard_tensor_parallel(0, 2, nullptr); }).find("no function"), std::string::npos);
+  ModelConfig gqa = c;
+  gqa.n_kv_heads = 1;
+  Model mqa = Model::create(gqa, 1);
+  EXPECT_NE(test::error_message([&] { mqa.shard_tensor_parallel(0, 2, noop); }).find("1 key/value heads"), std::string::npos);
+  LoraConfig l;
+  l.r = 2;
+  l.target_modules = {"q_proj"};
+  Model lora = Model::create(c, 1);
+  lora.add_lora(l, 1);
+  EXPECT_NE(test::error_message([&] { lora.shard_tensor_parallel(0, 2, noop); }).find("LoRA"), std::string::npos);
+  Model once = Model::create(c, 1);
+  once.shard_tensor_parallel(1, 2, noop);
+  EXPECT_NE(test::error_message([&] { once.shard_tensor_parallel(0, 2, noop); }).find("already rank 1's shard of 2"), std::string::npos);
+  EXPECT_EQ(tensor_parallel_config(c, 2).n_heads, 2);
+  EXPECT_EQ(tensor_parallel_config(c, 2).dim_head(), c.dim_head());
+}
