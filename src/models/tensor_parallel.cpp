@@ -167,6 +167,15 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
     }
     s.head_columns(st->relative_bias);
   }
+  // What stays whole is copied too (tied tensors once), so that no parameter views the loaded
+  // files any more: their mapping, and every page the slicing touched, is released.
+  std::map<const void*, Tensor> copies;
+  for (auto& [name, t] : params) {
+    if (t.raw_data() != m.params.at(name).raw_data()) continue;  // sliced: a copy already
+    auto [it, fresh] = copies.try_emplace(t.raw_data());
+    if (fresh) it->second = t.clone();
+    t = it->second;
+  }
   const ModelConfig local = tensor_parallel_config(c, ranks);
   if (m.alibi.defined()) m.alibi = slice_1d(m.alibi, {{rank * local.n_heads, (rank + 1) * local.n_heads}}, "alibi slopes");
   m.params = std::move(params);
