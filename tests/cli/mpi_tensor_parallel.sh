@@ -4,7 +4,9 @@
 # few steps, then
 #  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2` prints exactly what one process
 #     prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
-#     (converted per shard) against one process's q8_0;
+#     (converted per shard) against one process's q8_0; so does `tfm translate` (greedy in
+#     batches and beam 4 over stdin, which mpirun gives to rank 0 only) with an En->Zh
+#     encoder-decoder (cross-attention split too) trained on data/cmn-eng.tsv;
 #  2. only rank 0 prints;
 #  3. --max-memory applies to the shard: a budget under the whole model's plan but over the
 #     shard's loads with --tensor-parallel 2 and is refused without it;
@@ -57,6 +59,27 @@ done
 for r in 0 1; do  # each rank holds its shard (the start-up line of each, on stderr)
   grep -q "parameters in rank $r's shard of 2" "$DIR/llama.greedy.two.err" || { echo "FAIL: rank $r holds no shard"; cat "$DIR/llama.greedy.two.err"; exit 1; }
 done
+# An encoder-decoder through tfm translate, sources on stdin.
+head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
+sed -n 301,320p "$SRC/data/cmn-eng.tsv" | cut -f1 > "$DIR/sources.txt"
+cat > "$DIR/s2s.json" <<JSON
+{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
+  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
+  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 400, "isolate_cjk": true},
+ "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
+ "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 0}}
+JSON
+"$TFM" -t 2 train "$DIR/s2s.json" --max-steps 150 -q --out "$DIR/s2s" > /dev/null 2> "$DIR/s2s.err" || { cat "$DIR/s2s.err"; exit 1; }
+for beam in 1 4; do
+  "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam < "$DIR/sources.txt" > "$DIR/t$beam.one" 2> /dev/null
+  $MPI "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam --tensor-parallel 2 < "$DIR/sources.txt" > "$DIR/t$beam.two" 2> "$DIR/t$beam.err" ||
+    { echo "FAIL: translate on 2 ranks"; cat "$DIR/t$beam.err"; exit 1; }
+  [ "$(grep -c . "$DIR/t$beam.one")" -ge 10 ] || { echo "FAIL: the model translates too little to compare"; cat "$DIR/t$beam.one"; exit 1; }
+  cmp -s "$DIR/t$beam.one" "$DIR/t$beam.two" || { echo "FAIL: translate beam $beam differs"; diff "$DIR/t$beam.one" "$DIR/t$beam.two"; exit 1; }
+done
+echo "translate (encoder-decoder, greedy and beam 4, stdin): 2 ranks print what one process prints"
+
 # One copy of the text: rank 1's stdout goes nowhere.
 [ "$(wc -l < "$DIR/llama.file.two")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.two"; exit 1; }
 echo "2 ranks print what one process prints: llama and gpt2, greedy, sampled, beam, --file, q8_0"

@@ -93,6 +93,24 @@ std::uint64_t same_on_every_rank(std::uint64_t v, std::int64_t ranks) {
   return v;
 }
 
+std::vector<std::string> read_input_lines(const std::string& path, std::int64_t tensor_parallel) {
+  if (tensor_parallel == 1) return read_input_lines(path);
+  std::vector<std::string> lines;
+  if (dist::rank() == 0) lines = read_input_lines(path);
+  std::string joined;  // each line with its length before it
+  for (const auto& l : lines) joined += std::to_string(l.size()) + ":" + l;
+  std::uint64_t n = same_on_every_rank(static_cast<std::uint64_t>(joined.size()), tensor_parallel);
+  joined.resize(n);
+  dist::broadcast(joined.data(), n, 0);
+  lines.clear();
+  for (std::size_t at = 0; at < joined.size();) {
+    const std::size_t colon = joined.find(':', at), len = std::stoull(joined.substr(at, colon - at));
+    lines.push_back(joined.substr(colon + 1, len));
+    at = colon + 1 + len;
+  }
+  return lines;
+}
+
 std::vector<std::string> read_input_lines(const std::string& path) {
   std::ifstream file;
   if (path != "-") {

@@ -46,6 +46,8 @@ void add_tensor_parallel_option(CLI::App* cmd, std::int64_t& ranks);
 void run_tensor_parallel(std::int64_t ranks, const std::function<void()>& body);
 // Rank 0's value on every rank of a tensor-parallel job (a seed drawn from the clock).
 std::uint64_t same_on_every_rank(std::uint64_t v, std::int64_t ranks);
+// read_input_lines on rank 0, its lines sent to the others (mpirun gives stdin to rank 0 only).
+std::vector<std::string> read_input_lines(const std::string& path, std::int64_t tensor_parallel);
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A
 // trailing '\r' is dropped.

@@ -163,7 +163,7 @@ void add_generate_command(CLI::App& app) {
     if (a->verbose) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(o.sampling.seed));
 
     if (!a->file.empty()) {
-      const auto lines = read_input_lines(a->file);
+      const auto lines = read_input_lines(a->file, a->tensor_parallel);
       std::vector<std::string> prompts;
       for (const auto& l : lines) prompts.push_back(augment(l));
       const auto results = gen.generate_batch(prompts, o);
