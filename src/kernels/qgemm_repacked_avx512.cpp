@@ -8,5 +8,8 @@
 namespace tfm::kernels::qgemm_detail {
 
 const X16Fn q4_0x16_avx512_vnni = &x16_groups<Q4_0x16<simd::Avx512>, 4>;
+const X16Fn q8_0x16_avx512_vnni = &x16_groups<Q8_0x16<simd::Avx512>, 4>;
+const X16Fn q4_kx16_avx512_vnni = &x16_groups<Q4_Kx16<simd::Avx512>, 4>;
+const X16Fn q6_kx16_avx512_vnni = &x16_groups<Q6_Kx16<simd::Avx512>, 4>;
 
 }  // namespace tfm::kernels::qgemm_detail

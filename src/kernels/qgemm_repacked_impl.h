@@ -91,6 +91,23 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
     for (int l = 0; l < 9; ++l) __builtin_prefetch(blk + 4 * kQ8x16BlockBytes + 64 * l);  // 2.2 KB ahead
     for (int c = 0; c < C; ++c) {
       const typename V::T dw = I::load_f16(blk + 2 * W * c);
+      if constexpr (I::kUnsignedDot) {
+        // vpdpbusd multiplies unsigned by signed bytes without saturating: (x + 128)·w in one
+        // instruction per 4 bytes, less 128·Σw, computed once for all MR rows. The same exact
+        // integers as the signed dots below.
+        typename I::T w[8], ones[8];
+        for (int i = 0; i < 8; ++i) w[i] = I::load(blk + 32 + 64 * i + 4 * W * c), ones[i] = I::set1_i32(0x01010101);
+        const typename I::T bias = I::template shl<7>(I::template dot_sum<8, 1>(I::set1_i32(0), ones, w));
+        for (int m = 0; m < MR; ++m) {
+          const std::int8_t* x = a.qrow(m0 + m) + 32 * b;
+          typename I::T xu[8];
+          for (int i = 0; i < 8; ++i) xu[i] = I::bcast4_biased(x + 4 * i);
+          const typename I::T s = I::sub(I::template dot_sum<8, 255>(I::set1_i32(0), xu, w), bias);
+          const typename V::T scale = V::mul(dw, V::set1(a.drow(m0 + m)[b]));
+          acc[m][c] = V::fma(I::to_float(s), scale, acc[m][c]);
+        }
+        continue;
+      }
       for (int m = 0; m < MR; ++m) {
         const std::int8_t* x = a.qrow(m0 + m) + 32 * b;
         // two chains of four signed dots (elements 0-15, 16-31), joined

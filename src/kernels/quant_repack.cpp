@@ -85,21 +85,29 @@ void deinterleave(const Geometry& g, const unsigned char* in, unsigned char* row
                  rows + static_cast<std::size_t>(r) * row_bytes + static_cast<std::size_t>(b) * g.block, r);
 }
 
-// The kernel for the active ISA and its tail-row kernel: q4_0x16 on AVX-512 VNNI where cpuid has
-// it, else the AVX2 builds (also on an AVX-512 CPU without VNNI); null under TFM_ISA=generic.
+// The kernel for the active ISA and its tail-row kernel: the AVX-512 VNNI builds where cpuid has
+// VNNI, else the AVX2 builds (also on an AVX-512 CPU without VNNI); null under TFM_ISA=generic.
 struct Kernels {
   qgemm_detail::X16Fn groups = nullptr;
   qgemm_detail::RowsFn tail = nullptr;
   bool vnni = false;
+  bool repack = true;  // false: the plain type's kernels decode faster at batch 1 (loads keep it plain)
 };
 Kernels pick_kernels(DType plain) {
   const bool avx512 = active_isa() == Isa::avx512, avx2 = avx512 || active_isa() == Isa::avx2;
-  if (plain == DType::q4_0 && avx512 && cpu_info().avx512_vnni)
-    return {qgemm_detail::q4_0x16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true};
+  if (avx512 && cpu_info().avx512_vnni) {
+    switch (plain) {
+      case DType::q4_0: return {qgemm_detail::q4_0x16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true};
+      case DType::q8_0: return {qgemm_detail::q8_0x16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true};
+      case DType::q4_k: return {qgemm_detail::q4_kx16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true};
+      // q6_k's AVX-512 tiles decode batch 1 ~12% faster than its x16 build (which wins at batch
+      // 8 and prefill by 8-35%; docs/benchmarks.md): its loads stay plain there.
+      case DType::q6_k: return {qgemm_detail::q6_kx16_avx512_vnni, qgemm_detail::rows_avx512_vnni, true, false};
+      default: return {};
+    }
+  }
   if (!avx2) return {};
   if (plain == DType::q4_0) return {qgemm_detail::q4_0x16_avx2, qgemm_detail::rows_avx2, false};
-  // q8_0 and the k-quants keep their AVX-512 VNNI tiles where they run (no x16 build for them yet).
-  if (avx512 && cpu_info().avx512_vnni) return {};
   switch (plain) {
     case DType::q8_0: return {qgemm_detail::q8_0x16_avx2, qgemm_detail::rows_avx2, false};
     case DType::q4_k: return {qgemm_detail::q4_kx16_avx2, qgemm_detail::rows_avx2, false};
@@ -172,7 +180,10 @@ void dequantize_x16_row(DType x16, const void* matrix, std::int64_t N, std::int6
   }
 }
 
-bool x16_kernel_available(DType plain) { return pick_kernels(plain).groups != nullptr; }
+bool x16_kernel_available(DType plain) {
+  const Kernels k = pick_kernels(plain);
+  return k.groups != nullptr && k.repack;
+}
 
 void qgemm_x16(DType x16, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                const void* w, float* y, std::int64_t ldy, bool twin) {

@@ -43,8 +43,9 @@ void repack_x16(DType plain, void* data, std::int64_t N, std::int64_t K);
 void unpack_x16(DType x16, const void* in, void* out, std::int64_t rows, std::int64_t K);
 // Row `row` of an x16 matrix of N rows, dequantized to f32 (an embedding gather).
 void dequantize_x16_row(DType x16, const void* matrix, std::int64_t N, std::int64_t row, std::int64_t K, float* out);
-// Whether this CPU and TFM_ISA run a kernel for `plain`'s x16 type (repacking elsewhere only
-// costs time).
+// Whether loads should repack `plain` here: this CPU and TFM_ISA run a kernel for its x16 type
+// (repacking elsewhere only costs time), and it decodes faster than the plain type's (q6_k on
+// AVX-512 VNNI does not). qgemm runs x16 weights given to it either way.
 bool x16_kernel_available(DType plain);
 
 // qgemm for x16 weights: the ISA's kernel (the tail rows by the plain type's row kernel), or
@@ -57,7 +58,8 @@ namespace qgemm_detail {
 // for the plain type; qgemm_repacked_impl.h).
 using X16Fn = void (*)(std::int64_t M, std::int64_t g0, std::int64_t g1, std::int64_t K, const QuantizedActs& acts,
                        const void* w, float* y, std::int64_t ldy);
-extern const X16Fn q4_0x16_avx512_vnni, q4_0x16_avx2, q8_0x16_avx2, q4_kx16_avx2, q6_kx16_avx2;
+extern const X16Fn q4_0x16_avx512_vnni, q8_0x16_avx512_vnni, q4_kx16_avx512_vnni, q6_kx16_avx512_vnni;
+extern const X16Fn q4_0x16_avx2, q8_0x16_avx2, q4_kx16_avx2, q6_kx16_avx2;
 }  // namespace qgemm_detail
 
 }  // namespace tfm::kernels

@@ -27,6 +27,9 @@ struct IVec;
 template <>
 struct IVec<Avx2> {
   static constexpr int lanes = 8;
+  // dot_sum saturates for unsigned bytes above 127 (vpmaddubsw's int16 pair sums): no biased
+  // unsigned path (q8_0x16 takes dot_s8).
+  static constexpr bool kUnsignedDot = false;
   using T = __m256i;
   static T load(const void* p) { return _mm256_loadu_si256(static_cast<const __m256i*>(p)); }
   static T set1_i32(std::int32_t v) { return _mm256_set1_epi32(v); }
@@ -117,6 +120,8 @@ struct IVec<Avx2> {
 template <>
 struct IVec<Avx512> {
   static constexpr int lanes = 16;
+  // vpdpbusd adds u8·s8 products into int32 without saturating: any unsigned byte goes.
+  static constexpr bool kUnsignedDot = true;
   using T = __m512i;
   static T load(const void* p) { return _mm512_loadu_si512(p); }
   static T set1_i32(std::int32_t v) { return _mm512_set1_epi32(v); }
@@ -125,6 +130,8 @@ struct IVec<Avx512> {
     std::memcpy(&v, p, 4);
     return _mm512_set1_epi32(v);
   }
+  // bcast4 of signed bytes x as the unsigned bytes x + 128 (the sign bit flipped).
+  static T bcast4_biased(const void* p) { return _mm512_xor_si512(bcast4(p), _mm512_set1_epi8(static_cast<char>(0x80))); }
   static T low_nibbles(T v) { return _mm512_and_si512(v, _mm512_set1_epi8(0x0F)); }
   static T high_nibbles(T v) { return _mm512_and_si512(_mm512_srli_epi16(v, 4), _mm512_set1_epi8(0x0F)); }
   static T add(T a, T b) { return _mm512_add_epi32(a, b); }
@@ -139,6 +146,52 @@ struct IVec<Avx512> {
     }
     if constexpr (N % 2) acc = _mm512_dpbusd_epi32(acc, u[N - 1], s[N - 1]);
     return _mm512_add_epi32(acc, other);
+  }
+  // acc + Σ over each lane's 4 bytes of w·x, both signed: vpdpbusd on |w| and x negated where
+  // w < 0 (AVX-512 has no vpsignb; where w is 0 the product is 0 either way).
+  static T dot_s8(T acc, T w, T x) {
+    const T signed_x = _mm512_mask_sub_epi8(x, _mm512_movepi8_mask(w), _mm512_setzero_si512(), x);
+    return _mm512_dpbusd_epi32(acc, _mm512_abs_epi8(w), signed_x);
+  }
+  // The k-quants' scale logic, as IVec<Avx2> documents it, on 16 lanes.
+  static T and_(T a, T b) { return _mm512_and_si512(a, b); }
+  static T or_(T a, T b) { return _mm512_or_si512(a, b); }
+  static T sub(T a, T b) { return _mm512_sub_epi32(a, b); }
+  template <int n>
+  static T shl(T a) { return _mm512_slli_epi32(a, n); }
+  template <int n>
+  static T shr(T a) { return _mm512_srli_epi32(a, n); }
+  template <bool kSigned>
+  static T byte_i32(T v, int j) {
+    if constexpr (kSigned)
+      return _mm512_sra_epi32(_mm512_sll_epi32(v, _mm_cvtsi32_si128(24 - 8 * j)), _mm_cvtsi32_si128(24));
+    else
+      return _mm512_and_si512(_mm512_srl_epi32(v, _mm_cvtsi32_si128(8 * j)), _mm512_set1_epi32(0xFF));
+  }
+  template <bool kSigned, bool kOdd>
+  static T bytes_i16(T v) {
+    if constexpr (kSigned) return _mm512_srai_epi16(kOdd ? v : _mm512_slli_epi16(v, 8), 8);
+    else return kOdd ? _mm512_srli_epi16(v, 8) : _mm512_and_si512(v, _mm512_set1_epi32(0x00FF00FF));
+  }
+  static T madd16(T a, T b) { return _mm512_madd_epi16(a, b); }
+  static T pair16(std::int16_t lo, std::int16_t hi) {
+    return _mm512_set1_epi32(static_cast<std::int32_t>(static_cast<std::uint16_t>(lo) |
+                                                       (static_cast<std::uint32_t>(static_cast<std::uint16_t>(hi)) << 16)));
+  }
+  static T scale_operand(T sc) {
+    const __m128i dup = _mm_setr_epi8(0, 1, 0, 1, 4, 5, 4, 5, 8, 9, 8, 9, 12, 13, 12, 13);  // per 128-bit quarter
+    return _mm512_shuffle_epi8(sc, _mm512_broadcast_i32x4(dup));
+  }
+  // As IVec<Avx2>'s (vpmaddubsw pair sums, then vpmaddwd by the scale): the same exact integers.
+  template <int N, int kMaxU>
+  static T dot_sum_scaled(T acc, const T (&u)[N], const T (&s)[N], T sc) {
+    constexpr int kGroup = 32767 / (2 * kMaxU * 127) > 0 ? 32767 / (2 * kMaxU * 127) : 1;
+    for (int j0 = 0; j0 < N; j0 += kGroup) {
+      T pairs = _mm512_maddubs_epi16(u[j0], s[j0]);
+      for (int j = j0 + 1; j < N && j < j0 + kGroup; ++j) pairs = _mm512_add_epi16(pairs, _mm512_maddubs_epi16(u[j], s[j]));
+      acc = _mm512_add_epi32(acc, _mm512_madd_epi16(pairs, sc));
+    }
+    return acc;
   }
   static __m512 to_float(T a) { return _mm512_cvtepi32_ps(a); }
   static void store_i8(std::int8_t* dst, __m512 v) {

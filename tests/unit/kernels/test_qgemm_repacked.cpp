@@ -122,7 +122,7 @@ TEST(QgemmRepacked, EveryIsaMatchesThePlainTwinAtOddSizes) {
 
 // One kernel body over the vector types (qgemm_repacked_impl.h): exact integer block sums, then
 // the same float steps per lane, so every ISA build gives the same bits (on an AVX-512 VNNI
-// CPU this compares q4_0x16's AVX-512 and AVX2 builds; an AVX2 CPU has one fast build).
+// CPU this compares each type's AVX-512 and AVX2 builds; an AVX2 CPU has one fast build).
 TEST(QgemmRepacked, TheIsaBuildsAgreeBitForBit) {
   const std::int64_t N = 48;
   for (DType t : kPlain) {
@@ -134,9 +134,6 @@ TEST(QgemmRepacked, TheIsaBuildsAgreeBitForBit) {
       std::vector<float> first, y(static_cast<std::size_t>(M * N));
       for (Isa isa : available_isas()) {
         if (isa == Isa::generic) continue;  // the scalar twin sums its floats in another order
-        // On an AVX-512 VNNI CPU only q4_0 has an AVX-512 x16 build; q8_0 and the k-quants run
-        // their AVX-512 VNNI row tiles there (quant_repack.cpp), which add in another order.
-        if (isa == Isa::avx512 && cpu_info().avx512_vnni && t != DType::q4_0) continue;
         IsaScope scope(isa);
         kernels::qgemm(kernels::x16_type(t), M, N, K, x.data(), K, r.data(), y.data(), N);
         if (first.empty()) first = y;
