@@ -31,6 +31,10 @@ struct LoadOptions {
   // sharded before any type conversion, and the memory plan is the shard's. tp_ranks 1: whole.
   int tp_rank = 0, tp_ranks = 1;
   Model::PartialSum tp_sum;
+  // Pipeline parallelism (Model::shard_pipeline): this process's stage of pp_stages and how
+  // stages hand activations on; the memory plan is the stage's. pp_stages 1: the whole model.
+  int pp_stage = 0, pp_stages = 1;
+  Model::PipeComm pp_comm;
 };
 
 // A model directory (the engine's or a Hugging Face hub's) or a .gguf file, with the adapter,

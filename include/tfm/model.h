@@ -16,6 +16,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "tfm/attention_map.h"
@@ -192,6 +193,25 @@ class Model {
   int tensor_parallel_rank() const;
   int tensor_parallel_ranks() const;  // 1: the whole model
 
+  // ---- pipeline parallelism (docs/distributed.md; inference) -------------------------------
+  // Makes this decoder-only model stage `stage` of `stages`: it keeps a contiguous run of the
+  // decoder layers (pipeline_layers below: n_layers / stages each, the first stages one more
+  // while they do not divide) and everything outside the layers; its config becomes that many
+  // layers, so a KV cache made for it holds its layers only. Every stage then calls
+  // decode_cached() with the same ids in lockstep: stage 0 embeds them, each stage runs its
+  // layers on what the previous one sends and sends its output on, and the last stage's logits
+  // come back from every stage's call (broadcast). forward() and the other entry points are
+  // refused on a stage. Refused for other architectures, RETRO, attached adapters, a
+  // tensor-parallel shard, or more stages than layers.
+  struct PipeComm {
+    std::function<void(const Tensor& x, int to)> send;   // a contiguous f32 tensor
+    std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's
+    std::function<void(Tensor& x, int root)> broadcast;  // root's x into every stage's x
+  };
+  void shard_pipeline(int stage, int stages, PipeComm comm);
+  int pipeline_stage() const;
+  int pipeline_stages() const;  // 1: the whole model
+
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...
   Tensor encode(const ModelInputs& in);
@@ -229,5 +249,8 @@ class Model {
 // The config of one rank's tensor-parallel shard of a model of config c: n_heads, n_kv_heads
 // and d_ff divided by ranks, head_dim kept (memory plans, Model::shard_tensor_parallel).
 ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks);
+// Pipeline stages: the decoder layers [first, last) of `stage`, and the stage's config.
+std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages);
+ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages);
 
 }  // namespace tfm

@@ -177,6 +177,24 @@ void exchange(const float* send, float* recv, std::size_t n, int partner) {
 #endif
 }
 
+void send(const float* data, std::size_t n, int to) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk)
+    check(MPI_Send(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, to, 8, MPI_COMM_WORLD), "send");
+#endif
+}
+
+void recv(float* data, std::size_t n, int from) {
+  if (!many()) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < n; i += kChunk)
+    check(MPI_Recv(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, from, 8, MPI_COMM_WORLD,
+                   MPI_STATUS_IGNORE),
+          "receive");
+#endif
+}
+
 void barrier() {
   if (!many()) return;
 #ifdef TFM_HAVE_MPI

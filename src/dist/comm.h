@@ -35,6 +35,9 @@ void allgather(const double* send, std::size_t n, double* recv);
 void broadcast(void* data, std::size_t bytes, int root);
 // send to and receive from `partner` at once (n floats each way).
 void exchange(const float* send, float* recv, std::size_t n, int partner);
+// n floats to rank `to`, and from rank `from` (blocking; a pipeline stage's activations).
+void send(const float* data, std::size_t n, int to);
+void recv(float* data, std::size_t n, int from);
 void barrier();
 
 // A non-blocking in-place sum over all ranks of a float buffer (MPI_Iallreduce). The buffer

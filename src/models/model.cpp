@@ -358,6 +358,8 @@ Tensor Model::encode(const ModelInputs& in) {
 
 Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
   Impl& m = *impl_;
+  TFM_CHECK(m.pp_stages == 1, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
+            " holds some of the layers: it decodes through decode_cached only");
   nn::DropoutStream rng = m.stream();
   if (m.cfg.architecture == Architecture::decoder_only) {
     check_ids(in.input_ids, "input_ids");

@@ -257,10 +257,19 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
               " tokens, past the context size ", cache.capacity());
   }
   nn::DropoutStream rng(false, 0);
-  std::vector<Tensor> rows;
-  for (std::int64_t r = 0; r < R; ++r)
-    rows.push_back(embed(m, slice(ids, 0, r, r + 1), Tensor(), cache.length(slots[static_cast<std::size_t>(r)]), rng));
-  Tensor x = concat_rows(rows);  // (R, T, C)
+  // A pipeline stage after the first takes the previous stage's output instead of the ids'
+  // embeddings (pipeline_parallel.cpp).
+  const bool first_stage = m.pp_stage == 0, last_stage = m.pp_stage == m.pp_stages - 1;
+  Tensor x;
+  if (first_stage) {
+    std::vector<Tensor> rows;
+    for (std::int64_t r = 0; r < R; ++r)
+      rows.push_back(embed(m, slice(ids, 0, r, r + 1), Tensor(), cache.length(slots[static_cast<std::size_t>(r)]), rng));
+    x = concat_rows(rows);  // (R, T, C)
+  } else {
+    x = Tensor::empty({R, T, c.d_model});
+    m.pp->recv(x, m.pp_stage - 1);
+  }
 
   const bool pre = c.norm_placement == NormPlacement::pre;
   auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
@@ -284,10 +293,17 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
     cca_layers += L.has_cca ? 1 : 0;
     x = sublayer(x, L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
   }
-  if (s.has_final_norm) x = s.final_norm(x);
   for (std::int64_t slot : slots) cache.set_length(slot, cache.length(slot) + T);
-  if (all_positions) return head(x);                       // (R, T, V)
-  return squeeze(head(slice(x, 1, T - 1, T)), 1);          // (R, V)
+  if (!last_stage) {  // on to the next stage; the logits come back from the last
+    m.pp->send(contiguous(x), m.pp_stage + 1);
+    Tensor logits = Tensor::empty(all_positions ? Shape{R, T, c.vocab_size} : Shape{R, c.vocab_size});
+    m.pp->broadcast(logits, m.pp_stages - 1);
+    return logits;
+  }
+  if (s.has_final_norm) x = s.final_norm(x);
+  Tensor logits = contiguous(all_positions ? head(x) : squeeze(head(slice(x, 1, T - 1, T)), 1));  // (R, T, V) or (R, V)
+  if (m.pp_stages > 1) m.pp->broadcast(logits, m.pp_stages - 1);
+  return logits;
 }
 
 }  // namespace tfm

@@ -35,6 +35,11 @@ struct Model::Impl {
   // the ranks that its row-parallel layers call; tp_ranks 1: the whole model.
   int tp_rank = 0, tp_ranks = 1;
   std::shared_ptr<const std::function<void(Tensor&)>> tp_sum;
+  // Pipeline parallelism (pipeline_parallel.cpp): this stage of pp_stages, holding the decoder
+  // layers from pp_first on (renamed from 0), and how it hands activations on.
+  int pp_stage = 0, pp_stages = 1;
+  std::int64_t pp_first = 0;
+  std::shared_ptr<const Model::PipeComm> pp;
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
   void rewire() {
@@ -42,6 +47,8 @@ struct Model::Impl {
     if (bottleneck) w.bottleneck = bottleneck->non_linearity;
     layout = wire_layout(cfg, params, w);
     if (tp_ranks > 1) mark_row_parallel(layout, tp_sum);
+    for (Layer& L : layout.decoder.layers)  // a stage's layers keep their place in the whole model
+      L.self_attn.layer = L.cross_attn.layer = L.cca.layer = L.self_attn.layer + pp_first;
   }
   // Prefix tuning: the (1, Hkv, P, Dh) keys and values of every self-attention layer, encoder
   // layers first then decoder layers; empty without a prefix. Differentiable (training runs

@@ -18,16 +18,9 @@
 #   usage: mpi_data_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
-command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 1; }
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-export OMP_WAIT_POLICY=passive OMPI_MCA_btl_vader_single_copy_mechanism=none
-# Under the sanitizers (scripts/test.sh) the ranks keep AddressSanitizer but not its leak check:
-# OpenMPI's components are dlopen'ed and closed again by MPI_Finalize, so the allocations they
-# keep for the process's life show up as leaks in "<unknown module>", which no suppression can name.
-if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi
-MPI="mpirun --oversubscribe -np 2 --mca btl self,vader"
-[ "$(id -u)" -ne 0 ] || MPI="$MPI --allow-run-as-root"
+source "$SRC/tests/cli/lib/mpi.sh"
 config() {  # config NAME GRAD_ACCUM DISTRIBUTED_JSON MAX_STEPS CHECKPOINT_EVERY
   cat > "$DIR/$1.json" <<JSON
 { "task": "lm", "seed": 3,

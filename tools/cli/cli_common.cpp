@@ -41,7 +41,7 @@ void print_fallbacks(const std::vector<std::string>& notes) {
 }
 
 LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights,
-                       const std::string& max_memory, std::int64_t ctx, std::int64_t batch, std::int64_t tensor_parallel) {
+                       const std::string& max_memory, std::int64_t ctx, std::int64_t batch, const ModelParallel& parallel) {
   TFM_CHECK(weights.recipe.empty() || !weights.dtype.empty(), "--recipe", "needs --dtype");
   if (!weights.dtype.empty()) parse_weight_type(weights.dtype, "--dtype");  // the flag's name in the error
   LoadOptions o;
@@ -51,10 +51,18 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
   if (!max_memory.empty()) o.max_memory = parse_byte_size(max_memory, "--max-memory");
   o.ctx = ctx;
   o.batch = batch;
-  if (tensor_parallel > 1) {
-    o.tp_ranks = static_cast<int>(tensor_parallel);
+  if (parallel.tensor > 1) {
+    o.tp_ranks = static_cast<int>(parallel.tensor);
     o.tp_rank = dist::rank();
     o.tp_sum = [](Tensor& t) { dist::allreduce_sum_ordered(t.data<float>(), static_cast<std::size_t>(t.numel())); };
+  }
+  if (parallel.pipeline > 1) {
+    o.pp_stages = static_cast<int>(parallel.pipeline);
+    o.pp_stage = dist::rank();
+    const auto floats = [](const Tensor& t) { return static_cast<std::size_t>(t.numel()); };
+    o.pp_comm.send = [floats](const Tensor& t, int to) { dist::send(t.data<float>(), floats(t), to); };
+    o.pp_comm.recv = [floats](Tensor& t, int from) { dist::recv(t.data<float>(), floats(t), from); };
+    o.pp_comm.broadcast = [floats](Tensor& t, int root) { dist::broadcast(t.data<float>(), floats(t) * sizeof(float), root); };
   }
   std::vector<std::string> notes;
   LoadedModel lm = tfm::load_model(path, o, &notes);
@@ -62,44 +70,51 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
   return lm;
 }
 
-void add_tensor_parallel_option(CLI::App* cmd, std::int64_t& ranks) {
-  cmd->add_option("--tensor-parallel", ranks,
-                  "Split the model's heads and FFN over N processes (mpirun -np N; docs/distributed.md)")
+void add_model_parallel_options(CLI::App* cmd, ModelParallel& p) {
+  cmd->add_option("--tensor-parallel", p.tensor,
+                  "Split each layer's heads and FFN over N processes (mpirun -np N; docs/distributed.md)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pipeline-parallel", p.pipeline,
+                  "Split the layers into N stages, one per process (mpirun -np N; decoder-only; docs/distributed.md)")
       ->check(CLI::Range(1, 1024));
 }
 
-void run_tensor_parallel(std::int64_t ranks, const std::function<void()>& body) {
-  if (ranks == 1) {
+void run_model_parallel(const ModelParallel& p, const std::function<void()>& body) {
+  if (p.ranks() == 1) {
     body();
     return;
   }
-  TFM_CHECK(dist::launched() && dist::size() == ranks, "--tensor-parallel", ranks, " needs ", ranks,
+  const char* flag = p.tensor > 1 ? "--tensor-parallel" : "--pipeline-parallel";
+  TFM_CHECK(p.tensor == 1 || p.pipeline == 1, "--pipeline-parallel", "give --tensor-parallel or --pipeline-parallel, "
+            "not both (their composition is not built yet)");
+  const std::int64_t ranks = p.ranks();
+  TFM_CHECK(dist::launched() && dist::size() == ranks, flag, ranks, " needs ", ranks,
             " processes started together: mpirun -np ", ranks, " tfm ... (this is ", dist::size(),
             dist::launched() ? " of an MPI job)" : ", started without mpirun)");
   // Every rank computes the same tokens; rank 0 speaks for them.
-  if (dist::rank() != 0) TFM_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, "--tensor-parallel", "cannot silence rank ",
+  if (dist::rank() != 0) TFM_CHECK(std::freopen("/dev/null", "w", stdout) != nullptr, flag, "cannot silence rank ",
                                    dist::rank(), "'s output");
   try {
     body();
   } catch (const std::exception& e) {
-    dist::abort_job(e.what(), 1);  // never returns: the other ranks would wait in a sum forever
+    dist::abort_job(e.what(), 1);  // never returns: the other ranks would wait for this one forever
   }
   std::fflush(stdout);
   dist::finalize();
 }
 
-std::uint64_t same_on_every_rank(std::uint64_t v, std::int64_t ranks) {
-  if (ranks > 1) dist::broadcast(&v, sizeof v, 0);
+std::uint64_t same_on_every_rank(std::uint64_t v, const ModelParallel& p) {
+  if (p.ranks() > 1) dist::broadcast(&v, sizeof v, 0);
   return v;
 }
 
-std::vector<std::string> read_input_lines(const std::string& path, std::int64_t tensor_parallel) {
-  if (tensor_parallel == 1) return read_input_lines(path);
+std::vector<std::string> read_input_lines(const std::string& path, const ModelParallel& p) {
+  if (p.ranks() == 1) return read_input_lines(path);
   std::vector<std::string> lines;
   if (dist::rank() == 0) lines = read_input_lines(path);
   std::string joined;  // each line with its length before it
   for (const auto& l : lines) joined += std::to_string(l.size()) + ":" + l;
-  std::uint64_t n = same_on_every_rank(static_cast<std::uint64_t>(joined.size()), tensor_parallel);
+  std::uint64_t n = same_on_every_rank(static_cast<std::uint64_t>(joined.size()), p);
   joined.resize(n);
   dist::broadcast(joined.data(), n, 0);
   lines.clear();
@@ -135,9 +150,11 @@ void add_max_memory_option(CLI::App* cmd, std::string& spec) {
 
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {
   const double mib = 1.0 / (1024.0 * 1024.0);
-  const int tp = lm.model.tensor_parallel_ranks();
+  const int tp = lm.model.tensor_parallel_ranks(), pp = lm.model.pipeline_stages();
   const std::string shard =
-      tp > 1 ? " in rank " + std::to_string(lm.model.tensor_parallel_rank()) + "'s shard of " + std::to_string(tp) : "";
+      tp > 1   ? " in rank " + std::to_string(lm.model.tensor_parallel_rank()) + "'s shard of " + std::to_string(tp)
+      : pp > 1 ? " in stage " + std::to_string(lm.model.pipeline_stage()) + " of " + std::to_string(pp)
+               : "";
   std::fprintf(stderr, "tfm: %s: %s, %.2fM parameters%s; context %lld x %lld sequence(s), KV cache %.1f MiB\n", dir.c_str(),
                to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6, shard.c_str(),
                static_cast<long long>(cache.capacity()), static_cast<long long>(cache.slots()),

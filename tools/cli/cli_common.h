@@ -31,23 +31,28 @@ void print_fallbacks(const std::vector<std::string>& notes);
 // (fallbacks on stderr), q4_0 repacked for decoding. A --max-memory spec (parsed here) refuses
 // to go on, before any weight is read, when the plan for ctx positions (0: the model's) x
 // batch sequences exceeds it (the error names the planner's breakdown, as tfm info -m prints it).
-// tensor_parallel > 1: this rank's shard of the model (run_tensor_parallel below), its partial
-// sums added over the ranks by MPI; --max-memory then applies to the shard.
+// With model parallelism (below): this rank's tensor-parallel shard, its partial sums added
+// over the ranks by MPI, or its pipeline stage, handing activations on by MPI; --max-memory
+// then applies to the shard or stage.
+struct ModelParallel {
+  std::int64_t tensor = 1, pipeline = 1;  // --tensor-parallel N, --pipeline-parallel N
+  std::int64_t ranks() const { return tensor * pipeline; }
+};
 LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights = {},
                        const std::string& max_memory = "", std::int64_t ctx = 0, std::int64_t batch = 1,
-                       std::int64_t tensor_parallel = 1);
+                       const ModelParallel& parallel = {});
 
-// --tensor-parallel N on an inference command (mpirun -np N tfm CMD ... --tensor-parallel N).
-void add_tensor_parallel_option(CLI::App* cmd, std::int64_t& ranks);
-// Runs `body` (a command) as one rank of a tensor-parallel job of `ranks` processes, or plainly
-// when ranks is 1: checks that mpirun started that many, sends the output of every rank but
-// rank 0 to /dev/null (they compute the same tokens), stops every rank when one fails (never a
-// hang), and ends the MPI session after.
-void run_tensor_parallel(std::int64_t ranks, const std::function<void()>& body);
-// Rank 0's value on every rank of a tensor-parallel job (a seed drawn from the clock).
-std::uint64_t same_on_every_rank(std::uint64_t v, std::int64_t ranks);
+// --tensor-parallel N and --pipeline-parallel N on an inference command (mpirun -np N tfm ...).
+void add_model_parallel_options(CLI::App* cmd, ModelParallel& p);
+// Runs `body` (a command) as one rank of a model-parallel job, or plainly without one: checks
+// that mpirun started as many processes as asked (one kind of parallelism at a time), sends the
+// output of every rank but rank 0 to /dev/null (they compute the same tokens), stops every rank
+// when one fails (never a hang), and ends the MPI session after.
+void run_model_parallel(const ModelParallel& p, const std::function<void()>& body);
+// Rank 0's value on every rank of a model-parallel job (a seed drawn from the clock).
+std::uint64_t same_on_every_rank(std::uint64_t v, const ModelParallel& p);
 // read_input_lines on rank 0, its lines sent to the others (mpirun gives stdin to rank 0 only).
-std::vector<std::string> read_input_lines(const std::string& path, std::int64_t tensor_parallel);
+std::vector<std::string> read_input_lines(const std::string& path, const ModelParallel& p);
 
 // Lines of a file ("-": stdin), each checked for valid UTF-8 (errors name file:line). A
 // trailing '\r' is dropped.

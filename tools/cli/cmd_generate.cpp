@@ -1,10 +1,11 @@
 // tfm generate -m DIR -p TEXT [-n N] [--temp T] [--top-k K] [--top-p P] [--min-p P]
 //              [--repeat-penalty R] [--seed S] [--ctx-size C] [--stop STR] [--beam K]
 //              [--json-schema FILE | --grammar FILE] [--draft-model DIR | --lookup] [--draft N]
-//              [--retrieve INDEX_DIR [-k K] [--retrieve-template FILE]] [--tensor-parallel N]
+//              [--retrieve INDEX_DIR [-k K] [--retrieve-template FILE]] [--tensor-parallel N | --pipeline-parallel N]
 // Streams the continuation of a prompt to stdout as it is generated (llama.cpp's flags).
 // --file FILE generates for every line of FILE together (batched) and prints JSON lines.
-// mpirun -np N tfm generate ... --tensor-parallel N: each rank holds 1/N of the heads and FFN.
+// mpirun -np N tfm generate ... --tensor-parallel N: each rank holds 1/N of the heads and FFN;
+// --pipeline-parallel N: each rank holds a stage of the layers.
 #include <chrono>
 #include <cstdio>
 #include <nlohmann/json.hpp>
@@ -34,7 +35,8 @@ void add_generate_command(CLI::App& app) {
     std::string cache_type = "f32";
     std::int64_t n = 128, ctx = 0, top_k = 40, repeat_last_n = 64, beam = 1, n_best = 1, batch = 8;
     double temp = 0.8, top_p = 0.95, min_p = 0.05, repeat_penalty = 1.0;
-    std::int64_t seed = -1, tensor_parallel = 1;
+    std::int64_t seed = -1;
+    ModelParallel parallel;
     std::vector<std::string> stop;
     bool ignore_eos = false, no_prompt = false, verbose = false, no_shift = false;
   };
@@ -76,8 +78,8 @@ void add_generate_command(CLI::App& app) {
   cmd->add_flag("--no-display-prompt", a->no_prompt, "Do not echo the prompt");
   cmd->add_flag("-v,--verbose", a->verbose, "Print model, cache and timing figures to stderr");
   add_max_memory_option(cmd, a->max_memory);
-  add_tensor_parallel_option(cmd, a->tensor_parallel);
-  cmd->callback([a, cmd] { run_tensor_parallel(a->tensor_parallel, [a, cmd] {
+  add_model_parallel_options(cmd, a->parallel);
+  cmd->callback([a, cmd] { run_model_parallel(a->parallel, [a, cmd] {
     const bool has_prompt = cmd->count("--prompt") > 0;
     TFM_CHECK(has_prompt != !a->file.empty(), "generate", "give either -p TEXT or --file FILE");
     TFM_CHECK(a->file.empty() || (a->beam == 1 && a->n_best == 1), "generate",
@@ -124,7 +126,7 @@ void add_generate_command(CLI::App& app) {
     if (has_prompt) a->prompt = augment(a->prompt);
     const auto load_start = std::chrono::steady_clock::now();
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx,
-                                a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch, a->tensor_parallel);
+                                a->file.empty() ? std::max(a->beam, std::int64_t{1}) : a->batch, a->parallel);
     if (a->verbose)
       std::fprintf(stderr, "tfm: model loaded in %.3f s\n",
                    std::chrono::duration<double>(std::chrono::steady_clock::now() - load_start).count());
@@ -159,11 +161,11 @@ void add_generate_command(CLI::App& app) {
     o.sampling.seed = same_on_every_rank(
         a->seed >= 0 ? static_cast<std::uint64_t>(a->seed)
                      : static_cast<std::uint64_t>(std::chrono::steady_clock::now().time_since_epoch().count()),
-        a->tensor_parallel);
+        a->parallel);
     if (a->verbose) std::fprintf(stderr, "seed %llu\n", static_cast<unsigned long long>(o.sampling.seed));
 
     if (!a->file.empty()) {
-      const auto lines = read_input_lines(a->file, a->tensor_parallel);
+      const auto lines = read_input_lines(a->file, a->parallel);
       std::vector<std::string> prompts;
       for (const auto& l : lines) prompts.push_back(augment(l));
       const auto results = gen.generate_batch(prompts, o);

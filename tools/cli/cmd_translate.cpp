@@ -30,7 +30,8 @@ void add_translate_command(CLI::App& app) {
     std::int64_t beam = 4, n_best = 1, max_tokens = 0, batch = 16, ctx = 0;
     double length_penalty = 1.0;
     std::string lp_form = "hf", max_memory, retrieve, retrieve_template;
-    std::int64_t retrieve_k = 3, tensor_parallel = 1;
+    std::int64_t retrieve_k = 3;
+    ModelParallel parallel;
     bool verbose = false;
   };
   auto a = std::make_shared<Args>();
@@ -55,8 +56,8 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("--retrieve-template", a->retrieve_template,
                   "--retrieve: a Jinja file joining `prompt` and one `document` (default: question: ... context: ...)");
   add_max_memory_option(cmd, a->max_memory);
-  add_tensor_parallel_option(cmd, a->tensor_parallel);
-  cmd->callback([a, cmd] { run_tensor_parallel(a->tensor_parallel, [a, cmd] {
+  add_model_parallel_options(cmd, a->parallel);
+  cmd->callback([a, cmd] { run_model_parallel(a->parallel, [a, cmd] {
     TFM_CHECK(!a->retrieve.empty() || cmd->count("-k") + cmd->count("--retrieve-template") == 0, "-k",
               "-k and --retrieve-template go with --retrieve");
     std::optional<PassageIndex> index;
@@ -69,7 +70,7 @@ void add_translate_command(CLI::App& app) {
       index->check_encoder(*retriever);
     }
     LoadedModel lm = load_model(a->model, a->adapter, a->weights, a->max_memory, a->ctx, a->beam > 1 || a->n_best > 1 ? std::max(a->beam, a->n_best) : a->batch,
-                                a->tensor_parallel);
+                                a->parallel);
     // The flags given win; generation_config.json (hub directories) sets what they leave out
     // (tfm/load.h), then the flags' defaults.
     auto flag = [&](const char* name, auto value) { return cmd->count(name) > 0 ? std::optional(value) : std::nullopt; };
@@ -123,7 +124,7 @@ void add_translate_command(CLI::App& app) {
       check_utf8(a->text, "TEXT");
       print(translate({a->text})[0]);
     } else {
-      const auto lines = read_input_lines("-", a->tensor_parallel);
+      const auto lines = read_input_lines("-", a->parallel);
       const std::size_t chunk = static_cast<std::size_t>(b.beam_size > 1 ? 1 : a->batch);
       for (std::size_t i = 0; i < lines.size(); i += chunk) {
         const std::vector<std::string> part(lines.begin() + static_cast<std::ptrdiff_t>(i),

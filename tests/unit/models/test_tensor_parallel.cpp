@@ -2,7 +2,7 @@
 // threads whose partial sums meet at a barrier (what MPI does between processes), give the
 // whole model's logits, through the full forward and through the KV-cache path; a shard holds
 // its share of the attention and FFN weights only; what cannot be sharded is refused.
-// (Across processes under mpirun: tests/cli/mpi_tensor_parallel.sh.)
+// (Across processes under mpirun: tests/cli/mpi_model_parallel.sh.)
 #include <gtest/gtest.h>
 
 #include <barrier>

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# Tensor-parallel inference under mpirun (2 ranks on localhost, 1 thread each): tiny Llama
+# Model-parallel inference under mpirun (2 ranks on localhost, 1 thread each): tiny Llama
 # (RoPE, GQA, SwiGLU) and GPT-2 (fused c_attn, Conv1D layout, biases) models trained here for a
 # few steps, then
-#  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2` prints exactly what one process
-#     prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
+#  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2`, and `--pipeline-parallel 2`, print
+#     exactly what one process prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
 #     (converted per shard) against one process's q8_0; so does `tfm translate` (greedy in
 #     batches and beam 4 over stdin, which mpirun gives to rank 0 only) with an En->Zh
 #     encoder-decoder (cross-attention split too) trained on data/cmn-eng.tsv;
@@ -11,17 +11,14 @@
 #  3. --max-memory applies to the shard: a budget under the whole model's plan but over the
 #     shard's loads with --tensor-parallel 2 and is refused without it;
 #  4. errors: --tensor-parallel 2 without mpirun, or on 1 rank of 2 ... 3, a model whose heads
-#     do not divide: one line, non-zero exit, no hang.
-#   usage: mpi_tensor_parallel.sh TFM SOURCE_DIR
+#     do not divide, both flags at once, pipeline stages of an encoder-decoder: one line,
+#     non-zero exit, no hang.
+#   usage: mpi_model_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
-command -v mpirun >/dev/null || { echo "FAIL: mpirun not found (scripts/deps.sh installs openmpi-bin)"; exit 1; }
 DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
-export OMP_WAIT_POLICY=passive OMPI_MCA_btl_vader_single_copy_mechanism=none
-if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi  # (mpi_data_parallel.sh: why)
-MPI="mpirun --oversubscribe -np 2 --mca btl self,vader"
-[ "$(id -u)" -ne 0 ] || MPI="$MPI --allow-run-as-root"
+source "$SRC/tests/cli/lib/mpi.sh"
 
 train() {  # train NAME MODEL_JSON
   cat > "$DIR/$1.json" <<JSON
@@ -39,14 +36,16 @@ train llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 12
                "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 96 }'
 train gpt2 '{ "model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 96 }'
 
-same() {  # same NAME ARGS...: one process and 2 tensor-parallel ranks print the same
-  local name=$1
+same() {  # same NAME ARGS...: one process, 2 tensor-parallel ranks and 2 pipeline stages print the same
+  local name=$1 kind
   shift
   "$TFM" -t 1 generate "$@" > "$DIR/$name.one" 2> "$DIR/$name.one.err" || { echo "FAIL: $name, one process"; cat "$DIR/$name.one.err"; exit 1; }
-  $MPI "$TFM" -t 1 generate "$@" --tensor-parallel 2 > "$DIR/$name.two" 2> "$DIR/$name.two.err" ||
-    { echo "FAIL: $name, 2 ranks"; cat "$DIR/$name.two.err"; exit 1; }
-  cmp -s "$DIR/$name.one" "$DIR/$name.two" || { echo "FAIL: $name differs"; diff "$DIR/$name.one" "$DIR/$name.two"; exit 1; }
   [ -s "$DIR/$name.one" ] || { echo "FAIL: $name printed nothing"; exit 1; }
+  for kind in tensor pipeline; do
+    $MPI "$TFM" -t 1 generate "$@" --$kind-parallel 2 > "$DIR/$name.$kind" 2> "$DIR/$name.$kind.err" ||
+      { echo "FAIL: $name, 2 ranks, --$kind-parallel"; cat "$DIR/$name.$kind.err"; exit 1; }
+    cmp -s "$DIR/$name.one" "$DIR/$name.$kind" || { echo "FAIL: $name differs with --$kind-parallel 2"; diff "$DIR/$name.one" "$DIR/$name.$kind"; exit 1; }
+  done
 }
 printf 'ROMEO:\nFirst Citizen:\nTo be\n' > "$DIR/prompts.txt"
 for m in llama gpt2; do
@@ -56,8 +55,9 @@ for m in llama gpt2; do
   same "$m.file" -m "$DIR/$m" --file "$DIR/prompts.txt" -n 20 --temp 0
   same "$m.q8_0" -m "$DIR/$m" -p "ROMEO:" -n 40 --temp 0 --dtype q8_0
 done
-for r in 0 1; do  # each rank holds its shard (the start-up line of each, on stderr)
-  grep -q "parameters in rank $r's shard of 2" "$DIR/llama.greedy.two.err" || { echo "FAIL: rank $r holds no shard"; cat "$DIR/llama.greedy.two.err"; exit 1; }
+for r in 0 1; do  # each rank holds its shard or stage (the start-up line of each, on stderr)
+  grep -q "parameters in rank $r's shard of 2" "$DIR/llama.greedy.tensor.err" || { echo "FAIL: rank $r holds no shard"; cat "$DIR/llama.greedy.tensor.err"; exit 1; }
+  grep -q "parameters in stage $r of 2" "$DIR/llama.greedy.pipeline.err" || { echo "FAIL: rank $r holds no stage"; cat "$DIR/llama.greedy.pipeline.err"; exit 1; }
 done
 # An encoder-decoder through tfm translate, sources on stdin.
 head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
@@ -81,8 +81,8 @@ done
 echo "translate (encoder-decoder, greedy and beam 4, stdin): 2 ranks print what one process prints"
 
 # One copy of the text: rank 1's stdout goes nowhere.
-[ "$(wc -l < "$DIR/llama.file.two")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.two"; exit 1; }
-echo "2 ranks print what one process prints: llama and gpt2, greedy, sampled, beam, --file, q8_0"
+[ "$(wc -l < "$DIR/llama.file.tensor")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.tensor"; exit 1; }
+echo "2 ranks print what one process prints (tensor and pipeline parallel): llama and gpt2, greedy, sampled, beam, --file, q8_0"
 
 # 3. --max-memory on the shard: between the shard's plan and the whole model's.
 whole=$("$TFM" info -m "$DIR/llama" --ctx-size 96 | sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p')
@@ -93,7 +93,9 @@ if "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget"
 fi
 $MPI "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget" --tensor-parallel 2 > /dev/null 2> "$DIR/mm2.err" ||
   { echo "FAIL: the shards did not fit $budget bytes"; cat "$DIR/mm2.err"; exit 1; }
-echo "--max-memory $budget: refused for the whole model (plan $whole bytes), the shards fit"
+$MPI "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget" --pipeline-parallel 2 > /dev/null 2> "$DIR/mm3.err" ||
+  { echo "FAIL: the stages did not fit $budget bytes"; cat "$DIR/mm3.err"; exit 1; }
+echo "--max-memory $budget: refused for the whole model (plan $whole bytes), the shards and the stages fit"
 
 # 4. errors
 expect_error() {  # expect_error PATTERN COMMAND...
@@ -109,4 +111,6 @@ train odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size": 96, 
              "num_attention_heads": 3, "max_position_embeddings": 64 }'
 expect_error "3 attention heads and 3 key/value heads must divide by the 2 ranks" \
   $MPI "$TFM" generate -m "$DIR/odd" -p "A" --tensor-parallel 2
-echo "errors: without mpirun, a rank count that differs, heads that do not divide"
+expect_error "not both" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2 --pipeline-parallel 2
+expect_error "splits decoder-only language models" $MPI "$TFM" translate -m "$DIR/s2s" "Hello" --pipeline-parallel 2
+echo "errors: without mpirun, a rank count that differs, heads that do not divide, both kinds, stages of an encoder-decoder"

@@ -1,0 +1,85 @@
+// Pipeline parallelism for inference (Model::shard_pipeline, tfm/model.h): a decoder-only model
+// becomes one stage, a contiguous run of its layers. The stage keeps those layers' parameters
+// under the names of a model of that many layers (the family wires them as usual), so its KV
+// cache holds its layers only; decode_cached (model_cached.cpp) hands the hidden states on.
+#include <algorithm>
+#include <regex>
+
+#include "models/model_impl.h"
+#include "tfm/error.h"
+
+namespace tfm {
+
+std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages) {
+  // The first layers % stages stages take one layer more.
+  const std::int64_t base = layers / stages, extra = layers % stages;
+  const std::int64_t first = stage * base + std::min<std::int64_t>(stage, extra);
+  return {first, first + base + (stage < extra ? 1 : 0)};
+}
+
+ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages) {
+  ModelConfig local = c;
+  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages);
+  local.n_layers = last - first;
+  return local;
+}
+
+void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
+  Impl& m = *impl_;
+  const ModelConfig& c = m.cfg;
+  TFM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "pipeline parallel", "stage ", stage, " of ", stages, " stages");
+  TFM_CHECK(m.pp_stages == 1, "pipeline parallel", "the model is already stage ", m.pp_stage, " of ", m.pp_stages);
+  if (stages == 1) return;
+  TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, "pipeline parallel",
+            "splits decoder-only language models (this one is ", to_string(c.architecture), ")");
+  TFM_CHECK(!c.retrieval.enabled(), "pipeline parallel", "RETRO's retriever stack is not split");
+  TFM_CHECK(!m.lora && !m.bottleneck && !m.prefix, "pipeline parallel", "merge or detach the ",
+            m.lora ? "LoRA factors" : m.bottleneck ? "bottleneck adapters" : "prefix", " first (not split)");
+  TFM_CHECK(m.tp_ranks == 1, "pipeline parallel", "a tensor-parallel shard is not split into stages as well");
+  TFM_CHECK(c.n_layers >= stages, "pipeline parallel", "the model's ", c.n_layers, " layers cannot make ", stages,
+            " stages (each needs one)");
+  TFM_CHECK(comm.send && comm.recv && comm.broadcast, "pipeline parallel", "no functions to hand the activations on");
+  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages);
+  // Layer i's parameters are those under its prefix ("model.layers.7."): this stage keeps
+  // layers [first, last) renamed to [0, last - first), and everything outside the layers.
+  static const std::regex trailing_index(R"((\d+)\.$)");
+  std::map<std::string, Tensor> kept;
+  std::vector<std::pair<std::string, std::string>> renames;  // this stage's layer prefixes: global, local
+  std::vector<std::string> dropped;
+  const auto& layers = m.layout.decoder.layers;
+  for (std::size_t i = 0; i < layers.size(); ++i) {
+    std::smatch hit;
+    TFM_CHECK(std::regex_search(layers[i].name, hit, trailing_index), "pipeline parallel", "layer prefix '",
+              layers[i].name, "' does not end in its index");
+    const auto li = static_cast<std::int64_t>(i);
+    if (li >= first && li < last)
+      renames.emplace_back(layers[i].name, hit.prefix().str() + std::to_string(li - first) + ".");
+    else
+      dropped.push_back(layers[i].name);
+  }
+  const auto starts = [](const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; };
+  std::map<const void*, Tensor> copies;  // (as in tensor_parallel.cpp: release the mapped files)
+  for (const auto& [name, t] : m.params) {
+    std::string local = name;
+    bool other_stage = false;
+    for (const auto& p : dropped) other_stage = other_stage || starts(name, p);
+    if (other_stage) continue;
+    for (const auto& [global, to] : renames)
+      if (starts(name, global)) local = to + name.substr(global.size());
+    auto [it, fresh] = copies.try_emplace(t.raw_data());
+    if (fresh) it->second = t.clone();
+    kept.emplace(local, it->second);
+  }
+  m.params = std::move(kept);
+  m.cfg = pipeline_config(c, stage, stages);
+  m.pp_stage = stage;
+  m.pp_stages = stages;
+  m.pp_first = first;
+  m.pp = std::make_shared<const PipeComm>(std::move(comm));
+  m.rewire();
+}
+
+int Model::pipeline_stage() const { return impl_->pp_stage; }
+int Model::pipeline_stages() const { return impl_->pp_stages; }
+
+}  // namespace tfm

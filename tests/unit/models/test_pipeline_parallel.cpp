@@ -1,0 +1,184 @@
+// Pipeline parallelism (Model::shard_pipeline): every decoder-only family split into 2 and 3
+// stages (5 layers: uneven), each stage on a thread handing its activations on through
+// mailboxes (what MPI does between processes), gives the whole model's KV-cache logits to the
+// last bit on every stage (the arithmetic is the same, only where it runs differs) and so the
+// same greedy tokens; the stages hold their layers only; what cannot be split is refused.
+// (Across processes under mpirun: tests/cli/mpi_model_parallel.sh.)
+#include <gtest/gtest.h>
+
+#include <condition_variable>
+#include <deque>
+#include <mutex>
+#include <thread>
+
+#include "models/family.h"
+#include "support/family_config.h"
+#include "support/test_support.h"
+#include "tfm/error.h"
+#include "tfm/kv_cache.h"
+#include "tfm/model.h"
+#include "tfm/ops.h"
+
+using namespace tfm;
+
+namespace {
+
+// Messages between S stages: one FIFO per (from, to).
+class Mailboxes {
+ public:
+  explicit Mailboxes(int stages) : stages_(stages), boxes_(static_cast<std::size_t>(stages * stages)) {}
+  Model::PipeComm comm_for(int me) {
+    Model::PipeComm c;
+    c.send = [this, me](const Tensor& t, int to) { put(me, to, t); };
+    c.recv = [this, me](Tensor& t, int from) { take(from, me, t); };
+    c.broadcast = [this, me](Tensor& t, int root) {
+      if (me != root) return take(root, me, t);
+      for (int r = 0; r < stages_; ++r)
+        if (r != me) put(me, r, t);
+    };
+    return c;
+  }
+
+ private:
+  struct Box {
+    std::mutex mu;
+    std::condition_variable ready;
+    std::deque<std::vector<float>> queue;
+  };
+  Box& box(int from, int to) { return boxes_[static_cast<std::size_t>(from * stages_ + to)]; }
+  void put(int from, int to, const Tensor& t) {
+    Box& b = box(from, to);
+    const auto v = t.to_floats();
+    {
+      std::lock_guard<std::mutex> lock(b.mu);
+      b.queue.push_back(v);
+    }
+    b.ready.notify_one();
+  }
+  void take(int from, int to, Tensor& t) {
+    Box& b = box(from, to);
+    std::unique_lock<std::mutex> lock(b.mu);
+    b.ready.wait(lock, [&] { return !b.queue.empty(); });
+    const std::vector<float> v = std::move(b.queue.front());
+    b.queue.pop_front();
+    ASSERT_EQ(static_cast<std::int64_t>(v.size()), t.numel()) << "a message of another shape";
+    std::copy(v.begin(), v.end(), t.data<float>());
+  }
+  int stages_;
+  std::vector<Box> boxes_;
+};
+
+struct GreedyRun {
+  Tensor prefill;                    // (1, 3, V): every prompt position's logits
+  std::vector<Tensor> steps;         // (1, V) per generated token
+  std::vector<std::int64_t> tokens;  // greedy
+};
+
+// A 3-token prefill then 6 greedy steps through the KV cache.
+GreedyRun greedy(Model& m) {
+  GreedyRun r;
+  KVCache cache(m.config(), 1, 16);
+  r.prefill = m.decode_cached(Tensor::from_ints({2, 11, 17}, {1, 3}), {0}, cache, true);
+  Tensor logits = squeeze(slice(r.prefill, 1, 2, 3), 1);
+  for (int step = 0; step < 6; ++step) {
+    const auto v = logits.to_floats();
+    r.tokens.push_back(static_cast<std::int64_t>(std::max_element(v.begin(), v.end()) - v.begin()));
+    logits = m.decode_cached(Tensor::from_ints({r.tokens.back()}, {1, 1}), {0}, cache);
+    r.steps.push_back(logits);
+  }
+  return r;
+}
+
+std::vector<const Family*> decoder_families() {
+  std::vector<const Family*> out;
+  for (const Family& f : model_families()) {
+    const ModelConfig c = f.schema.base;
+    if (c.architecture == Architecture::decoder_only && c.head == HeadKind::lm && !c.retrieval.enabled()) out.push_back(&f);
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST(PipelineParallel, EveryDecoderFamilysStagesGiveTheWholeModelsLogitsBitForBit) {
+  const auto families = decoder_families();
+  ASSERT_GE(families.size(), 4u) << "gpt2, llama, mistral, qwen2 at least";
+  for (const Family* f : families) {
+    SCOPED_TRACE(f->model_type);
+    ModelConfig c = test::small_family_config(*f, 4, 2, 2);
+    c.n_layers = 5;
+    Model whole = Model::create(c, 9);
+    const GreedyRun want = greedy(whole);
+    for (const int stages : {2, 3}) {
+      Mailboxes mail(stages);
+      std::vector<std::thread> threads;
+      std::vector<std::string> errors(static_cast<std::size_t>(stages));
+      std::vector<GreedyRun> got(static_cast<std::size_t>(stages));
+      std::vector<std::int64_t> layers(static_cast<std::size_t>(stages));
+      for (int s = 0; s < stages; ++s)
+        threads.emplace_back([&, s] {
+          try {
+            Model stage = Model::from_parameters(c, whole.parameters());
+            stage.shard_pipeline(s, stages, mail.comm_for(s));
+            layers[static_cast<std::size_t>(s)] = stage.config().n_layers;
+            got[static_cast<std::size_t>(s)] = greedy(stage);
+          } catch (const std::exception& e) {
+            errors[static_cast<std::size_t>(s)] = e.what();
+          }
+        });
+      for (auto& t : threads) t.join();
+      std::int64_t total = 0;
+      for (int s = 0; s < stages; ++s) {
+        const auto i = static_cast<std::size_t>(s);
+        ASSERT_EQ(errors[i], "") << "stage " << s << " of " << stages;
+        EXPECT_EQ(layers[i], pipeline_layers(5, s, stages).second - pipeline_layers(5, s, stages).first);
+        total += layers[i];
+        EXPECT_EQ(got[i].tokens, want.tokens) << "stage " << s << " of " << stages;
+        test::expect_bitwise_equal(got[i].prefill, want.prefill, "prefill logits");
+        for (std::size_t k = 0; k < want.steps.size(); ++k)
+          test::expect_bitwise_equal(got[i].steps[k], want.steps[k], "step " + std::to_string(k));
+      }
+      EXPECT_EQ(total, 5);
+    }
+  }
+}
+
+TEST(PipelineParallel, StagesTakeContiguousLayersTheFirstOnesOneMore) {
+  EXPECT_EQ(pipeline_layers(5, 0, 3), std::make_pair(std::int64_t{0}, std::int64_t{2}));
+  EXPECT_EQ(pipeline_layers(5, 1, 3), std::make_pair(std::int64_t{2}, std::int64_t{4}));
+  EXPECT_EQ(pipeline_layers(5, 2, 3), std::make_pair(std::int64_t{4}, std::int64_t{5}));
+  EXPECT_EQ(pipeline_layers(4, 1, 2), std::make_pair(std::int64_t{2}, std::int64_t{4}));
+  const ModelConfig c = test::small_family_config(model_family("llama"), 4, 2, 2);
+  EXPECT_EQ(pipeline_config(c, 1, 2).n_layers, 1);
+  // A stage's parameters: its layers under the names of a model of that many layers.
+  Model m = Model::create(c, 2);
+  Mailboxes mail(2);
+  m.shard_pipeline(1, 2, mail.comm_for(1));
+  EXPECT_EQ(m.parameters().count("model.layers.0.mlp.down_proj.weight"), 1u);
+  EXPECT_EQ(m.parameters().count("model.layers.1.mlp.down_proj.weight"), 0u);
+  EXPECT_EQ(m.pipeline_stage(), 1);
+  EXPECT_EQ(m.pipeline_stages(), 2);
+  ModelInputs in;
+  in.input_ids = Tensor::from_ints({1, 2, 3}, {1, 3});
+  EXPECT_NE(test::error_message([&] { m.forward(in); }).find("decodes through decode_cached only"), std::string::npos);
+}
+
+TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReason) {
+  Mailboxes mail(3);
+  const ModelConfig llama = test::small_family_config(model_family("llama"), 4, 2, 2);
+  Model two_layers = Model::create(llama, 1);
+  EXPECT_NE(test::error_message([&] { two_layers.shard_pipeline(0, 3, mail.comm_for(0)); }).find("2 layers cannot make 3 stages"),
+            std::string::npos);
+  Model t5 = Model::create(test::small_family_config(model_family("t5"), 4, 4, 2), 1);
+  EXPECT_NE(test::error_message([&] { t5.shard_pipeline(0, 2, mail.comm_for(0)); }).find("decoder-only"), std::string::npos);
+  Model tp = Model::create(llama, 1);
+  tp.shard_tensor_parallel(0, 2, [](Tensor&) {});
+  EXPECT_NE(test::error_message([&] { tp.shard_pipeline(0, 2, mail.comm_for(0)); }).find("tensor-parallel shard"),
+            std::string::npos);
+  Model pp = Model::create(llama, 1);
+  pp.shard_pipeline(0, 2, mail.comm_for(0));
+  EXPECT_NE(test::error_message([&] { pp.shard_tensor_parallel(0, 2, [](Tensor&) {}); }).find("pipeline stage"),
+            std::string::npos);
+  Model none = Model::create(llama, 1);
+  EXPECT_NE(test::error_message([&] { none.shard_pipeline(0, 2, Model::PipeComm{}); }).find("no functions"), std::string::npos);
+}
