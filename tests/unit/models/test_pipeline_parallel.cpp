@@ -143,6 +143,38 @@ TEST(PipelineParallel, EveryDecoderFamilysStagesGiveTheWholeModelsLogitsBitForBi
   }
 }
 
+// Batched decoding (5 rows in shuffled slots): every row gets what the whole model gives it.
+TEST(PipelineParallel, BatchedRowsGetTheWholeModelsLogits) {
+  ModelConfig c = test::small_family_config(model_family("gpt2"), 4, 4, 2);
+  c.n_layers = 4;
+  Model whole = Model::create(c, 4);
+  const Tensor ids = Tensor::from_ints({2, 11, 17, 5, 9, 30, 7, 7, 1, 3, 8, 12, 40, 41, 42}, {5, 3});
+  const std::vector<std::int64_t> slots{4, 0, 3, 1, 2};
+  auto batch = [&](Model& m) {
+    KVCache cache(m.config(), 5, 16);
+    std::vector<Tensor> out{m.decode_cached(ids, slots, cache, true)};
+    out.push_back(m.decode_cached(Tensor::from_ints({3, 4, 5, 6, 7}, {5, 1}), slots, cache));
+    return out;
+  };
+  const auto want = batch(whole);
+  for (const int stages : {2, 3}) {
+    Mailboxes mail(stages);
+    std::vector<std::vector<Tensor>> got(static_cast<std::size_t>(stages));
+    std::vector<std::thread> threads;
+    for (int s = 0; s < stages; ++s)
+      threads.emplace_back([&, s] {
+        Model stage = Model::from_parameters(c, whole.parameters());
+        stage.shard_pipeline(s, stages, mail.comm_for(s));
+        got[static_cast<std::size_t>(s)] = batch(stage);
+      });
+    for (auto& t : threads) t.join();
+    for (int s = 0; s < stages; ++s)
+      for (std::size_t k = 0; k < want.size(); ++k)
+        test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
+                                   "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+  }
+}
+
 TEST(PipelineParallel, StagesTakeContiguousLayersTheFirstOnesOneMore) {
   EXPECT_EQ(pipeline_layers(5, 0, 3), std::make_pair(std::int64_t{0}, std::int64_t{2}));
   EXPECT_EQ(pipeline_layers(5, 1, 3), std::make_pair(std::int64_t{2}, std::int64_t{4}));
