@@ -65,7 +65,7 @@ class Sharder {
 
   void attention(const nn::Attention& a) {
     if (!a.o_proj.weight.defined()) return;  // no such attention in this layer
-    const Ranges q = part(heads_, head_dim_, 0), kv = part(kv_heads_, head_dim_, 0);
+    const Ranges q = part(heads_, head_dim_), kv = part(kv_heads_, head_dim_);
     if (a.qkv_proj.weight.defined()) {  // fused [q; k; v] rows
       const std::int64_t qw = heads_ * head_dim_, kvw = kv_heads_ * head_dim_;
       Ranges all = q;
@@ -84,7 +84,7 @@ class Sharder {
     const std::int64_t width = out_features(f.up);
     TFM_CHECK(width % ranks_ == 0, "tensor parallel", f.up.name, ": the FFN's ", width, " hidden units do not divide by ",
               ranks_, " ranks");
-    const Ranges h = part(width, 1, 0);
+    const Ranges h = part(width, 1);
     outputs(f.up, h);
     if (f.gate.weight.defined()) outputs(f.gate, h);
     inputs(f.down, h);
@@ -95,7 +95,7 @@ class Sharder {
     if (!table.defined()) return;
     for (auto& [name, t] : params_)
       if (t.raw_data() == table.raw_data()) {
-        t = slice_2d(t, 1, part(heads_, 1, 0), name);
+        t = slice_2d(t, 1, part(heads_, 1), name);
         return;
       }
     fail("tensor parallel", "the relative position bias is not a parameter of the model");
@@ -103,9 +103,9 @@ class Sharder {
 
  private:
   // This rank's share of n units of `width` elements each.
-  Ranges part(std::int64_t n, std::int64_t width, std::int64_t at) const {
+  Ranges part(std::int64_t n, std::int64_t width) const {
     const std::int64_t per = n / ranks_;
-    return {{at + rank_ * per * width, at + (rank_ + 1) * per * width}};
+    return {{rank_ * per * width, (rank_ + 1) * per * width}};
   }
   // The dims of a Linear's stored weight: (out, in), or (in, out) for an f32 Conv1D.
   static int out_dim(const nn::Linear& l) { return l.in_out && l.weight.dtype() == DType::f32 ? 1 : 0; }

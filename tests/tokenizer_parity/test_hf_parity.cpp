@@ -100,9 +100,12 @@ void check(const std::string& name, const std::string& tokenizer_path) {
         h += d[c >> 4];
         h += d[c & 15];
       }
-      got_tokens += (k ? " " : "") + h;
-      got_offsets += (k ? " " : "") + std::to_string(cp_index(input, e.offsets[k].first)) + ":" +
-                     std::to_string(cp_index(input, e.offsets[k].second));
+      // (Appended piece by piece: GCC 12 warns falsely (-Wrestrict) on `const char* + string&&`.)
+      if (k > 0) got_tokens += ' ', got_offsets += ' ';
+      got_tokens += h;
+      got_offsets += std::to_string(cp_index(input, e.offsets[k].first));
+      got_offsets += ':';
+      got_offsets += std::to_string(cp_index(input, e.offsets[k].second));
     }
     if (got_tokens != f[3]) tokens.add("tokens", input, got_tokens, f[3]);
     if (got_offsets != f[4]) offsets.add("offsets", input, got_offsets, f[4]);
