@@ -9,7 +9,8 @@
 #     encoder-decoder (cross-attention split too) trained on data/cmn-eng.tsv;
 #  2. only rank 0 prints;
 #  3. --max-memory applies to the shard: a budget under the whole model's plan but over the
-#     shard's loads with --tensor-parallel 2 and is refused without it;
+#     shard's loads with --tensor-parallel 2 (and --pipeline-parallel 2) and is refused without
+#     it; tfm info --tensor-parallel/--pipeline-parallel 2 print plans under it;
 #  4. errors: --tensor-parallel 2 without mpirun, or on 1 rank of 2 ... 3, a model whose heads
 #     do not divide, both flags at once, pipeline stages of an encoder-decoder: one line,
 #     non-zero exit, no hang.
@@ -88,6 +89,11 @@ echo "2 ranks print what one process prints (tensor and pipeline parallel): llam
 whole=$("$TFM" info -m "$DIR/llama" --ctx-size 96 | sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p')
 [ -n "$whole" ] || { echo "FAIL: no plan total in tfm info"; "$TFM" info -m "$DIR/llama" --ctx-size 96; exit 1; }
 budget=$((whole * 85 / 100))
+# tfm info prints the plan that --max-memory checks: one shard's, one stage's.
+for kind in tensor pipeline; do
+  part=$("$TFM" info -m "$DIR/llama" --ctx-size 96 --$kind-parallel 2 | sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p')
+  [ -n "$part" ] && [ "$part" -lt "$budget" ] || { echo "FAIL: tfm info --$kind-parallel 2 plans '$part' bytes, not under $budget"; exit 1; }
+done
 if "$TFM" -t 1 generate -m "$DIR/llama" -p "A" -n 2 -c 96 --max-memory "$budget" > /dev/null 2> "$DIR/mm.err"; then
   echo "FAIL: one process loaded over its budget"; exit 1
 fi

@@ -1,5 +1,6 @@
 // tfm info — what this build and this machine offer (CPU features, kernels, threads, BLAS);
 // tfm info CONFIG|PRESET — a model's architecture; tfm info -m DIR [--ctx-size C] [--batch B]
+//   [--tensor-parallel N | --pipeline-parallel N]
 // — the memory planner: weights, KV cache and activations, from DIR/config.json alone.
 #include <algorithm>
 #include <cstdio>
@@ -10,6 +11,7 @@
 #include "model_summary.h"
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
+#include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"
 #include "kernels/gemm.h"
@@ -73,14 +75,38 @@ void print_stored_tensor_types(const std::string& dir) {
 
 }  // namespace
 
+// The config whose plan one process of a model-parallel job holds (tfm/model.h): a tensor-
+// parallel shard, or pipeline stage 0 (the first stages hold the most layers).
+ModelConfig planned_part(const ModelConfig& c, std::int64_t tp, std::int64_t pp) {
+  TFM_CHECK(tp == 1 || pp == 1, "info", "give --tensor-parallel or --pipeline-parallel, not both");
+  if (tp > 1) {
+    TFM_CHECK(c.n_heads % tp == 0 && c.kv_heads() % tp == 0 && c.d_ff % tp == 0, "--tensor-parallel", "the model's ",
+              c.n_heads, " attention heads, ", c.kv_heads(), " key/value heads and FFN width ", c.d_ff,
+              " must divide by ", tp);
+    std::printf("\n(the plan of one rank's shard: --tensor-parallel %lld)", static_cast<long long>(tp));
+    return tensor_parallel_config(c, static_cast<int>(tp));
+  }
+  if (pp > 1) {
+    TFM_CHECK(c.architecture == Architecture::decoder_only && c.n_layers >= pp, "--pipeline-parallel",
+              "splits the layers of decoder-only models with at least ", pp, " layers");
+    std::printf("\n(the plan of pipeline stage 0, which holds the most layers: --pipeline-parallel %lld)",
+                static_cast<long long>(pp));
+    return pipeline_config(c, 0, static_cast<int>(pp));
+  }
+  return c;
+}
+
 void add_info_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("info", "Show the build and CPU, or a model's architecture and memory");
   static std::string config, dir;
-  static std::int64_t ctx = 0, batch = 1;
+  static std::int64_t ctx = 0, batch = 1, tp = 1, pp = 1;
   cmd->add_option("config", config, "A model config.json, a preset name (vaswani, gpt2, llama, bert, t5, vit-b16, deit-b16-distilled), a model directory or a .gguf file");
   cmd->add_option("-m,--model", dir, "A model directory or .gguf file: its architecture, tensor types and the memory plan");
   cmd->add_option("-c,--ctx-size", ctx, "Memory plan: positions per sequence (0: the model's max_positions)");
   cmd->add_option("-b,--batch", batch, "Memory plan: sequences decoded together");
+  cmd->add_option("--tensor-parallel", tp, "Memory plan: of one rank's shard of N (mpirun -np N tfm generate ... --tensor-parallel N)")
+      ->check(CLI::Range(1, 1024));
+  cmd->add_option("--pipeline-parallel", pp, "Memory plan: of one pipeline stage of N")->check(CLI::Range(1, 1024));
   cmd->callback([] {
     // `tfm info MODEL_DIR` and `tfm info FILE.gguf` mean -m; a name that is neither a preset
     // nor a file is an error listing the presets.
@@ -102,7 +128,7 @@ void add_info_command(CLI::App& app) {
     if (!dir.empty() && std::filesystem::is_regular_file(dir)) {  // -m FILE.gguf
       const ModelConfig c = print_gguf_info(dir);
       print_model_summary(c, dir);
-      print_memory_plan(c, ctx, batch);
+      print_memory_plan(planned_part(c, tp, pp), ctx, batch);
       return;
     }
     if (!dir.empty()) {
@@ -112,7 +138,7 @@ void add_info_command(CLI::App& app) {
       const ModelConfig c = load_model_config(path);
       print_model_summary(c, dir);
       print_stored_tensor_types(dir);
-      print_memory_plan(c, ctx, batch);
+      print_memory_plan(planned_part(c, tp, pp), ctx, batch);
       return;
     }
     if (ctx != 0 || batch != 1) {
