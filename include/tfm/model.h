@@ -186,7 +186,9 @@ class Model {
   // becomes the shard's (n_heads / ranks, ...), so a KV cache made for it holds its heads only.
   // Refused with LoRA, bottleneck adapters or a prefix attached, or when the heads, KV heads
   // or FFN width do not divide by `ranks`. Compact weights are sliced as stored (a block type
-  // needs each rank's columns to be whole blocks); repack after sharding.
+  // needs each rank's columns to be whole blocks); repack after sharding. The pages of
+  // memory-mapped files it copies from are released as it goes (Storage::release_file_pages):
+  // shard a model as loaded, not one whose mapped weights were changed in place.
   using PartialSum = std::function<void(Tensor&)>;
   void shard_tensor_parallel(int rank, int ranks, PartialSum sum);
   // (The shard's config is tensor_parallel_config(config(), ranks), below the class.)

@@ -33,17 +33,25 @@ std::size_t tensor_bytes(const Shape& shape, DType dtype);
 class Storage {
  public:
   explicit Storage(std::size_t bytes);
-  Storage(void* external, std::size_t bytes, std::shared_ptr<void> owner);
+  // External memory kept alive by `owner`; file_mapped: a private (copy-on-write) mapping of a
+  // file (safetensors loading), whose pages release_file_pages may drop.
+  Storage(void* external, std::size_t bytes, std::shared_ptr<void> owner, bool file_mapped = false);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
   void* data() const { return data_; }
   std::size_t bytes() const { return bytes_; }
+  // Drops from memory the pages wholly inside this storage of a file mapping (they are read
+  // from the file again if touched): a loader that has copied what it needs out of a tensor
+  // keeps its peak memory down. Only for pages nothing has written (a written page would come
+  // back as the file has it). Nothing for other storage.
+  void release_file_pages() const;
 
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
   std::shared_ptr<void> owner_;  // set for external memory
+  bool file_mapped_ = false;
 };
 
 struct AutogradMeta;  // autograd.h

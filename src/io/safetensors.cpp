@@ -207,7 +207,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   const char* p = static_cast<const char*>(map->addr);
   return parse_view(p, map->size, path, [&](std::size_t begin, std::size_t size) {
-    return std::make_shared<Storage>(const_cast<char*>(p) + begin, size, map);
+    return std::make_shared<Storage>(const_cast<char*>(p) + begin, size, map, true);
   });
 }
 

@@ -69,6 +69,7 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
     auto [it, fresh] = copies.try_emplace(t.raw_data());
     if (fresh) it->second = t.clone();
     kept.emplace(local, it->second);
+    t.storage()->release_file_pages();
   }
   m.params = std::move(kept);
   m.cfg = pipeline_config(c, stage, stages);

@@ -95,7 +95,7 @@ class Sharder {
     if (!table.defined()) return;
     for (auto& [name, t] : params_)
       if (t.raw_data() == table.raw_data()) {
-        t = slice_2d(t, 1, part(heads_, 1), name);
+        replace(t, slice_2d(t, 1, part(heads_, 1), name));
         return;
       }
     fail("tensor parallel", "the relative position bias is not a parameter of the model");
@@ -117,16 +117,18 @@ class Sharder {
     return it->second;
   }
   void outputs(const nn::Linear& l, const Ranges& r) {
-    Tensor& w = param(l.name + ".weight");
-    w = slice_2d(w, out_dim(l), r, l.name);
-    if (l.bias.defined()) {
-      Tensor& b = param(l.name + ".bias");
-      b = slice_1d(b, r, l.name + ".bias");
-    }
+    replace(param(l.name + ".weight"), slice_2d(param(l.name + ".weight"), out_dim(l), r, l.name));
+    if (l.bias.defined()) replace(param(l.name + ".bias"), slice_1d(param(l.name + ".bias"), r, l.name + ".bias"));
   }
   void inputs(const nn::Linear& l, const Ranges& r) {  // the bias stays whole: added after the sum
-    Tensor& w = param(l.name + ".weight");
-    w = slice_2d(w, 1 - out_dim(l), r, l.name);
+    replace(param(l.name + ".weight"), slice_2d(param(l.name + ".weight"), 1 - out_dim(l), r, l.name));
+  }
+  // The slice takes the parameter's place; the pages of a mapped file it came from are let go
+  // at once, so loading holds one matrix's pages at a time, not the whole file's.
+  static void replace(Tensor& param, Tensor slice) {
+    const Tensor old = param;
+    param = std::move(slice);
+    old.storage()->release_file_pages();
   }
 
   int rank_, ranks_;
@@ -175,7 +177,9 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
     if (t.raw_data() != m.params.at(name).raw_data()) continue;  // sliced: a copy already
     auto [it, fresh] = copies.try_emplace(t.raw_data());
     if (fresh) it->second = t.clone();
+    const Tensor source = t;
     t = it->second;
+    source.storage()->release_file_pages();
   }
   const ModelConfig local = tensor_parallel_config(c, ranks);
   if (m.alibi.defined()) m.alibi = slice_1d(m.alibi, {{rank * local.n_heads, (rank + 1) * local.n_heads}}, "alibi slopes");

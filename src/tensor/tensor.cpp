@@ -1,6 +1,9 @@
 // Tensor: storage, factories, views, copies and element access.
 #include "tfm/tensor.h"
 
+#include <sys/mman.h>
+#include <unistd.h>
+
 #include <cstring>
 #include <sstream>
 
@@ -43,8 +46,16 @@ Shape contiguous_strides(const Shape& shape) {
 
 Storage::Storage(std::size_t bytes) : data_(base::allocate(bytes)), bytes_(bytes) {}
 
-Storage::Storage(void* external, std::size_t bytes, std::shared_ptr<void> owner)
-    : data_(external), bytes_(bytes), owner_(std::move(owner)) {}
+Storage::Storage(void* external, std::size_t bytes, std::shared_ptr<void> owner, bool file_mapped)
+    : data_(external), bytes_(bytes), owner_(std::move(owner)), file_mapped_(file_mapped) {}
+
+void Storage::release_file_pages() const {
+  if (!file_mapped_ || bytes_ == 0) return;
+  const auto page = static_cast<std::uintptr_t>(::sysconf(_SC_PAGESIZE));
+  const auto begin = reinterpret_cast<std::uintptr_t>(data_), end = begin + bytes_;
+  const std::uintptr_t first = (begin + page - 1) / page * page, last = end / page * page;  // whole pages only
+  if (last > first) ::madvise(reinterpret_cast<void*>(first), last - first, MADV_DONTNEED);
+}
 
 Storage::~Storage() {
   if (!owner_) base::release(data_, bytes_);
