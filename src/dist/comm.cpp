@@ -143,18 +143,6 @@ void allreduce_sum_ordered(float* data, std::size_t n) {
 #endif
 }
 
-void allgather(const double* send, std::size_t n, double* recv) {
-  if (!many()) {
-    std::copy(send, send + n, recv);
-    return;
-  }
-#ifdef TFM_HAVE_MPI
-  TFM_CHECK(n < kChunk, "distributed", "all-gather of ", n, " values is too large");
-  check(MPI_Allgather(send, static_cast<int>(n), MPI_DOUBLE, recv, static_cast<int>(n), MPI_DOUBLE, MPI_COMM_WORLD),
-        "all-gather");
-#endif
-}
-
 void broadcast(void* data, std::size_t bytes, int root) {
   if (!many()) return;
 #ifdef TFM_HAVE_MPI

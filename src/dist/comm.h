@@ -30,8 +30,6 @@ std::int64_t allreduce_max(std::int64_t v);
 // rank; tensor parallelism's partial sums must agree exactly, or the ranks could pick
 // different tokens.)
 void allreduce_sum_ordered(float* data, std::size_t n);
-// recv gets every rank's n values, rank 0's first.
-void allgather(const double* send, std::size_t n, double* recv);
 void broadcast(void* data, std::size_t bytes, int root);
 // send to and receive from `partner` at once (n floats each way).
 void exchange(const float* send, float* recv, std::size_t n, int partner);
