@@ -194,6 +194,20 @@ class Model {
   // (The shard's config is tensor_parallel_config(config(), ranks), below the class.)
   int tensor_parallel_rank() const;
   int tensor_parallel_ranks() const;  // 1: the whole model
+  // Training a shard (docs/distributed.md): the same lockstep forward, and a backward pass that
+  // sums, with `sum`, the gradient of every attention's and FFN's input over the ranks, so the
+  // parameters that stay whole get the whole model's gradients on every rank. Attention and
+  // FFN dropout draw the whole model's masks for this shard's heads and hidden units.
+  // Whether parameter `name` is split across the ranks (its gradient is this rank's part):
+  bool tensor_parallel_split(const std::string& name) const;
+  // This rank's slice of `whole`, a tensor shaped like the whole model's parameter `name`
+  // (its optimizer state); `whole` itself for a parameter that is not split.
+  Tensor tensor_parallel_slice(const std::string& name, const Tensor& whole) const;
+  // The whole tensor from every rank's slice of parameter `name` (f32; a collective: every
+  // rank calls it for the same names in the same order); the slice itself when not split.
+  Tensor tensor_parallel_gather(const std::string& name, const Tensor& slice) const;
+  // The whole model, gathered (a collective, as above): what a checkpoint saves.
+  Model tensor_parallel_whole() const;
 
   // ---- pipeline parallelism (docs/distributed.md; inference) -------------------------------
   // Makes this decoder-only model stage `stage` of `stages`: it keeps a contiguous run of the

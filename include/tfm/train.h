@@ -68,7 +68,14 @@ class Optimizer {
 // Global L2 norm of all gradients (accumulated in double, in name order, so it is the same
 // at any thread count); when max_norm > 0 and the norm exceeds it, every gradient is scaled
 // by max_norm / (norm + 1e-6) as torch.nn.utils.clip_grad_norm_ does. Returns the norm.
-double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm);
+// With tensor parallelism, `split` names the parameters divided across the ranks: their
+// squares are added over the ranks by `sum_split`; the others are whole on every rank and
+// count once.
+struct SplitParameters {
+  std::function<bool(const std::string&)> split;
+  std::function<double(double)> sum_split;
+};
+double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm, const SplitParameters* sharded = nullptr);
 // Gradient noise (Neelakantan et al. 2015): adds N(0, sigma^2) to every gradient element, with
 // sigma^2 = eta / (1 + step)^gamma annealed over the 0-based optimiser step; the draws depend
 // only on (seed, step) and each element's place in name order. Returns sigma.
@@ -195,12 +202,15 @@ struct TrainConfig {
   double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)
   Precision precision = Precision::fp32;  // bf16: mixed precision (matmuls/attention in bf16, fp32 rest)
-  // data parallelism (mpirun -np N tfm train ...; docs/distributed.md). Each rank takes
-  // grad_accum / N whole micro-batches of every step, so grad_accum must be a multiple of N.
+  // data parallelism (mpirun -np N tfm train ...; docs/distributed.md). Each rank takes 1/N
+  // of every step's micro-batches (whole ones when N divides grad_accum, else split rows).
   double bucket_mb = 4.0;           // gradients all-reduced in buckets of about this size
   bool overlap_grad_sync = true;    // start a bucket's all-reduce during the backward pass
   bool zero_optimizer = false;      // ZeRO stage 1: each rank keeps the optimizer state of 1/N of the parameters
   bool bit_exact = false;           // fixed-order (tree) gradient sums: bit-identical for any power-of-two N
+  // tensor parallelism (docs/distributed.md): each model is split over this many consecutive
+  // ranks (Megatron-LM's layout); the N / tensor_parallel replicas train data-parallel.
+  std::int64_t tensor_parallel = 1;
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;
   std::int64_t eval_batches = 20;

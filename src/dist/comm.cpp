@@ -7,6 +7,7 @@
 #include <cstdlib>
 #include <exception>
 #include <utility>
+#include <vector>
 
 #include "tfm/error.h"
 
@@ -25,16 +26,16 @@ bool env_set(const char* name) {
 // MPI counts are ints: big buffers go in chunks.
 constexpr std::size_t kChunk = std::size_t{1} << 30;
 
-struct Group {
+struct Job {
   bool launched = false;
   bool initialised = false;
   bool finalised = false;
   int rank = 0, size = 1;
 };
 
-Group& group() {
-  static Group g = [] {
-    Group x;
+Job& group() {
+  static Job g = [] {
+    Job x;
     x.launched = env_set("OMPI_COMM_WORLD_SIZE") || env_set("PMIX_RANK") || env_set("PMI_SIZE");
     if (!x.launched) return x;
 #ifdef TFM_HAVE_MPI
@@ -58,6 +59,18 @@ Group& group() {
 bool many() { return group().size > 1; }
 
 #ifdef TFM_HAVE_MPI
+// The communicators of split() groups; id 0 is MPI_COMM_WORLD.
+std::vector<MPI_Comm>& comms() {
+  static std::vector<MPI_Comm> c{MPI_COMM_WORLD};
+  return c;
+}
+MPI_Comm comm(const Group& g) {
+  TFM_CHECK(g.id >= 0 && static_cast<std::size_t>(g.id) < comms().size(), "distributed", "no process group ", g.id);
+  return comms()[static_cast<std::size_t>(g.id)];
+}
+#endif
+
+#ifdef TFM_HAVE_MPI
 void check(int rc, const char* what) {
   if (rc == MPI_SUCCESS) return;
   char text[MPI_MAX_ERROR_STRING];
@@ -73,8 +86,29 @@ int rank() { return group().rank; }
 int size() { return group().size; }
 bool launched() { return group().launched; }
 
+Group world() { return {0, group().rank, group().size}; }
+
+Group split(int color, int key) {
+  if (!many()) return world();
+#ifdef TFM_HAVE_MPI
+  MPI_Comm c = MPI_COMM_NULL;
+  check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &c), "splitting the ranks into groups");
+  MPI_Comm_set_errhandler(c, MPI_ERRORS_RETURN);
+  Group g;
+  g.id = static_cast<int>(comms().size());
+  comms().push_back(c);
+  MPI_Comm_rank(c, &g.rank);
+  MPI_Comm_size(c, &g.size);
+  return g;
+#else
+  (void)color;
+  (void)key;
+  return world();
+#endif
+}
+
 std::string describe() {
-  const Group& g = group();
+  const Job& g = group();
   if (!g.launched) return "1 rank (no MPI launch)";
   std::string s = std::to_string(g.size) + (g.size == 1 ? " rank" : " ranks");
 #ifdef TFM_HAVE_MPI
@@ -98,44 +132,44 @@ std::string describe() {
   return s;
 }
 
-void allreduce_sum(float* data, std::size_t n) {
-  if (!many()) return;
+void allreduce_sum(float* data, std::size_t n, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
     check(MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, MPI_SUM,
-                        MPI_COMM_WORLD),
+                        comm(g)),
           "all-reduce");
 #endif
 }
 
-void allreduce_sum(double* data, std::size_t n) {
-  if (!many()) return;
+void allreduce_sum(double* data, std::size_t n, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
     check(MPI_Allreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_DOUBLE, MPI_SUM,
-                        MPI_COMM_WORLD),
+                        comm(g)),
           "all-reduce");
 #endif
 }
 
-std::int64_t allreduce_max(std::int64_t v) {
-  if (!many()) return v;
+std::int64_t allreduce_max(std::int64_t v, const Group& g) {
+  if (g.size <= 1) return v;
 #ifdef TFM_HAVE_MPI
   long long x = v;
-  check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_MAX, MPI_COMM_WORLD), "all-reduce (max)");
+  check(MPI_Allreduce(MPI_IN_PLACE, &x, 1, MPI_LONG_LONG, MPI_MAX, comm(g)), "all-reduce (max)");
   return x;
 #else
   return v;
 #endif
 }
 
-void allreduce_sum_ordered(float* data, std::size_t n) {
-  if (!many()) return;
+void allreduce_sum_ordered(float* data, std::size_t n, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
-  const auto ranks = static_cast<std::size_t>(size());
+  const auto ranks = static_cast<std::size_t>(g.size);
   TFM_CHECK(n * ranks < kChunk, "distributed", "ordered all-reduce of ", n, " values is too large");
   std::vector<float> all(n * ranks);
-  check(MPI_Allgather(data, static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, MPI_COMM_WORLD),
+  check(MPI_Allgather(data, static_cast<int>(n), MPI_FLOAT, all.data(), static_cast<int>(n), MPI_FLOAT, comm(g)),
         "all-gather");
   std::copy(all.begin(), all.begin() + static_cast<std::ptrdiff_t>(n), data);
   for (std::size_t r = 1; r < ranks; ++r)
@@ -143,66 +177,67 @@ void allreduce_sum_ordered(float* data, std::size_t n) {
 #endif
 }
 
-void broadcast(void* data, std::size_t bytes, int root) {
-  if (!many()) return;
+void broadcast(void* data, std::size_t bytes, int root, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   auto* p = static_cast<char*>(data);
   for (std::size_t i = 0; i < bytes; i += kChunk)
-    check(MPI_Bcast(p + i, static_cast<int>(std::min(kChunk, bytes - i)), MPI_BYTE, root, MPI_COMM_WORLD),
+    check(MPI_Bcast(p + i, static_cast<int>(std::min(kChunk, bytes - i)), MPI_BYTE, root, comm(g)),
           "broadcast");
 #endif
 }
 
-void exchange(const float* send, float* recv, std::size_t n, int partner) {
-  if (!many()) return;
+void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk) {
     const int c = static_cast<int>(std::min(kChunk, n - i));
-    check(MPI_Sendrecv(send + i, c, MPI_FLOAT, partner, 7, recv + i, c, MPI_FLOAT, partner, 7, MPI_COMM_WORLD,
+    check(MPI_Sendrecv(send + i, c, MPI_FLOAT, partner, 7, recv + i, c, MPI_FLOAT, partner, 7, comm(g),
                        MPI_STATUS_IGNORE),
           "exchange");
   }
 #endif
 }
 
-void send(const float* data, std::size_t n, int to) {
-  if (!many()) return;
+void send(const float* data, std::size_t n, int to, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
-    check(MPI_Send(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, to, 8, MPI_COMM_WORLD), "send");
+    check(MPI_Send(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, to, 8, comm(g)), "send");
 #endif
 }
 
-void recv(float* data, std::size_t n, int from) {
-  if (!many()) return;
+void recv(float* data, std::size_t n, int from, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
-    check(MPI_Recv(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, from, 8, MPI_COMM_WORLD,
+    check(MPI_Recv(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, from, 8, comm(g),
                    MPI_STATUS_IGNORE),
           "receive");
 #endif
 }
 
-void barrier() {
-  if (!many()) return;
+void barrier(const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
-  check(MPI_Barrier(MPI_COMM_WORLD), "barrier");
+  check(MPI_Barrier(comm(g)), "barrier");
 #endif
 }
 
-Allreduce::Allreduce(float* data, std::size_t n) {
-  if (!many()) return;
+Allreduce::Allreduce(float* data, std::size_t n, const Group& g) {
+  if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk) {
     auto* req = new MPI_Request;
     check(MPI_Iallreduce(MPI_IN_PLACE, data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, MPI_SUM,
-                         MPI_COMM_WORLD, req),
+                         comm(g), req),
           "starting an all-reduce");
     requests_.push_back(req);
   }
 #else
   (void)data;
   (void)n;
+  (void)g;
 #endif
 }
 
@@ -256,7 +291,7 @@ void Allreduce::wait() {
 }
 
 void finalize() {
-  Group& g = group();
+  Job& g = group();
   if (!g.initialised || g.finalised) return;
 #ifdef TFM_HAVE_MPI
   MPI_Finalize();
@@ -265,7 +300,7 @@ void finalize() {
 }
 
 void abort_job(const std::string& message, int code) {
-  const Group& g = group();
+  const Job& g = group();
   if (g.size > 1)
     std::fprintf(stderr, "error (rank %d of %d): %s; stopping all ranks\n", g.rank, g.size, message.c_str());
   else

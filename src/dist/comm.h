@@ -17,33 +17,46 @@ namespace tfm::dist {
 // Starts MPI on the first call when launched by mpirun (throws when this build has no MPI).
 int rank();
 int size();
+
+// The ranks that run a collective together: every rank of the job (world()), or one group of
+// a model-parallel layout (the shards of one tensor-parallel model, the replicas that sum
+// gradients). Every collective below takes one; the default is the whole job.
+struct Group {
+  int id = 0;    // 0: the whole job
+  int rank = 0;  // this rank's index in the group
+  int size = 1;
+};
+Group world();
+// Cuts the job into groups (collective over every rank): the ranks that pass the same
+// `color` form one, ordered by `key`. Groups live until finalize().
+Group split(int color, int key);
 bool launched();  // started by an MPI launcher (even with one rank)
 // A short description of the group for start-up lines ("2 ranks on 1 host" ...).
 std::string describe();
 
 // Blocking collectives (no-ops on a group of one).
-void allreduce_sum(float* data, std::size_t n);
-void allreduce_sum(double* data, std::size_t n);
-std::int64_t allreduce_max(std::int64_t v);
+void allreduce_sum(float* data, std::size_t n, const Group& g = world());
+void allreduce_sum(double* data, std::size_t n, const Group& g = world());
+std::int64_t allreduce_max(std::int64_t v, const Group& g = world());
 // An in-place sum over all ranks that leaves the same bits on every rank: every rank's values
 // are gathered and added in rank order. (MPI_Allreduce may add in a different order on each
 // rank; tensor parallelism's partial sums must agree exactly, or the ranks could pick
 // different tokens.)
-void allreduce_sum_ordered(float* data, std::size_t n);
-void broadcast(void* data, std::size_t bytes, int root);
+void allreduce_sum_ordered(float* data, std::size_t n, const Group& g = world());
+void broadcast(void* data, std::size_t bytes, int root, const Group& g = world());
 // send to and receive from `partner` at once (n floats each way).
-void exchange(const float* send, float* recv, std::size_t n, int partner);
+void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g = world());
 // n floats to rank `to`, and from rank `from` (blocking; a pipeline stage's activations).
-void send(const float* data, std::size_t n, int to);
-void recv(float* data, std::size_t n, int from);
-void barrier();
+void send(const float* data, std::size_t n, int to, const Group& g = world());
+void recv(float* data, std::size_t n, int from, const Group& g = world());
+void barrier(const Group& g = world());
 
 // A non-blocking in-place sum over all ranks of a float buffer (MPI_Iallreduce). The buffer
 // must stay untouched until wait() returns.
 class Allreduce {
  public:
   Allreduce() = default;
-  Allreduce(float* data, std::size_t n);  // starts it
+  Allreduce(float* data, std::size_t n, const Group& g = world());  // starts it
   Allreduce(Allreduce&& o) noexcept;
   Allreduce& operator=(Allreduce&& o) noexcept;
   Allreduce(const Allreduce&) = delete;

@@ -26,8 +26,10 @@ bool is_power_of_two(std::int64_t v) { return v > 0 && (v & (v - 1)) == 0; }
 
 }  // namespace
 
-GradSync::GradSync(std::vector<std::pair<std::string, Tensor>> params, std::size_t bucket_bytes, bool overlap)
-    : params_(std::move(params)), bucket_bytes_(std::max<std::size_t>(bucket_bytes, sizeof(float))), overlap_(overlap) {
+GradSync::GradSync(std::vector<std::pair<std::string, Tensor>> params, std::size_t bucket_bytes, bool overlap,
+                   Group group)
+    : params_(std::move(params)), bucket_bytes_(std::max<std::size_t>(bucket_bytes, sizeof(float))), overlap_(overlap),
+      group_(group) {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i].second;
     TFM_CHECK(p.autograd_meta() != nullptr && p.dtype() == DType::f32 && p.is_contiguous(), "distributed",
@@ -83,7 +85,7 @@ void GradSync::start(Bucket& b) {
     std::memcpy(b.flat.data() + off, g.data<float>(), n * sizeof(float));
     off += n;
   }
-  b.reduce = Allreduce(b.flat.data(), b.flat.size());
+  b.reduce = Allreduce(b.flat.data(), b.flat.size(), group_);
   b.started = true;
 }
 
@@ -123,7 +125,7 @@ void GradSync::plan() {
     grow(b.flat, n);
   }
   const auto mine = static_cast<std::int64_t>(h >> 1);
-  TFM_CHECK(allreduce_max(mine) == mine && -allreduce_max(-mine) == mine, "distributed",
+  TFM_CHECK(allreduce_max(mine, group_) == mine && -allreduce_max(-mine, group_) == mine, "distributed",
             "the ranks saw different backward passes (their gradient bucket plans differ); every rank must train "
             "the same model");
   planned_ = true;
@@ -162,7 +164,8 @@ void GradSync::finish() {
   if (!probe) ++steps_;
 }
 
-TreeSum::TreeSum(std::vector<std::pair<std::string, Tensor>> params) : params_(std::move(params)) {
+TreeSum::TreeSum(std::vector<std::pair<std::string, Tensor>> params, Group group)
+    : params_(std::move(params)), group_(group) {
   for (const auto& [name, p] : params_) total_ += static_cast<std::size_t>(p.numel());
 }
 
@@ -196,8 +199,8 @@ void TreeSum::finish() {
             "per rank, got a tree of ", stack_.size(), " parts");
   std::vector<float>& sum = stack_.back().second;
   std::vector<float> other(total_);
-  for (int d = 1; d < size(); d <<= 1) {
-    exchange(sum.data(), other.data(), total_, rank() ^ d);
+  for (int d = 1; d < group_.size; d <<= 1) {
+    exchange(sum.data(), other.data(), total_, group_.rank ^ d, group_);
     for (std::size_t i = 0; i < total_; ++i) sum[i] = sum[i] + other[i];
   }
   std::size_t off = 0;

@@ -31,7 +31,8 @@ class GradSync {
  public:
   // `params`: every trainable parameter, in the same order on every rank. overlap = false
   // starts every bucket after the backward pass instead (to measure what overlap hides).
-  GradSync(std::vector<std::pair<std::string, Tensor>> params, std::size_t bucket_bytes, bool overlap = true);
+  GradSync(std::vector<std::pair<std::string, Tensor>> params, std::size_t bucket_bytes, bool overlap = true,
+           Group group = world());
   ~GradSync();
   GradSync(const GradSync&) = delete;
   GradSync& operator=(const GradSync&) = delete;
@@ -71,11 +72,12 @@ class GradSync {
   std::string broken_;            // a parameter that received more contributions than planned
   double wait_s_ = 0;
   std::int64_t steps_ = 0;
+  Group group_;
 };
 
 class TreeSum {
  public:
-  explicit TreeSum(std::vector<std::pair<std::string, Tensor>> params);
+  explicit TreeSum(std::vector<std::pair<std::string, Tensor>> params, Group group = world());
   // After each micro-batch's backward pass: takes the parameters' gradients into the tree
   // and clears them.
   void add_micro_batch();
@@ -87,6 +89,7 @@ class TreeSum {
   std::size_t total_ = 0;
   std::vector<std::pair<int, std::vector<float>>> stack_;  // (tree level, flat gradients)
   std::vector<bool> has_grad_;  // parameters that received a gradient this step
+  Group group_;
 };
 
 // Requirements of TreeSum, checked before training starts: an error naming the config key

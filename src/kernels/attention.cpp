@@ -57,7 +57,7 @@ std::int64_t attention_random_key_blocks(const AttentionParams& p, std::int64_t 
   if (m <= 0) return 0;
   std::uint64_t seed_state = p.random_seed;
   std::uint64_t state =
-      splitmix64_next(seed_state) ^ (static_cast<std::uint64_t>(h) << 32 | (static_cast<std::uint64_t>(qblock) & 0xFFFFFFFFull));
+      splitmix64_next(seed_state) ^ (static_cast<std::uint64_t>(p.head_offset + h) << 32 | (static_cast<std::uint64_t>(qblock) & 0xFFFFFFFFull));
   // Floyd's algorithm: m distinct values of 0 .. n-1, each subset equally likely.
   std::int64_t count = 0;
   for (std::int64_t top = n - m; top < n; ++top) {

@@ -59,6 +59,9 @@ struct AttentionParams {
   bool bf16 = false;
   std::uint64_t dropout_seed = 0;
   std::uint64_t dropout_batch_offset = 0;  // batch row b draws the mask of row b + this
+  // Tensor parallelism: head h of this call is head h + head_offset of the model's heads_total
+  // (0: Hq), so what is drawn per head (dropout masks, random blocks) matches one process.
+  std::int64_t head_offset = 0, heads_total = 0;
   // ---- sparse pattern (see above) ----
   const std::int64_t* global_pos = nullptr;  // (n_global) sorted, distinct, in [0, Tk)
   std::int64_t n_global = 0;
@@ -69,8 +72,16 @@ struct AttentionParams {
   bool sparse() const { return n_global > 0 || random_blocks > 0; }
 
   std::int64_t group() const { return Hq / Hkv; }
+  std::int64_t model_heads() const { return heads_total > 0 ? heads_total : Hq; }
   std::int64_t shift() const { return Tk - Tq; }  // i' = i + shift (queries aligned to the end)
 };
+
+// The dropout counter of weight (b, h, i, 0): the row-major index in the whole batch's, and the
+// whole model's, (B, H, Tq, Tk) weights.
+inline std::uint64_t attention_dropout_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i) {
+  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
+  return static_cast<std::uint64_t>(((bb * p.model_heads() + p.head_offset + h) * p.Tq + i) * p.Tk);
+}
 
 // Allowed key interval [lo, hi) of query row i in batch b (lo >= hi: fully masked row).
 void attention_key_range(const AttentionParams& p, std::int64_t b, std::int64_t i, std::int64_t* lo, std::int64_t* hi);

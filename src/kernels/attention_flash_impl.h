@@ -45,11 +45,6 @@ const float* row_of(const HeadsView& x, std::int64_t b, std::int64_t h, std::int
 }
 std::int64_t round_up(std::int64_t n, std::int64_t m) { return (n + m - 1) / m * m; }
 
-std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i,
-                        std::int64_t j) {
-  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
-  return static_cast<std::uint64_t>(((bb * p.Hq + h) * p.Tq + i) * p.Tk + j);
-}
 }  // namespace
 
 // Per-ISA entry points (attention_flash_{avx2,avx512}.cpp; the generic ones in attention_flash.cpp).
@@ -380,7 +375,7 @@ void forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, fl
           l[r] = alpha * l[r] + exp_row<Isa>(sr, shift);
           m[r] = m_new;
           if (p.dropout_p > 0.0f) {
-            attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i0 + r, j0), nc, keep);
+            attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i0 + r) + static_cast<std::uint64_t>(j0), nc, keep);
             for (std::int64_t c = 0; c < nc; ++c) sr[c] *= keep[c];
           }
           scale_row<Isa>(o + r * Dp, Dp, alpha);
@@ -419,7 +414,7 @@ void scores_to_grads(const AttentionParams& p, std::int64_t b, std::int64_t h, s
     }
     exp_row<Isa>(sr, lse[r]);  // P
     if (p.dropout_p > 0.0f) {
-      attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i, j0), nc, keep);
+      attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i) + static_cast<std::uint64_t>(j0), nc, keep);
       set_all(keep + nc, kBc - nc, 0.0f);
     }
     const auto dvec = V::set1(di[r]);

@@ -38,11 +38,6 @@ float dot(const float* a, const float* b, std::int64_t n) {
   return s;
 }
 
-std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i) {
-  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
-  return static_cast<std::uint64_t>(((bb * p.Hq + h) * p.Tq + i) * p.Tk);
-}
-
 }  // namespace
 
 void attention_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k, HeadsView v, float* out,
@@ -73,7 +68,7 @@ void attention_naive_forward(const AttentionParams& p, HeadsView q, HeadsView k,
       }
       for (std::int64_t j = 0; j < Tk; ++j) a[j] = sum > 0.0f ? a[j] / sum : 0.0f;
       // out = dropout(a) v
-      if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i), Tk, keep.data());
+      if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i), Tk, keep.data());
       float* o = out + r * D;
       for (std::int64_t d = 0; d < D; ++d) o[d] = 0.0f;
       for (std::int64_t j = 0; j < Tk; ++j) {
@@ -89,7 +84,7 @@ void attention_naive_backward(const AttentionParams& p, HeadsView q, HeadsView k
                               const float* probs, const float* dout, float* dq, float* dk, float* dv, float* ds) {
   const std::int64_t Tq = p.Tq, Tk = p.Tk, D = p.D, G = p.group();
   auto keep_row = [&](std::int64_t b, std::int64_t h, std::int64_t i, std::vector<float>& keep) {
-    if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i), Tk, keep.data());
+    if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i), Tk, keep.data());
   };
   // 1. ds = a * (da - sum_j a da), da = keep * (dout v^T): one row per (b, h, i).
   parallel_for(p.B * p.Hq * Tq, 1, [&](std::int64_t r0, std::int64_t r1) {
@@ -131,7 +126,7 @@ void attention_naive_backward(const AttentionParams& p, HeadsView q, HeadsView k
         for (std::int64_t i = 0; i < Tq; ++i) {
           const std::int64_t row = (b * p.Hq + h) * Tq + i;
           float keep = 1.0f;
-          if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i) + j, 1, &keep);
+          if (p.dropout_p > 0.0f) attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i) + j, 1, &keep);
           const float cs = p.scale * ds[row * Tk + j];
           const float z = probs[row * Tk + j] * keep;
           const float* qi = q.row(b, h, i);

@@ -21,11 +21,6 @@ float dot(const float* a, const float* b, std::int64_t n) {
   return s;
 }
 
-std::uint64_t flat_index(const AttentionParams& p, std::int64_t b, std::int64_t h, std::int64_t i) {
-  const auto bb = static_cast<std::int64_t>(p.dropout_batch_offset) + b;
-  return static_cast<std::uint64_t>(((bb * p.Hq + h) * p.Tq + i) * p.Tk);
-}
-
 // One row's spans and its dropout scales, in packed order.
 struct Row {
   std::vector<std::int64_t> lo, hi;
@@ -42,7 +37,7 @@ struct Row {
     std::int64_t at = 0;
     for (std::int64_t t = 0; t < n; ++t) {
       const std::int64_t a = lo[static_cast<std::size_t>(t)], e = hi[static_cast<std::size_t>(t)];
-      attention_dropout_scales(p.dropout_seed, p.dropout_p, flat_index(p, b, h, i) + static_cast<std::uint64_t>(a),
+      attention_dropout_scales(p.dropout_seed, p.dropout_p, attention_dropout_index(p, b, h, i) + static_cast<std::uint64_t>(a),
                                e - a, keep.data() + at);
       at += e - a;
     }

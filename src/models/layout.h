@@ -71,9 +71,10 @@ struct LoraWiring {
   BottleneckActivation bottleneck = BottleneckActivation::relu;
 };
 
-// Tensor parallelism: every attention output projection and FFN down projection of the
-// layout sums its partial product with `sum` (tensor_parallel.cpp).
-void mark_row_parallel(Layout& l, const std::shared_ptr<const std::function<void(Tensor&)>>& sum);
+// Tensor parallelism (tensor_parallel.cpp): every attention output projection and FFN down
+// projection of the layout sums its partial product with `sum`, every attention and FFN sums
+// its input's gradient with it, and each attention knows which of the model's heads it holds.
+void mark_tensor_parallel(Layout& l, int rank, int ranks, const nn::RankSum& sum);
 
 // Throws naming the first parameter the family needs that the map lacks.
 Layout wire_layout(const ModelConfig& cfg, const std::map<std::string, Tensor>& params, const LoraWiring& lora = {});

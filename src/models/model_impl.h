@@ -35,6 +35,15 @@ struct Model::Impl {
   // the ranks that its row-parallel layers call; tp_ranks 1: the whole model.
   int tp_rank = 0, tp_ranks = 1;
   std::shared_ptr<const std::function<void(Tensor&)>> tp_sum;
+  // What the shard took of each split parameter: the dim (of its stored 2-D shape, or 0 for a
+  // vector), this rank's ranges of it, and the whole shape; and the whole model's config.
+  struct TpSlice {
+    int dim = 0;
+    std::vector<std::pair<std::int64_t, std::int64_t>> ranges;
+    Shape whole;
+  };
+  std::map<std::string, TpSlice> tp_slices;
+  ModelConfig tp_whole_cfg;
   // Pipeline parallelism (pipeline_parallel.cpp): this stage of pp_stages, holding the decoder
   // layers from pp_first on (renamed from 0), and how it hands activations on.
   int pp_stage = 0, pp_stages = 1;
@@ -46,7 +55,7 @@ struct Model::Impl {
     LoraWiring w = lora ? LoraWiring{lora->scale(), lora->dropout} : LoraWiring{};
     if (bottleneck) w.bottleneck = bottleneck->non_linearity;
     layout = wire_layout(cfg, params, w);
-    if (tp_ranks > 1) mark_row_parallel(layout, tp_sum);
+    if (tp_ranks > 1) mark_tensor_parallel(layout, tp_rank, tp_ranks, tp_sum);
     for (Layer& L : layout.decoder.layers)  // a stage's layers keep their place in the whole model
       L.self_attn.layer = L.cross_attn.layer = L.cca.layer = L.self_attn.layer + pp_first;
   }
@@ -58,7 +67,7 @@ struct Model::Impl {
   nn::DropoutStream stream() {
     // A fresh stream per forward: (seed, step, call) fixes every mask of the step.
     const std::uint64_t s = dropout_seed * 0x9E3779B97F4A7C15ull + dropout_step * 0xD1B54A32D192ED03ull + forward_calls++;
-    return nn::DropoutStream(training, s, dropout_rows);
+    return nn::DropoutStream(training, s, dropout_rows, nn::DropoutShard{tp_rank, tp_ranks});
   }
 };
 

@@ -58,10 +58,17 @@ Tensor slice_1d(const Tensor& v, const Ranges& ranges, const std::string& name) 
   return reshape(slice_2d(reshape(v.is_contiguous() ? v : v.clone(), {1, v.numel()}), 1, ranges, name), {-1});
 }
 
+// dim 0 of a vector, or dim of a matrix.
+Tensor slice_tensor(const Tensor& t, int dim, const Ranges& r, const std::string& name) {
+  return t.dim() == 1 ? slice_1d(t, r, name) : slice_2d(t, dim, r, name);
+}
+
 class Sharder {
  public:
-  Sharder(const ModelConfig& c, int rank, int ranks, std::map<std::string, Tensor>& params)
-      : rank_(rank), ranks_(ranks), params_(params), heads_(c.n_heads), kv_heads_(c.kv_heads()), head_dim_(c.dim_head()) {}
+  Sharder(const ModelConfig& c, int rank, int ranks, std::map<std::string, Tensor>& params,
+          std::map<std::string, Model::Impl::TpSlice>& slices)
+      : rank_(rank), ranks_(ranks), params_(params), slices_(slices), heads_(c.n_heads), kv_heads_(c.kv_heads()),
+        head_dim_(c.dim_head()) {}
 
   void attention(const nn::Attention& a) {
     if (!a.o_proj.weight.defined()) return;  // no such attention in this layer
@@ -95,7 +102,7 @@ class Sharder {
     if (!table.defined()) return;
     for (auto& [name, t] : params_)
       if (t.raw_data() == table.raw_data()) {
-        replace(t, slice_2d(t, 1, part(heads_, 1), name));
+        take(name, 1, part(heads_, 1));
         return;
       }
     fail("tensor parallel", "the relative position bias is not a parameter of the model");
@@ -117,33 +124,42 @@ class Sharder {
     return it->second;
   }
   void outputs(const nn::Linear& l, const Ranges& r) {
-    replace(param(l.name + ".weight"), slice_2d(param(l.name + ".weight"), out_dim(l), r, l.name));
-    if (l.bias.defined()) replace(param(l.name + ".bias"), slice_1d(param(l.name + ".bias"), r, l.name + ".bias"));
+    take(l.name + ".weight", out_dim(l), r);
+    if (l.bias.defined()) take(l.name + ".bias", 0, r);
   }
   void inputs(const nn::Linear& l, const Ranges& r) {  // the bias stays whole: added after the sum
-    replace(param(l.name + ".weight"), slice_2d(param(l.name + ".weight"), 1 - out_dim(l), r, l.name));
+    take(l.name + ".weight", 1 - out_dim(l), r);
   }
   // The slice takes the parameter's place; the pages of a mapped file it came from are let go
   // at once, so loading holds one matrix's pages at a time, not the whole file's.
-  static void replace(Tensor& param, Tensor slice) {
-    const Tensor old = param;
-    param = std::move(slice);
+  void take(const std::string& name, int dim, const Ranges& r) {
+    Tensor& p = param(name);
+    const Tensor old = p;
+    slices_[name] = {dim, r, old.shape()};
+    p = slice_tensor(old, dim, r, name);
     old.storage()->release_file_pages();
   }
 
   int rank_, ranks_;
   std::map<std::string, Tensor>& params_;
+  std::map<std::string, Model::Impl::TpSlice>& slices_;
   std::int64_t heads_, kv_heads_, head_dim_;
 };
 
 }  // namespace
 
-void mark_row_parallel(Layout& l, const std::shared_ptr<const std::function<void(Tensor&)>>& sum) {
+void mark_tensor_parallel(Layout& l, int rank, int ranks, const nn::RankSum& sum) {
   for (Stack* s : {&l.encoder, &l.decoder, &l.retriever})
     for (Layer& L : s->layers) {
-      for (nn::Attention* a : {&L.self_attn, &L.cross_attn, &L.cca})
-        if (a->o_proj.weight.defined()) a->o_proj.partial_sum = sum;
+      for (nn::Attention* a : {&L.self_attn, &L.cross_attn, &L.cca}) {
+        if (!a->o_proj.weight.defined()) continue;
+        a->o_proj.partial_sum = sum;
+        a->input_grad_sum = sum;
+        a->head_offset = rank * a->n_heads;
+        a->heads_total = ranks * a->n_heads;
+      }
       L.ffn.down.partial_sum = sum;
+      L.ffn.input_grad_sum = sum;
     }
 }
 
@@ -160,7 +176,8 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
   TFM_CHECK(c.n_heads % ranks == 0 && c.kv_heads() % ranks == 0, "tensor parallel", "the model's ", c.n_heads,
             " attention heads and ", c.kv_heads(), " key/value heads must divide by the ", ranks, " ranks");
   std::map<std::string, Tensor> params = m.params;
-  Sharder s(c, rank, ranks, params);
+  std::map<std::string, Impl::TpSlice> slices;
+  Sharder s(c, rank, ranks, params, slices);
   for (const Stack* st : {&m.layout.encoder, &m.layout.decoder, &m.layout.retriever}) {
     for (const Layer& L : st->layers) {
       s.attention(L.self_attn);
@@ -183,7 +200,11 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
   }
   const ModelConfig local = tensor_parallel_config(c, ranks);
   if (m.alibi.defined()) m.alibi = slice_1d(m.alibi, {{rank * local.n_heads, (rank + 1) * local.n_heads}}, "alibi slopes");
+  for (auto& [name, t] : params)  // an autograd record the modules' handles share (as a load gives)
+    if (t.autograd_meta() == nullptr) t.requires_grad_(false);
   m.params = std::move(params);
+  m.tp_slices = std::move(slices);
+  m.tp_whole_cfg = c;
   m.cfg = local;
   m.tp_rank = rank;
   m.tp_ranks = ranks;
@@ -198,6 +219,53 @@ ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks) {
   local.n_kv_heads = c.kv_heads() / ranks;
   local.d_ff = c.d_ff / ranks;
   return local;
+}
+
+bool Model::tensor_parallel_split(const std::string& name) const { return impl_->tp_slices.count(name) > 0; }
+
+Tensor Model::tensor_parallel_slice(const std::string& name, const Tensor& whole) const {
+  const auto it = impl_->tp_slices.find(name);
+  if (it == impl_->tp_slices.end()) return whole;
+  TFM_CHECK(whole.shape() == it->second.whole, "tensor parallel", name, ": ", whole.str(), " is not shaped as the whole ",
+            "parameter ", shape_str(it->second.whole));
+  return slice_tensor(whole, it->second.dim, it->second.ranges, name);
+}
+
+Tensor Model::tensor_parallel_gather(const std::string& name, const Tensor& slice) const {
+  const auto it = impl_->tp_slices.find(name);
+  if (it == impl_->tp_slices.end()) return slice;
+  const Impl::TpSlice& p = it->second;
+  TFM_CHECK(slice.dtype() == DType::f32, "tensor parallel", name, ": gathering a ", dtype_name(slice.dtype()),
+            " slice (f32 only)");
+  // Each rank writes its slice into zeros of the whole shape; the sum over the ranks is the
+  // whole tensor (adding zeros is exact, so every rank gets the same bits).
+  Tensor whole = Tensor::zeros(p.whole);
+  const Tensor src = slice.is_contiguous() ? slice : slice.clone();
+  const std::int64_t rows = p.whole.size() == 1 ? 1 : p.whole[0], cols = p.whole.size() == 1 ? p.whole[0] : p.whole[1];
+  const int dim = p.whole.size() == 1 ? 1 : p.dim;
+  const float* s = src.data<float>();
+  float* d = whole.data<float>();
+  if (dim == 0) {
+    for (const auto& [a, b] : p.ranges) {
+      std::memcpy(d + a * cols, s, static_cast<std::size_t>((b - a) * cols) * sizeof(float));
+      s += (b - a) * cols;
+    }
+  } else {
+    for (std::int64_t r = 0; r < rows; ++r)
+      for (const auto& [a, b] : p.ranges) {
+        std::memcpy(d + r * cols + a, s, static_cast<std::size_t>(b - a) * sizeof(float));
+        s += b - a;
+      }
+  }
+  (*impl_->tp_sum)(whole);
+  return whole;
+}
+
+Model Model::tensor_parallel_whole() const {
+  TFM_CHECK(impl_->tp_ranks > 1, "tensor parallel", "the model is not a shard");
+  std::map<std::string, Tensor> whole;
+  for (const auto& [name, t] : impl_->params) whole[name] = tensor_parallel_gather(name, t);
+  return Model::from_parameters(impl_->tp_whole_cfg, std::move(whole));
 }
 
 int Model::tensor_parallel_rank() const { return impl_->tp_rank; }

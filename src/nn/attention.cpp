@@ -15,12 +15,20 @@ Tensor split_heads(const Tensor& x, std::int64_t heads, std::int64_t dh) {
 }  // namespace
 
 Tensor Attention::project_q(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
+  return q_heads(fan_out(x, input_grad_sum), s, rng);
+}
+
+std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
+  return kv_heads(fan_out(x, input_grad_sum), s, rng);
+}
+
+Tensor Attention::q_heads(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
   TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
   Tensor q = split_heads(q_proj(x, rng), n_heads, head_dim);
   return s.rope ? rope(q, s.q_positions, s.rope_base, s.rope_pairing) : q;
 }
 
-std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
+std::pair<Tensor, Tensor> Attention::kv_heads(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
   TFM_CHECK(!qkv_proj.weight.defined(), "attention", "a fused qkv projection serves self-attention only");
   Tensor k = split_heads(k_proj(x, rng), n_kv_heads, head_dim);
   Tensor v = split_heads(v_proj(x, rng), n_kv_heads, head_dim);
@@ -28,10 +36,11 @@ std::pair<Tensor, Tensor> Attention::project_kv(const Tensor& x, const Attention
   return {k, v};
 }
 
-Attention::Heads Attention::project_self(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const {
+Attention::Heads Attention::project_self(const Tensor& x_in, const AttentionSetup& s, DropoutStream* rng) const {
+  const Tensor x = fan_out(x_in, input_grad_sum);  // once for q, k and v
   if (!qkv_proj.weight.defined()) {
-    auto [k, v] = project_kv(x, s, rng);
-    return {project_q(x, s, rng), k, v};
+    auto [k, v] = kv_heads(x, s, rng);
+    return {q_heads(x, s, rng), k, v};
   }
   // One GEMM for all three (GPT-2's c_attn), then views of its column blocks.
   const auto parts = split(qkv_proj(x, rng), {n_heads * head_dim, n_kv_heads * head_dim, n_kv_heads * head_dim}, -1);
@@ -74,6 +83,8 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
     o.dropout_seed = rng.next_seed();
     o.dropout_batch_offset = rng.batch_offset(q.size(0));
   }
+  o.head_offset = head_offset;
+  o.heads_total = heads_total;
   Tensor keys = k, values = v;
   if (s.prefix_k.defined()) {  // prefix tuning: P learned keys/values before every row's own
     const std::int64_t B = k.size(0), P = s.prefix_k.size(2);

@@ -1,10 +1,54 @@
 // Linear, Norm, FeedForward and DropoutStream (Attention is in attention.cpp).
 #include "nn/modules.h"
 
+#include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
 
 namespace tfm::nn {
+
+Tensor fan_out(const Tensor& x, const RankSum& sum) {
+  if (!sum || !autograd::needs_grad({&x})) return x;
+  // A second handle on x's data (no copy) to hang the backward on.
+  Tensor out = x.as_strided(x.shape(), x.strides(), x.offset());
+  autograd::record("tensor_parallel_fan_out", out, [x, sum](const Tensor& g) {
+    Tensor total = g.clone();
+    (*sum)(total);
+    autograd::accumulate(x, total);
+  });
+  return out;
+}
+
+Tensor sum_partials(const Tensor& y_in, const RankSum& sum) {
+  if (!sum) return y_in;
+  // A fresh product that nothing else reads, so it is summed in place (its backward does not
+  // need it), and the output is a second handle on it: no copy is kept for the backward.
+  Tensor y = contiguous(y_in);
+  (*sum)(y);
+  if (!autograd::needs_grad({&y})) return y;
+  Tensor out = y.as_strided(y.shape(), y.strides(), y.offset());
+  autograd::record("tensor_parallel_sum", out, [y](const Tensor& g) { autograd::accumulate(y, g); });
+  return out;
+}
+
+Tensor DropoutStream::apply_shard_columns(const Tensor& x, double p) {
+  if (shard_.ranks <= 1) return apply(x, p);
+  if (!training_ || p <= 0.0) return x;
+  TFM_CHECK(x.dim() >= 1 && x.size(-1) > 0, "dropout", "a shard's columns of ", x.str());
+  const auto cols = static_cast<std::uint64_t>(x.size(-1)), width = cols * static_cast<std::uint64_t>(shard_.ranks);
+  const auto rows = static_cast<std::uint64_t>(x.numel()) / cols;  // this window's rows
+  std::uint64_t first_row = 0, all_rows = rows;                    // and where they sit in the batch's
+  if (rows_.total != 0) {
+    TFM_CHECK(rows_.count > 0 && rows % static_cast<std::uint64_t>(rows_.count) == 0, "dropout", "a tensor of ", rows,
+              " rows is not ", rows_.count, " batch rows");
+    const std::uint64_t per = rows / static_cast<std::uint64_t>(rows_.count);
+    first_row = static_cast<std::uint64_t>(rows_.first) * per;
+    all_rows = static_cast<std::uint64_t>(rows_.total) * per;
+  }
+  const std::uint64_t off = offset_ + first_row * width + static_cast<std::uint64_t>(shard_.rank) * cols;
+  offset_ += all_rows * width;
+  return dropout(x, static_cast<float>(p), true, seed_, off, width);
+}
 
 Tensor DropoutStream::apply(const Tensor& x, double p) {
   if (!training_ || p <= 0.0) return x;
@@ -49,8 +93,7 @@ Tensor Linear::operator()(const Tensor& x, DropoutStream* rng) const {
   const bool rows_out = !in_out || weight.dtype() != DType::f32;
   if (partial_sum) {  // this rank's share of the product, summed over the ranks, then the bias
     TFM_CHECK(!lora_a.defined(), "linear", name, ": LoRA factors on a tensor-parallel layer");
-    Tensor y = contiguous(rows_out ? linear(x, weight, Tensor()) : matmul(x, weight));
-    (*partial_sum)(y);
+    const Tensor y = sum_partials(rows_out ? linear(x, weight, Tensor()) : matmul(x, weight), partial_sum);
     return bias.defined() ? add(y, bias) : y;
   }
   Tensor y = rows_out ? linear(x, weight, bias) : matmul(x, weight);
@@ -85,7 +128,8 @@ Tensor Norm::operator()(const Tensor& x) const {
   fail("norm", "unknown norm kind");
 }
 
-Tensor FeedForward::operator()(const Tensor& x, DropoutStream& rng) const {
+Tensor FeedForward::operator()(const Tensor& x_in, DropoutStream& rng) const {
+  const Tensor x = fan_out(x_in, input_grad_sum);
   Tensor h;
   switch (activation) {
     case FfnActivation::relu: h = relu(up(x, &rng)); break;
@@ -99,7 +143,7 @@ Tensor FeedForward::operator()(const Tensor& x, DropoutStream& rng) const {
       break;
     case FfnActivation::reglu: h = mul(relu(gate(x, &rng)), up(x, &rng)); break;
   }
-  return down(rng.apply(h, dropout), &rng);
+  return down(rng.apply_shard_columns(h, dropout), &rng);
 }
 
 }  // namespace tfm::nn

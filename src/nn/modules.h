@@ -21,19 +21,41 @@ namespace tfm::nn {
 // A forward pass over rows [first, first + count) of a batch of `total` rows (a micro-batch
 // split across data-parallel ranks): the masks are those rows' masks in the whole batch.
 // total == 0: the batch is whole.
+// Sums a tensor in place over the ranks of a tensor-parallel model (every rank gets the same
+// bits); null without tensor parallelism.
+using RankSum = std::shared_ptr<const std::function<void(Tensor&)>>;
+
+// Megatron-LM's two conjugate operators. The input of a block of column-parallel layers is
+// whole on every rank, but each rank's gradient for it covers only its own heads or hidden
+// units: fan_out is the identity forward and sums the gradient over the ranks backward.
+// sum_partials sums a row-parallel layer's partial products forward and passes the gradient
+// through backward. Both are the identity on x when sum is null.
+Tensor fan_out(const Tensor& x, const RankSum& sum);
+Tensor sum_partials(const Tensor& y, const RankSum& sum);
+
 struct DropoutRows {
   std::int64_t first = 0, count = 0, total = 0;
+};
+
+// A tensor-parallel shard (Model::shard_tensor_parallel): rank `rank` of `ranks` holds heads
+// and FFN hidden units [rank * n, (rank + 1) * n) of ranks * n.
+struct DropoutShard {
+  int rank = 0, ranks = 1;
 };
 
 // Dropout masks for one forward pass: each call takes the next slice of a counter-based
 // stream, so a (seed, step) pair reproduces every mask of that step.
 class DropoutStream {
  public:
-  DropoutStream(bool training, std::uint64_t seed, DropoutRows rows = {})
-      : training_(training), seed_(seed), rows_(rows) {}
+  DropoutStream(bool training, std::uint64_t seed, DropoutRows rows = {}, DropoutShard shard = {})
+      : training_(training), seed_(seed), rows_(rows), shard_(shard) {}
   bool training() const { return training_; }
   // x's dim 0 (or its outermost dims, flattened) runs over the batch, rows outermost.
   Tensor apply(const Tensor& x, double p);
+  // As apply, for a tensor whose last dim is this shard's block of the layer's columns (an
+  // FFN's hidden units): the masks are those columns' masks in the whole layer's tensor.
+  Tensor apply_shard_columns(const Tensor& x, double p);
+  const DropoutShard& shard() const { return shard_; }
   // A fresh seed for a kernel that draws its own mask (attention weights).
   std::uint64_t next_seed();
   // The index to add to a batch index b in [0, n) of a kernel's own mask, when n counts this
@@ -44,6 +66,7 @@ class DropoutStream {
   bool training_;
   std::uint64_t seed_;
   DropoutRows rows_;
+  DropoutShard shard_;
   std::uint64_t offset_ = 0;
   std::uint64_t calls_ = 0;
 };
@@ -66,8 +89,9 @@ struct Linear {
   double lora_dropout = 0.0;
   // Tensor parallelism (Model::shard_tensor_parallel): a row-parallel layer (attention output,
   // FFN down) holds this rank's input columns, and its partial product is summed over the
-  // ranks by this function before the bias is added. Null elsewhere.
-  std::shared_ptr<const std::function<void(Tensor&)>> partial_sum;
+  // ranks by this function before the bias is added (in training, the gradient passes back
+  // unchanged: every rank holds all of it). Null elsewhere.
+  RankSum partial_sum;
   std::string name;     // the family's parameter prefix ("model.layers.0.mlp.down_proj")
   // x (..., in) -> (..., out). rng: the LoRA branch's dropout stream (none at inference).
   Tensor operator()(const Tensor& x, DropoutStream* rng = nullptr) const;
@@ -86,6 +110,7 @@ struct FeedForward {
   FfnActivation activation = FfnActivation::relu;
   bool glu_gelu_tanh = false;  // GEGLU with the tanh GELU (T5 v1.1's gated-gelu)
   double dropout = 0.0;        // on the hidden activations (before down)
+  RankSum input_grad_sum;      // tensor parallelism: fan_out of the input (see fan_out)
   Tensor operator()(const Tensor& x, DropoutStream& rng) const;  // (..., C) -> (..., C)
 };
 
@@ -133,6 +158,10 @@ struct Attention {
   Linear qkv_proj;              // fused (GPT-2's c_attn): used when its weight is defined
   std::int64_t n_heads = 1, n_kv_heads = 1, head_dim = 1;
   std::int64_t layer = 0;       // index in its stack (labels captured attention maps)
+  // Tensor parallelism: fan_out of the inputs (see fan_out); these n_heads are heads
+  // [head_offset, head_offset + n_heads) of the model's heads_total (0: n_heads).
+  RankSum input_grad_sum;
+  std::int64_t head_offset = 0, heads_total = 0;
   // x_q (B, Tq, C) attends to x_kv (B, Tk, C) -> (B, Tq, C). Self-attention: x_kv = x_q.
   Tensor operator()(const Tensor& x_q, const Tensor& x_kv, const AttentionSetup& s, DropoutStream& rng) const;
   // The projections, split into heads: q (B, H, T, Dh), k and v (B, Hkv, T, Dh), RoPE applied
@@ -147,6 +176,11 @@ struct Attention {
   std::pair<Tensor, Tensor> project_kv(const Tensor& x, const AttentionSetup& s, DropoutStream* rng = nullptr) const;
   // Attend with projected heads and apply the output projection.
   Tensor attend(const Tensor& q, const Tensor& k, const Tensor& v, const AttentionSetup& s, DropoutStream& rng) const;
+
+ private:
+  // The projections of inputs already fanned out.
+  Tensor q_heads(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const;
+  std::pair<Tensor, Tensor> kv_heads(const Tensor& x, const AttentionSetup& s, DropoutStream* rng) const;
 };
 
 }  // namespace tfm::nn

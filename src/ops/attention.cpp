@@ -126,6 +126,10 @@ Prepared prepare(const Tensor& q, const Tensor& k, const Tensor& v, const Attent
   p.dropout_p = o.dropout_p;
   p.dropout_seed = o.dropout_seed;
   p.dropout_batch_offset = o.dropout_batch_offset;
+  TFM_CHECK(o.head_offset >= 0 && (o.heads_total == 0 || o.head_offset + Hq <= o.heads_total), kOp, "heads [",
+            o.head_offset, ", ", o.head_offset + Hq, ") are not within the model's ", o.heads_total);
+  p.head_offset = o.head_offset;
+  p.heads_total = o.heads_total;
 
   const SparseAttentionPattern& sp = o.sparse;
   if (sp.active()) {

@@ -39,8 +39,8 @@ std::string mib(double bytes) {
 
 }  // namespace
 
-DataParallel::DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params)
-    : rank_(dist::rank()), ranks_(dist::size()), micros_(cfg.grad_accum), batch_(cfg.batch_size),
+DataParallel::DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params, dist::Group group)
+    : group_(group), rank_(group.rank), ranks_(group.size), micros_(cfg.grad_accum), batch_(cfg.batch_size),
       zero_(cfg.zero_optimizer && ranks_ > 1), bit_exact_(cfg.bit_exact), bucket_mb_(cfg.bucket_mb),
       overlap_(cfg.overlap_grad_sync) {
   const std::int64_t rows = micros_ * batch_;
@@ -58,10 +58,10 @@ DataParallel::DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>
   }
   if (bit_exact_) {
     dist::check_tree_sum(micros_, ranks_, cfg.source + ".distributed.bit_exact: ");
-    tree_ = std::make_unique<dist::TreeSum>(trainable(params));
+    tree_ = std::make_unique<dist::TreeSum>(trainable(params), group_);
   } else if (ranks_ > 1) {
     sync_ = std::make_unique<dist::GradSync>(trainable(params), static_cast<std::size_t>(bucket_mb_ * 1024 * 1024),
-                                             overlap_);
+                                             overlap_, group_);
   }
   if (zero_) {  // contiguous runs of trainable parameters in name order, about 1/N of the elements each
     std::int64_t total = 0, seen = 0;
@@ -99,7 +99,7 @@ void DataParallel::optimizer_step(Optimizer& opt, std::map<std::string, Tensor>&
     if (owner_.at(name) == rank_) mine.emplace(name, p);
   opt.step(mine, lr);
   for (auto& [name, p] : params)  // every rank's update, from its owner
-    if (p.grad().defined()) dist::broadcast(p.data<float>(), static_cast<std::size_t>(p.numel()) * sizeof(float), owner_.at(name));
+    if (p.grad().defined()) dist::broadcast(p.data<float>(), static_cast<std::size_t>(p.numel()) * sizeof(float), owner_.at(name), group_);
 }
 
 void DataParallel::shard_optimizer_state(Optimizer& opt, const std::map<std::string, Tensor>& params) {
@@ -123,10 +123,10 @@ std::optional<Optimizer> DataParallel::gathered_optimizer(const Optimizer& opt,
       const std::string key = kind + "." + name;
       const auto it = st.find(key);
       std::int64_t present = rank_ == owner && it != st.end() ? 1 : 0;
-      dist::broadcast(&present, sizeof present, owner);
+      dist::broadcast(&present, sizeof present, owner, group_);
       if (!present) continue;
       Tensor t = rank_ == owner ? it->second.clone() : Tensor::zeros(p.shape());
-      dist::broadcast(t.data<float>(), static_cast<std::size_t>(t.numel()) * sizeof(float), owner);
+      dist::broadcast(t.data<float>(), static_cast<std::size_t>(t.numel()) * sizeof(float), owner, group_);
       if (rank_ == 0) full.emplace(key, t);
     }
   }
@@ -144,13 +144,13 @@ void DataParallel::check_same_model(const std::map<std::string, Tensor>& params,
     h = (h ^ 0x5bd1e995u) * 1099511628211ull;
   }
   const auto mine = static_cast<std::int64_t>(h >> 1);
-  TFM_CHECK(dist::allreduce_max(mine) == mine && -dist::allreduce_max(-mine) == mine, "distributed", what,
+  TFM_CHECK(dist::allreduce_max(mine, group_) == mine && -dist::allreduce_max(-mine, group_) == mine, "distributed", what,
             ": the ranks hold different parameters (every rank must resume from the same checkpoint: a shared "
             "directory or identical copies)");
 }
 
 std::vector<double> DataParallel::sum_per_micro(std::vector<double> mine) const {
-  if (ranks_ > 1) dist::allreduce_sum(mine.data(), mine.size());
+  if (ranks_ > 1) dist::allreduce_sum(mine.data(), mine.size(), group_);
   return mine;
 }
 
@@ -158,7 +158,9 @@ bool DataParallel::stop_requested(bool mine) const { return dist::allreduce_max(
 
 std::string DataParallel::summary(const OptimizerConfig& ocfg, const std::map<std::string, Tensor>& params) const {
   if (!dist::launched() && !bit_exact_) return "";
-  std::string s = "ranks: " + std::to_string(ranks_) + (dist::launched() ? " (" + dist::describe() + ")" : "") + ", ";
+  // With tensor parallelism the data-parallel group is the replicas, not the ranks.
+  std::string s = ranks_ == dist::size() ? "ranks: " + std::to_string(ranks_) : "data-parallel replicas: " + std::to_string(ranks_);
+  s += (dist::launched() ? " (" + dist::describe() + ")" : "") + std::string(", ");
   if (split_) {
     std::int64_t mine = 0;
     for (const MicroBatchPiece& p : pieces_) mine += p.rows;

@@ -31,10 +31,12 @@ struct MicroBatchPiece {
 
 class DataParallel {
  public:
-  DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params);
+  // `group`: the ranks that hold the same model (or the same tensor-parallel shard) and split
+  // the batch between them; the whole job without model parallelism.
+  DataParallel(const TrainConfig& cfg, std::map<std::string, Tensor>& params, dist::Group group = dist::world());
   int rank() const { return rank_; }
   int ranks() const { return ranks_; }
-  bool writes() const { return rank_ == 0; }           // checkpoints, metrics, curves, progress
+  bool writes() const { return rank_ == 0; }           // the first replica (see the trainer for model parallelism)
   const std::vector<MicroBatchPiece>& pieces() const { return pieces_; }  // this rank's share of a step
   bool splits_micro_batches() const { return split_; }
 
@@ -61,6 +63,7 @@ class DataParallel {
   std::string timing() const;  // all-reduce waits, for the end of the run
 
  private:
+  dist::Group group_;
   int rank_ = 0, ranks_ = 1;
   std::int64_t micros_ = 1, batch_ = 1;
   std::vector<MicroBatchPiece> pieces_;

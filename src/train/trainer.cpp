@@ -3,6 +3,7 @@
 // sample. Each step's batch and dropout masks depend only on (seed, step, data cursor).
 // Under mpirun the ranks share every step's micro-batches (train/data_parallel.h); rank 0
 // alone writes checkpoints, metrics, curves and progress.
+#include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,6 +23,7 @@
 #include "train/data_parallel.h"
 #include "train/distill.h"
 #include "train/progress.h"
+#include "train/tensor_parallel_train.h"
 #include "train/task.h"
 #include "train/fine_tune.h"
 #include "train/train_internal.h"
@@ -79,7 +81,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
 }
 
 // Everything that can fail on bad input happens here, before the first step.
-Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
+Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel& tp) {
   Run r;
   r.max_steps = opt.max_steps > 0 ? opt.max_steps : cfg.max_steps;
   std::optional<LoadedCheckpoint> ck;
@@ -124,7 +126,9 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
                              : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
-    const TrainingMemoryPlan plan = plan_training_memory(mc, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
+    // With tensor parallelism, one shard's (its heads and FFN units; embeddings stay whole).
+    const TrainingMemoryPlan plan = plan_training_memory(tp.on() ? tensor_parallel_config(mc, tp.shards()) : mc,
+                                                         cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
     if (teacher) {  // its weights and its no-grad forward (bounded by its training estimate); the projections
@@ -151,12 +155,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,
               "/config.json differs from the config's model");
     r.model.emplace(std::move(ck->model.model));
+    tp.shard(*r.model);  // a checkpoint is the whole model, whatever layout wrote it
     std::map<std::string, Tensor> all = r.model->parameters();
     if (r.distill) {
       r.distill->load(ck->state.training_tensors, opt.resume_dir);
       all.insert(r.distill->parameters().begin(), r.distill->parameters().end());
     }
-    r.opt->load_state(ck->optimizer_state, ck->optimizer_steps, all);
+    r.opt->load_state(tp.slice_state(*r.model, ck->optimizer_state), ck->optimizer_steps, all);
     r.state = ck->state;
     TFM_CHECK(r.state.step <= r.max_steps, "resume", "checkpoint is at step ", r.state.step,
               ", beyond max_steps ", r.max_steps);
@@ -168,6 +173,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
     if (cfg.bottleneck) r.model->add_bottleneck(*cfg.bottleneck, cfg.seed ^ 0x426F7474ull);
     if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
   }
+  if (!ck) tp.shard(*r.model);  // every shard starts from the same whole initialisation
   if (mc.retrieval.enabled()) {  // RETRO: its chunk database, for training, evaluation and the model directory
     r.data.retro.emplace(retro_database(task_cfg, r.data, mc.retrieval));
     r.model->set_retriever(r.data.retro->retriever());
@@ -188,6 +194,28 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt) {
   return r;
 }
 
+double mib(double bytes) { return bytes / (1024.0 * 1024.0); }
+
+// What this rank holds, counted by the engine's allocator: the parameters, their gradients and
+// the optimizer state, and the high-water mark of the training steps (the rest of it is
+// activations, workspace and the data).
+std::string memory_line(const std::map<std::string, Tensor>& params, const Optimizer& opt, std::size_t step_peak,
+                        bool per_rank) {
+  const auto peak = static_cast<double>(step_peak);
+  double weights = 0, grads = 0, state = 0;
+  for (const auto& [name, p] : params) {
+    weights += static_cast<double>(p.nbytes());
+    if (p.grad().defined()) grads += static_cast<double>(p.grad().nbytes());
+  }
+  for (const auto& [name, t] : opt.state()) state += static_cast<double>(t.nbytes());
+  char buf[300];
+  std::snprintf(buf, sizeof buf, "memory%s (allocator): weights %.2f MiB, gradients %.2f MiB, optimizer state %.2f MiB; "
+                "peak of the steps %.2f MiB (%.2f MiB of it activations, workspace and data)",
+                per_rank ? " of rank 0" : "", mib(weights), mib(grads), mib(state), mib(peak),
+                mib(peak - weights - grads - state));
+  return buf;
+}
+
 std::string fmt(double v) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%.6g", v);
@@ -198,17 +226,21 @@ std::string fmt(double v) {
 
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   check_output_dir(opt.out_dir);  // before the data and the tokenizer take their time
-  Run r = setup(cfg, opt);
+  TensorParallel tp(cfg);
+  Run r = setup(cfg, opt, tp);
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = r.params;  // the model's parameters (+ distillation's projections)
-  DataParallel dp(cfg, params);
+  DataParallel dp(cfg, params, tp.replica_group());
   // One writer per output directory: under mpirun rank 0 alone writes, so it alone locks.
+  // With tensor parallelism every shard of the first replica evaluates and samples with it
+  // (their forward passes run together).
   std::optional<OutputDirLock> out_lock;
-  if (dp.writes()) out_lock.emplace(opt.out_dir);
+  const bool writer = tp.writes(), first_replica = dp.writes();
+  if (writer) out_lock.emplace(opt.out_dir);
   dp.check_same_model(params, opt.resume_dir.empty() ? "start" : "resume " + opt.resume_dir);
   dp.shard_optimizer_state(*r.opt, params);
-  const bool writer = dp.writes();
+  const SplitParameters split = tp.split_parameters(model);
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
   const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
   const std::string confusion_path = (fs::path(opt.out_dir) / "confusion.svg").string();
@@ -241,15 +273,23 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                               "; weights, optimizer, norms, softmax, loss in fp32)"
                         : std::string()));
   if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
+  if (const std::string tps = tp.summary(model); !tps.empty()) progress.message(tps);
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
     if (saved_step == r.state.step) return;
     const std::optional<Optimizer> whole = dp.gathered_optimizer(*r.opt, params);
-    if (writer) save_checkpoint(opt.out_dir, model, *r.tok, whole ? *whole : *r.opt, r.state);
+    // Tensor parallelism: the first replica's shards put the whole model together, so the
+    // directory is an ordinary one that any layout resumes and every command loads.
+    const std::optional<TensorParallel::Whole> joined =
+        first_replica ? tp.gather(model, whole ? *whole : *r.opt) : std::nullopt;
+    if (writer)
+      save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok,
+                      joined ? joined->optimizer : whole ? *whole : *r.opt, r.state);
     saved_step = r.state.step;
   };
 
   TrainResult result;
+  std::size_t step_peak = 0;  // the allocator's high-water mark within the steps (not evaluation or saving)
   model.set_training(true);
   model.set_checkpoint_activations(cfg.checkpoint_activations);
   double tokens_seen = 0;
@@ -259,6 +299,8 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const std::int64_t step = r.state.step;  // 0-based index of the step being taken
     const double lr = learning_rate(cfg.schedule, cfg.optimizer.lr, step, r.max_steps);
     for (auto& [name, p] : params) p.zero_grad();
+    reset_peak_memory();
+    tp.step_begin();
     // This rank's parts of the step's micro-batches (data_parallel.h). A micro-batch split across
     // ranks needs its loss terms counted on all of them before any part's loss is weighted.
     const std::vector<MicroBatchPiece>& pieces = dp.pieces();
@@ -302,12 +344,14 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
     if (cfg.gradient_noise > 0) add_gradient_noise(params, cfg.gradient_noise, cfg.gradient_noise_gamma, step, cfg.seed);
-    const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm);
+    const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm, tp.on() ? &split : nullptr);
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
       fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",
            !std::isfinite(loss) ? loss : gnorm, "; stopped (the last checkpoint in ", opt.out_dir,
            " is kept; lower optimizer.lr or set training.clip_grad_norm)");
     dp.optimizer_step(*r.opt, params, lr);
+    step_peak = std::max(step_peak, memory_stats().peak_bytes);
+    tp.step_end();
     r.state.step = step + 1;
     ++done;
     result.losses.push_back(loss);
@@ -320,7 +364,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     const bool last = r.state.step == r.max_steps;
     const bool stop = dp.stop_requested(opt.on_step && !opt.on_step(r.state.step, loss));
-    if ((r.state.step % cfg.eval_every == 0 || last) && writer) {
+    if ((r.state.step % cfg.eval_every == 0 || last) && first_replica) {
       EvalDetail detail;
       result.val_metrics = evaluate(r.data, model, cfg, &detail);
       result.val_loss = result.val_metrics.at("loss");
@@ -333,12 +377,14 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
         line += ",\"" + k + "_signature\":" + json(sig->second).dump();
         text += " (" + sig->second + ")";
       }
-      append_metrics_line(metrics_path, line + "}");
-      curves.val_loss.push_back({r.state.step, result.val_loss});
-      write_file_atomic(svg_path, loss_curves_svg(curves, "loss — " + cfg.source));
-      if (!detail.confusion.empty())
-        write_file_atomic(confusion_path, confusion_matrix_svg(detail.confusion, r.data.label_names,
-                                                               "test split, step " + std::to_string(r.state.step)));
+      if (writer) {
+        append_metrics_line(metrics_path, line + "}");
+        curves.val_loss.push_back({r.state.step, result.val_loss});
+        write_file_atomic(svg_path, loss_curves_svg(curves, "loss — " + cfg.source));
+        if (!detail.confusion.empty())
+          write_file_atomic(confusion_path, confusion_matrix_svg(detail.confusion, r.data.label_names,
+                                                                 "test split, step " + std::to_string(r.state.step)));
+      }
       progress.message("step " + std::to_string(r.state.step) + ": eval " + text);
     }
     if ((r.state.step % cfg.eval_every == 0 || last) && cfg.checkpoint_every == 0) checkpoint();
@@ -353,7 +399,9 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   result.final_step = r.state.step;
   if (const std::string t = dp.timing(); !t.empty()) progress.message(t);
-  if (!result.interrupted && writer && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
+  if (const std::string t = tp.traffic(); !t.empty()) progress.message(t);
+  if (done > 0) progress.message(memory_line(params, *r.opt, step_peak, tp.on() || dp.ranks() > 1));
+  if (!result.interrupted && first_replica && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
     // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator. In fp32
     // whatever the training precision: it is inference (as `tfm generate` runs it), and its
     // one-row products would spend their time packing whole weight matrices for bf16.

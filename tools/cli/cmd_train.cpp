@@ -1,7 +1,8 @@
 // tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--max-memory BYTES]
-//   [--checkpoint-activations] [--no-retrieval] [--retrieval-db train|train+val]
+//   [--checkpoint-activations] [--no-retrieval] [--retrieval-db train|train+val] [--tensor-parallel T]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
-// Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel; an error on any
+// Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel, or with
+// --tensor-parallel T as N / T data-parallel replicas of a model split over T ranks; an error on any
 // rank stops the whole job (dist::abort_job) instead of leaving the others waiting.
 #include <atomic>
 #include <csignal>
@@ -32,6 +33,7 @@ void add_train_command(CLI::App& app) {
     bool no_retrieval = false;
     std::string retrieval_db;
     std::string precision;
+    std::int64_t tensor_parallel = 0;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("config", args->config, "Train config JSON")->required()->check(CLI::ExistingFile);
@@ -53,6 +55,10 @@ void add_train_command(CLI::App& app) {
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--max-memory", args->max_memory,
                   "Refuse to start when the training memory plan exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
+  cmd->add_option("--tensor-parallel", args->tensor_parallel,
+                  "Override distributed.tensor_parallel: split the model over T consecutive ranks of the mpirun job "
+                  "(its attention heads and FFN units); the N / T replicas train data-parallel")
+      ->check(CLI::PositiveNumber);
   cmd->callback([cmd, args] {
     TrainConfig cfg = load_train_config(args->config);
     // Without --out the model goes to runs/train: say so before the first step, not only at the end.
@@ -63,6 +69,7 @@ void add_train_command(CLI::App& app) {
     if (!args->retrieval_db.empty()) cfg.retrieval_db = args->retrieval_db;
     if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
+    if (args->tensor_parallel > 0) cfg.tensor_parallel = args->tensor_parallel;
     TrainOptions opt;
     opt.out_dir = args->out;
     opt.max_steps = args->max_steps;

@@ -46,6 +46,9 @@ struct AttentionOptions {
   float dropout_p = 0.0f;      // on the attention weights, in [0, 1); 0 at inference
   std::uint64_t dropout_seed = 0;  // element (b,h,i,j)'s decision is a pure function of it
   std::uint64_t dropout_batch_offset = 0;  // ... and of b + this (rows of a larger batch)
+  // Tensor parallelism: these are heads [head_offset, head_offset + Hq) of heads_total (0: Hq);
+  // dropout masks and a sparse pattern's random blocks are drawn for the model's head index.
+  std::int64_t head_offset = 0, heads_total = 0;
   bool use_flash = true;       // false: the plain path (materialises the (B,Hq,Tq,Tk) weights,
                                // or with a sparse pattern only the allowed ones)
   SparseAttentionPattern sparse;  // needs Tq <= Tk

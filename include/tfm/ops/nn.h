@@ -38,7 +38,11 @@ Tensor embedding(const Tensor& ids, const Tensor& table, std::optional<std::int6
 // The mask is a pure function of (seed, offset + flat index) (Philox), identical for any
 // thread count; give each call site / step its own seed or offset range. Returns x itself
 // when !training or p == 0. The backward applies the same mask.
-Tensor dropout(const Tensor& x, float p, bool training, std::uint64_t seed, std::uint64_t offset = 0);
+// row_stride > 0: x's rows (of its last dim) are parts of the rows of a wider tensor, whose
+// row r starts at counter offset + r * row_stride (a tensor-parallel shard of an FFN's hidden
+// units draws the whole layer's mask for its own columns).
+Tensor dropout(const Tensor& x, float p, bool training, std::uint64_t seed, std::uint64_t offset = 0,
+               std::uint64_t row_stride = 0);
 
 enum class LossReduction { none, mean, sum };
 

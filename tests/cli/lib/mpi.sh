@@ -8,3 +8,19 @@ export OMP_WAIT_POLICY=passive OMPI_MCA_btl_vader_single_copy_mechanism=none
 if [ -n "${ASAN_OPTIONS:-}" ]; then export ASAN_OPTIONS="$ASAN_OPTIONS:detect_leaks=0"; fi
 MPI="mpirun --oversubscribe -np 2 --mca btl self,vader"
 [ "$(id -u)" -ne 0 ] || MPI="$MPI --allow-run-as-root"
+# metrics_within ONE.jsonl TWO.jsonl LINES WHAT: two runs' metrics.jsonl have LINES lines each,
+# the same steps and splits, and every loss and gradient norm within 1e-5 relative.
+metrics_within() {
+  python3 - "$@" <<'PY'
+import json, sys
+a = [json.loads(l) for l in open(sys.argv[1])]
+b = [json.loads(l) for l in open(sys.argv[2])]
+assert len(a) == len(b) == int(sys.argv[3]), (len(a), len(b))
+for x, y in zip(a, b):
+    assert x["step"] == y["step"] and x["split"] == y["split"], (x, y)
+    for k in ("loss", "grad_norm"):
+        if k in x:
+            assert abs(x[k] - y[k]) <= 1e-5 * abs(x[k]), ("differs", k, x, y)
+print(f"{sys.argv[4]}: {len(a)} metrics lines within 1e-5 of one process")
+PY
+}

@@ -189,3 +189,83 @@ TEST(TensorParallel, WhatCannotBeShardedIsRefusedWithTheReason) {
   EXPECT_EQ(tensor_parallel_config(c, 2).n_heads, 2);
   EXPECT_EQ(tensor_parallel_config(c, 2).dim_head(), c.dim_head());
 }
+
+namespace {
+
+// A loss that reaches every output of a model: the logits weighted by fixed random numbers.
+Tensor weighted_logits(const Tensor& logits) {
+  return sum(mul(logits, Tensor::randn(logits.shape(), 11)));
+}
+
+// The whole model's training step (dropout and stochastic depth on, fused or plain attention)
+// against its shards' in lockstep: the same loss, the whole gradient of every parameter that
+// stays whole, and of a split one the slice the shard holds.
+void expect_shards_train_as_the_whole(ModelConfig c, int ranks, const std::string& what,
+                                      const std::function<void(Model&)>& prepare = [](Model&) {}) {
+  c.dropout = 0.2;
+  c.attention_dropout = 0.3;
+  c.embedding_dropout = 0.1;
+  c.stochastic_depth = c.n_layers > 1 ? 0.2 : 0.0;
+  Model whole = Model::create(c, 7);
+  const ModelInputs in = inputs_for(c);
+  auto step = [&](Model& m) {
+    for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
+    prepare(m);
+    m.set_training(true);
+    m.set_dropout_seed(5, 3);
+    const Tensor loss = weighted_logits(m.forward(in).logits);
+    backward(loss);
+    return loss.item();
+  };
+  const double want = step(whole);
+  std::map<std::string, Tensor> grads;
+  for (const auto& [name, p] : whole.parameters()) grads[name] = p.grad();
+  const std::map<std::string, Tensor> init = Model::create(c, 7).parameters();
+  in_lockstep(c, init, ranks, [&](int r, Model& shard) {
+    const std::string where = what + " rank " + std::to_string(r) + " of " + std::to_string(ranks);
+    EXPECT_NEAR(step(shard), want, 1e-4 * std::max(1.0, std::abs(want))) << where;
+    for (const auto& [name, p] : shard.parameters()) {
+      ASSERT_TRUE(p.grad().defined()) << where << " " << name;
+      test::expect_close(p.grad(), shard.tensor_parallel_slice(name, grads.at(name)), 1e-5, 1e-4, where + " " + name);
+    }
+  });
+}
+
+}  // namespace
+
+TEST(TensorParallel, EveryFamilysShardsTrainAsTheWholeModel) {
+  for (const Family& f : model_families()) {
+    SCOPED_TRACE(f.model_type);
+    expect_shards_train_as_the_whole(tiny(f), 2, f.model_type);
+  }
+  expect_shards_train_as_the_whole(tiny(model_family("llama")), 4, "llama");
+}
+
+// The plain attention path, a sliding window with random blocks drawn per head, and
+// activation checkpointing (the sums run again in the recomputed forward).
+TEST(TensorParallel, ShardsTrainAsTheWholeModelWithPlainSparseAttentionAndCheckpointing) {
+  ModelConfig c = tiny(model_family("llama"));
+  expect_shards_train_as_the_whole(c, 2, "plain", [](Model& m) { m.set_fused_attention(false); });
+  expect_shards_train_as_the_whole(c, 2, "checkpointed", [](Model& m) { m.set_checkpoint_activations(true); });
+  c.sparse_attention.window = 3;
+  c.sparse_attention.random_blocks = 1;
+  c.sparse_attention.block_size = 2;
+  expect_shards_train_as_the_whole(c, 2, "sparse");
+}
+
+TEST(TensorParallel, TheShardsGatherIntoTheWholeModel) {
+  const ModelConfig c = tiny(model_family("gpt2"));  // fused c_attn: three row ranges per shard
+  Model whole = Model::create(c, 4);
+  in_lockstep(c, whole.parameters(), 2, [&](int r, Model& shard) {
+    const Model joined = shard.tensor_parallel_whole();
+    EXPECT_EQ(joined.config().n_heads, c.n_heads);
+    for (const auto& [name, t] : whole.parameters()) {
+      test::expect_close(joined.parameters().at(name), t, 0, 0, name + " rank " + std::to_string(r));
+      test::expect_close(shard.tensor_parallel_slice(name, t), shard.parameters().at(name), 0, 0, name);
+      const bool row_bias = name.find("c_proj.bias") != std::string::npos;  // added after the sum: whole
+      EXPECT_EQ(shard.tensor_parallel_split(name),
+                !row_bias && (name.find(".attn.") != std::string::npos || name.find(".mlp.") != std::string::npos))
+          << name;
+    }
+  });
+}
