@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <functional>
 #include <initializer_list>
+#include <memory>
 
 #include "tfm/tensor.h"
 
@@ -76,6 +77,35 @@ void set_leaf_grad_hook(LeafGradHook hook);
 
 std::size_t tape_size();
 void clear_tape();  // drop recorded entries (and the activations they keep alive)
+
+// A recording of its own. A pipeline schedule keeps several micro-batches' graphs alive and
+// runs their backward passes in its own order: each forward records onto its micro-batch's
+// tape, and that tape is put back before its backward pass, which walks it alone.
+class Tape {
+ public:
+  Tape();
+  ~Tape();
+  Tape(Tape&&) noexcept;
+  Tape& operator=(Tape&&) noexcept;
+  std::size_t size() const;
+
+ private:
+  friend class TapeScope;
+  struct Entries;
+  std::unique_ptr<Entries> entries_;
+};
+
+// While it lives, the thread records onto (and backward() walks) `tape` instead of its own.
+class TapeScope {
+ public:
+  explicit TapeScope(Tape& tape);
+  ~TapeScope();
+  TapeScope(const TapeScope&) = delete;
+  TapeScope& operator=(const TapeScope&) = delete;
+
+ private:
+  Tape& tape_;
+};
 
 }  // namespace autograd
 }  // namespace tfm

@@ -216,9 +216,11 @@ class Model {
   // layers, so a KV cache made for it holds its layers only. Every stage then calls
   // decode_cached() with the same ids in lockstep: stage 0 embeds them, each stage runs its
   // layers on what the previous one sends and sends its output on, and the last stage's logits
-  // come back from every stage's call (broadcast). forward() and the other entry points are
-  // refused on a stage. Refused for other architectures, RETRO, attached adapters, a
-  // tensor-parallel shard, or more stages than layers.
+  // come back from every stage's call (broadcast). forward() works the same way, without
+  // gradients (evaluation): every stage calls it with the same inputs and gets the logits (no
+  // hidden states). The other entry points are refused on a stage. Refused
+  // for other architectures, RETRO, attached adapters, a tensor-parallel shard, or more stages
+  // than layers.
   struct PipeComm {
     std::function<void(const Tensor& x, int to)> send;   // a contiguous f32 tensor
     std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's
@@ -227,6 +229,23 @@ class Model {
   void shard_pipeline(int stage, int stages, PipeComm comm);
   int pipeline_stage() const;
   int pipeline_stages() const;  // 1: the whole model
+  // Training a stage (docs/distributed.md): one micro-batch's part of the forward pass, with
+  // gradients; the caller moves tensors between the stages. Stage 0 embeds in.input_ids; a
+  // later stage starts from `received`, the previous stage's output (make it require grad to
+  // get its gradient). Returns the hidden states to send on, or on the last stage the logits.
+  // The dropout masks are one process's: the stream continues where the previous stage's
+  // ended (`stream` holds that position on entry, ignored on stage 0, and this stage's end on
+  // return), and stochastic depth uses the layers' places in the whole model.
+  struct StreamPosition {
+    std::uint64_t offset = 0, calls = 0;
+  };
+  Tensor forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream);
+  // The whole model's name of one of this stage's parameters (its layers are renumbered from 0),
+  // and the whole model's config.
+  std::string pipeline_global_name(const std::string& local) const;
+  // Whether a parameter lies outside the layers (every stage keeps it: embeddings, final norm, head).
+  bool pipeline_shared(const std::string& local) const;
+  const ModelConfig& pipeline_whole_config() const;
 
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...
@@ -256,6 +275,8 @@ class Model {
   struct Impl;  // defined in src/models/model_impl.h
 
  private:
+  // forward() of a pipeline stage (see shard_pipeline).
+  Tensor forward_pipelined(const ModelInputs& in);
   // An encoder output (1, S, C) projected into every decoder layer's cross K/V of `source`.
   void encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source);
   explicit Model(std::unique_ptr<Impl> impl);

@@ -71,9 +71,12 @@ class Optimizer {
 // With tensor parallelism, `split` names the parameters divided across the ranks: their
 // squares are added over the ranks by `sum_split`; the others are whole on every rank and
 // count once.
+// Pipeline stages instead give `combine`, which turns this rank's squares by parameter name
+// into the total (the stages add every parameter's in the whole model's order).
 struct SplitParameters {
   std::function<bool(const std::string&)> split;
   std::function<double(double)> sum_split;
+  std::function<double(const std::map<std::string, double>&)> combine;
 };
 double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm, const SplitParameters* sharded = nullptr);
 // Gradient noise (Neelakantan et al. 2015): adds N(0, sigma^2) to every gradient element, with
@@ -211,6 +214,10 @@ struct TrainConfig {
   // tensor parallelism (docs/distributed.md): each model is split over this many consecutive
   // ranks (Megatron-LM's layout); the N / tensor_parallel replicas train data-parallel.
   std::int64_t tensor_parallel = 1;
+  // pipeline parallelism: the layers split into this many stages, one per rank (decoder-only
+  // language models), micro-batches scheduled "1f1b" or "gpipe".
+  std::int64_t pipeline_parallel = 1;
+  std::string pipeline_schedule = "1f1b";
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;
   std::int64_t eval_batches = 20;

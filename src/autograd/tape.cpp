@@ -96,6 +96,19 @@ Tensor checkpoint(const char* op, const std::function<Tensor()>& forward, std::f
 std::size_t tape_size() { return t_tape.size(); }
 void clear_tape() { t_tape.clear(); }
 
+struct Tape::Entries {
+  std::vector<Entry> list;
+};
+Tape::Tape() : entries_(std::make_unique<Entries>()) {}
+Tape::~Tape() = default;
+Tape::Tape(Tape&&) noexcept = default;
+Tape& Tape::operator=(Tape&&) noexcept = default;
+std::size_t Tape::size() const { return entries_->list.size(); }
+
+// The thread's tape and the scoped one trade places, and trade back at the end.
+TapeScope::TapeScope(Tape& tape) : tape_(tape) { t_tape.swap(tape_.entries_->list); }
+TapeScope::~TapeScope() { t_tape.swap(tape_.entries_->list); }
+
 }  // namespace autograd
 
 void backward(const Tensor& root, const Tensor& root_grad) {

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <tuple>
 #include <utility>
 
@@ -251,8 +252,11 @@ Tensor run_layer_checkpointed(const ModelConfig& c, const Layer& L, const Tensor
       });
 }
 
+// finish: the stack's final norm (and its dropout) too; a pipeline stage before the last
+// hands its layers' output on without them.
 Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::AttentionSetup& self, const Tensor* memory,
-                 const nn::AttentionSetup* cross, nn::DropoutStream& rng, const ChunkMemory* chunks = nullptr) {
+                 const nn::AttentionSetup* cross, nn::DropoutStream& rng, const ChunkMemory* chunks = nullptr,
+                 bool finish = true) {
   const bool checkpointed = m.checkpoint_activations && grad_enabled();
   std::vector<Tensor>* hidden = m.hidden_sink == nullptr ? nullptr
                                 : &s == &m.layout.encoder ? &m.hidden_sink->encoder : &m.hidden_sink->decoder;
@@ -262,12 +266,17 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   nn::AttentionSetup layer_self = self;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const Layer& L = s.layers[i];
-    const double rate = drop_path_rate(m.cfg, i, s.layers.size());
+    // A pipeline stage's decoder layers keep their places in the whole model's depth.
+    const bool staged = m.pp_stages > 1 && &s == &m.layout.decoder;
+    const double rate = staged ? drop_path_rate(m.cfg, static_cast<std::size_t>(m.pp_first) + i,
+                                                static_cast<std::size_t>(m.pp_whole_cfg.n_layers))
+                               : drop_path_rate(m.cfg, i, s.layers.size());
     if (!prefix.empty()) std::tie(layer_self.prefix_k, layer_self.prefix_v) = prefix.at(first + i);
     x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks)
                      : run_layer(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks);
     if (hidden != nullptr) hidden->push_back(x);
   }
+  if (!finish) return x;
   if (s.has_final_norm) x = s.final_norm(x);
   if (s.dropout_after_final_norm) x = rng.apply(x, m.cfg.dropout);
   return x;
@@ -429,6 +438,57 @@ Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
   fail("model", "unknown head");
 }
 
+Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
+  Impl& m = *impl_;
+  const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
+  TFM_CHECK(m.cfg.architecture == Architecture::decoder_only, "model", "forward_stage runs a decoder-only model's stage");
+  check_ids(in.input_ids, "input_ids");
+  const std::int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
+  nn::DropoutStream rng = m.stream();
+  Tensor x;
+  if (first) {
+    x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
+  } else {
+    TFM_CHECK(received.defined() && received.shape() == Shape({B, T, m.cfg.d_model}), "model", "stage ", m.pp_stage,
+              " received ", received.defined() ? received.str() : std::string("nothing"), ", not (", B, ", ", T, ", ",
+              m.cfg.d_model, ") hidden states");
+    rng.seek({stream.offset, stream.calls});
+    x = received;
+  }
+  const auto setup = self_setup(m, m.layout.decoder, true, T, in.position_offset, in.valid_lens);
+  x = run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng, nullptr, last);
+  std::tie(stream.offset, stream.calls) = rng.position();
+  return last ? head(x, in.valid_lens) : x;
+}
+
+Tensor Model::forward_pipelined(const ModelInputs& in) {
+  Impl& m = *impl_;
+  NoGradGuard no_grad;  // each stage's part only: the gradient would stop at the stage's edge
+  check_ids(in.input_ids, "input_ids");
+  const std::int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
+  const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
+  static_assert(sizeof(StreamPosition) == 4 * sizeof(float));
+  Tensor received, position = Tensor::zeros({4});  // the dropout stream's position, as bits
+  StreamPosition at;
+  if (!first) {
+    received = Tensor::empty({B, T, m.cfg.d_model});
+    m.pp->recv(received, m.pp_stage - 1);
+    m.pp->recv(position, m.pp_stage - 1);
+    std::memcpy(&at.offset, position.data<float>(), sizeof at.offset);
+    std::memcpy(&at.calls, position.data<float>() + 2, sizeof at.calls);
+  }
+  Tensor out = forward_stage(in, received, at);
+  if (!last) {
+    m.pp->send(contiguous(out), m.pp_stage + 1);
+    std::memcpy(position.data<float>(), &at.offset, sizeof at.offset);
+    std::memcpy(position.data<float>() + 2, &at.calls, sizeof at.calls);
+    m.pp->send(position, m.pp_stage + 1);
+    out = Tensor::empty({B, T, m.cfg.vocab_size});
+  }
+  m.pp->broadcast(out, m.pp_stages - 1);
+  return out;
+}
+
 ModelOutputs Model::forward(const ModelInputs& in) {
   ModelOutputs out;
   switch (impl_->cfg.architecture) {
@@ -442,6 +502,10 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       }
       break;
     case Architecture::decoder_only:
+      if (impl_->pp_stages > 1) {
+        out.logits = forward_pipelined(in);
+        break;
+      }
       out.hidden = decode(in, Tensor());
       out.logits = head(out.hidden, in.valid_lens);
       break;

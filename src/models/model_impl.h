@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -48,6 +49,9 @@ struct Model::Impl {
   // layers from pp_first on (renamed from 0), and how it hands activations on.
   int pp_stage = 0, pp_stages = 1;
   std::int64_t pp_first = 0;
+  ModelConfig pp_whole_cfg;                            // the whole model's (n_layers of all stages)
+  std::map<std::string, std::string> pp_global_names;  // this stage's parameter names -> the whole model's
+  std::set<std::string> pp_shared;                     // those outside the layers (every stage keeps them)
   std::shared_ptr<const Model::PipeComm> pp;
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).

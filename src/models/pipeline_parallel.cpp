@@ -4,6 +4,7 @@
 // cache holds its layers only; decode_cached (model_cached.cpp) hands the hidden states on.
 #include <algorithm>
 #include <regex>
+#include <set>
 
 #include "models/model_impl.h"
 #include "tfm/error.h"
@@ -59,25 +60,52 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   }
   const auto starts = [](const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; };
   std::map<const void*, Tensor> copies;  // (as in tensor_parallel.cpp: release the mapped files)
+  std::map<std::string, std::string> globals;
+  std::set<std::string> shared;
   for (const auto& [name, t] : m.params) {
     std::string local = name;
     bool other_stage = false;
     for (const auto& p : dropped) other_stage = other_stage || starts(name, p);
     if (other_stage) continue;
+    bool in_layer = false;
     for (const auto& [global, to] : renames)
-      if (starts(name, global)) local = to + name.substr(global.size());
+      if (starts(name, global)) {
+        local = to + name.substr(global.size());
+        in_layer = true;
+      }
+    if (!in_layer) shared.insert(local);
     auto [it, fresh] = copies.try_emplace(t.raw_data());
     if (fresh) it->second = t.clone();
+    if (it->second.autograd_meta() == nullptr) it->second.requires_grad_(false);  // shared by the modules' handles
     kept.emplace(local, it->second);
+    globals[local] = name;
     t.storage()->release_file_pages();
   }
   m.params = std::move(kept);
+  m.pp_global_names = std::move(globals);
+  m.pp_shared = std::move(shared);
+  m.pp_whole_cfg = c;
   m.cfg = pipeline_config(c, stage, stages);
   m.pp_stage = stage;
   m.pp_stages = stages;
   m.pp_first = first;
   m.pp = std::make_shared<const PipeComm>(std::move(comm));
   m.rewire();
+}
+
+std::string Model::pipeline_global_name(const std::string& local) const {
+  if (impl_->pp_stages == 1) return local;
+  const auto it = impl_->pp_global_names.find(local);
+  TFM_CHECK(it != impl_->pp_global_names.end(), "pipeline parallel", "no parameter '", local, "' on this stage");
+  return it->second;
+}
+
+bool Model::pipeline_shared(const std::string& local) const {
+  return impl_->pp_stages == 1 || impl_->pp_shared.count(local) > 0;
+}
+
+const ModelConfig& Model::pipeline_whole_config() const {
+  return impl_->pp_stages == 1 ? impl_->cfg : impl_->pp_whole_cfg;
 }
 
 int Model::pipeline_stage() const { return impl_->pp_stage; }

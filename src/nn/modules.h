@@ -8,6 +8,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <tuple>
 
 #include "tfm/attention_map.h"
 #include "tfm/model_config.h"
@@ -56,6 +57,9 @@ class DropoutStream {
   // FFN's hidden units): the masks are those columns' masks in the whole layer's tensor.
   Tensor apply_shard_columns(const Tensor& x, double p);
   const DropoutShard& shard() const { return shard_; }
+  // Where the stream is, and a jump there (a pipeline stage continues the previous stage's).
+  std::pair<std::uint64_t, std::uint64_t> position() const { return {offset_, calls_}; }
+  void seek(std::pair<std::uint64_t, std::uint64_t> at) { std::tie(offset_, calls_) = at; }
   // A fresh seed for a kernel that draws its own mask (attention weights).
   std::uint64_t next_seed();
   // The index to add to a batch index b in [0, n) of a kernel's own mask, when n counts this

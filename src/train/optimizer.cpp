@@ -122,13 +122,15 @@ void Optimizer::load_state(const std::map<std::string, Tensor>& state, std::int6
 
 double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm, const SplitParameters* sharded) {
   double sq = 0.0, split_sq = 0.0;
+  std::map<std::string, double> by_name;  // for sharded->combine
+  const bool combine = sharded != nullptr && sharded->combine;
   for (auto& [name, p] : params) {
     const Tensor g = p.grad();
     if (!g.defined()) continue;
     const float* gd = f32_data(g, name, "gradient");
     // Fixed blocks summed in double with four interleaved accumulators (a fixed order, so
     // the norm does not depend on the thread count), blocks added in order.
-    double& into = sharded != nullptr && sharded->split(name) ? split_sq : sq;
+    double& into = combine ? by_name[name] : sharded != nullptr && sharded->split(name) ? split_sq : sq;
     into += kernels::reduce_blocks(g.numel(), kGrain, [gd](std::int64_t b, std::int64_t e) {
       double acc[4] = {0.0, 0.0, 0.0, 0.0};
       std::int64_t i = b;
@@ -138,7 +140,8 @@ double clip_grad_norm(std::map<std::string, Tensor>& params, double max_norm, co
       return (acc[0] + acc[1]) + (acc[2] + acc[3]);
     });
   }
-  if (sharded != nullptr) sq += sharded->sum_split(split_sq);
+  if (combine) sq = sharded->combine(by_name);
+  else if (sharded != nullptr) sq += sharded->sum_split(split_sq);
   const double norm = std::sqrt(sq);
   if (max_norm > 0 && std::isfinite(norm)) {
     const double coef = max_norm / (norm + 1e-6);

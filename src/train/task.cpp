@@ -563,6 +563,11 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
   return b;
 }
 
+Tensor token_loss(const Tensor& logits, const Tensor& targets, const TrainConfig& cfg) {
+  return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100,
+                       static_cast<float>(cfg.label_smoothing));
+}
+
 Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill) {
   const ModelInputs& in = batch.in;
   const Tensor& targets = batch.targets;
@@ -582,7 +587,7 @@ Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cf
   const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
   const Tensor hard = targets.dim() == 1  // a label per example: the classifiers
                           ? cross_entropy(label_logits, targets, -100, ls)  // logits (B, num_labels)
-                          : cross_entropy(reshape(out.logits, {-1, out.logits.size(-1)}), reshape(targets, {-1}), -100, ls);
+                          : token_loss(out.logits, targets, cfg);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }
 

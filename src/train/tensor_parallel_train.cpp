@@ -69,11 +69,13 @@ std::optional<TensorParallel::Whole> TensorParallel::gather(const Model& shard, 
 
 SplitParameters TensorParallel::split_parameters(const Model& shard) const {
   const dist::Group g = tp_;
-  return {[&shard](const std::string& name) { return shard.tensor_parallel_split(name); },
-          [g](double v) {
-            dist::allreduce_sum(&v, 1, g);
-            return v;
-          }};
+  SplitParameters sp;
+  sp.split = [&shard](const std::string& name) { return shard.tensor_parallel_split(name); };
+  sp.sum_split = [g](double v) {
+    dist::allreduce_sum(&v, 1, g);
+    return v;
+  };
+  return sp;
 }
 
 std::string TensorParallel::summary(const Model& shard) const {

@@ -22,6 +22,7 @@
 #include "tfm/train.h"
 #include "train/data_parallel.h"
 #include "train/distill.h"
+#include "train/pipeline_train.h"
 #include "train/progress.h"
 #include "train/tensor_parallel_train.h"
 #include "train/task.h"
@@ -81,7 +82,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
 }
 
 // Everything that can fail on bad input happens here, before the first step.
-Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel& tp) {
+Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel& tp, const PipelineParallel& pp) {
   Run r;
   r.max_steps = opt.max_steps > 0 ? opt.max_steps : cfg.max_steps;
   std::optional<LoadedCheckpoint> ck;
@@ -156,12 +157,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
               "/config.json differs from the config's model");
     r.model.emplace(std::move(ck->model.model));
     tp.shard(*r.model);  // a checkpoint is the whole model, whatever layout wrote it
+    pp.shard(*r.model);
     std::map<std::string, Tensor> all = r.model->parameters();
     if (r.distill) {
       r.distill->load(ck->state.training_tensors, opt.resume_dir);
       all.insert(r.distill->parameters().begin(), r.distill->parameters().end());
     }
-    r.opt->load_state(tp.slice_state(*r.model, ck->optimizer_state), ck->optimizer_steps, all);
+    r.opt->load_state(pp.slice_state(*r.model, tp.slice_state(*r.model, ck->optimizer_state)), ck->optimizer_steps, all);
     r.state = ck->state;
     TFM_CHECK(r.state.step <= r.max_steps, "resume", "checkpoint is at step ", r.state.step,
               ", beyond max_steps ", r.max_steps);
@@ -173,7 +175,10 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     if (cfg.bottleneck) r.model->add_bottleneck(*cfg.bottleneck, cfg.seed ^ 0x426F7474ull);
     if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
   }
-  if (!ck) tp.shard(*r.model);  // every shard starts from the same whole initialisation
+  if (!ck) {  // every shard or stage starts from the same whole initialisation
+    tp.shard(*r.model);
+    pp.shard(*r.model);
+  }
   if (mc.retrieval.enabled()) {  // RETRO: its chunk database, for training, evaluation and the model directory
     r.data.retro.emplace(retro_database(task_cfg, r.data, mc.retrieval));
     r.model->set_retriever(r.data.retro->retriever());
@@ -227,11 +232,12 @@ std::string fmt(double v) {
 TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   check_output_dir(opt.out_dir);  // before the data and the tokenizer take their time
   TensorParallel tp(cfg);
-  Run r = setup(cfg, opt, tp);
+  PipelineParallel pp(cfg);
+  Run r = setup(cfg, opt, tp, pp);
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = r.params;  // the model's parameters (+ distillation's projections)
-  DataParallel dp(cfg, params, tp.replica_group());
+  DataParallel dp(cfg, params, pp.on() ? dist::Group{} : tp.replica_group());
   // One writer per output directory: under mpirun rank 0 alone writes, so it alone locks.
   // With tensor parallelism every shard of the first replica evaluates and samples with it
   // (their forward passes run together).
@@ -240,7 +246,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (writer) out_lock.emplace(opt.out_dir);
   dp.check_same_model(params, opt.resume_dir.empty() ? "start" : "resume " + opt.resume_dir);
   dp.shard_optimizer_state(*r.opt, params);
-  const SplitParameters split = tp.split_parameters(model);
+  const SplitParameters split = pp.on() ? pp.norm_terms(model) : tp.split_parameters(model);
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
   const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
   const std::string confusion_path = (fs::path(opt.out_dir) / "confusion.svg").string();
@@ -274,14 +280,17 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                         : std::string()));
   if (const std::string dps = dp.summary(cfg.optimizer, params); !dps.empty()) progress.message(dps);
   if (const std::string tps = tp.summary(model); !tps.empty()) progress.message(tps);
+  if (const std::string pps = pp.summary(model, cfg.grad_accum); !pps.empty()) progress.message(pps);
   std::int64_t saved_step = -1;
   auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
     if (saved_step == r.state.step) return;
     const std::optional<Optimizer> whole = dp.gathered_optimizer(*r.opt, params);
     // Tensor parallelism: the first replica's shards put the whole model together, so the
     // directory is an ordinary one that any layout resumes and every command loads.
-    const std::optional<TensorParallel::Whole> joined =
+    std::optional<TensorParallel::Whole> joined =
         first_replica ? tp.gather(model, whole ? *whole : *r.opt) : std::nullopt;
+    if (pp.on())  // the stages send their layers and state to rank 0
+      if (auto staged = pp.gather(model, *r.opt)) joined = TensorParallel::Whole{std::move(staged->model), std::move(staged->optimizer)};
     if (writer)
       save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok,
                       joined ? joined->optimizer : whole ? *whole : *r.opt, r.state);
@@ -318,7 +327,15 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     // (loss, tokens) per micro-batch: this rank's parts, then the sums over all ranks.
     std::vector<double> mine(2 * static_cast<std::size_t>(cfg.grad_accum), 0.0);
-    for (std::size_t k = 0; k < pieces.size(); ++k) {
+    if (pp.on()) {  // the stages run the step's micro-batches through the pipeline schedule
+      mine = pp.step(
+          model, cfg.grad_accum,
+          [&](std::int64_t k) { return load_micro_batch(r.data, model, cfg, r.state.data_cursor + k * cfg.batch_size, cfg.batch_size); },
+          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(logits, b.targets, cfg); },
+          [&](std::int64_t k) { model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + k)); },
+          params);
+    }
+    for (std::size_t k = 0; k < (pp.on() ? 0 : pieces.size()); ++k) {
       const MicroBatchPiece& p = pieces[k];
       const MicroBatch batch = loaded.empty() ? load(p) : std::move(loaded[k]);
       model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + p.micro));
@@ -344,7 +361,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     const double loss = loss_sum / static_cast<double>(cfg.grad_accum);
     if (cfg.gradient_noise > 0) add_gradient_noise(params, cfg.gradient_noise, cfg.gradient_noise_gamma, step, cfg.seed);
-    const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm, tp.on() ? &split : nullptr);
+    const double gnorm = clip_grad_norm(params, cfg.clip_grad_norm, tp.on() || pp.on() ? &split : nullptr);
     if (!std::isfinite(loss) || !std::isfinite(gnorm))
       fail("train", "step ", step + 1, ": ", !std::isfinite(loss) ? "loss" : "gradient norm", " is ",
            !std::isfinite(loss) ? loss : gnorm, "; stopped (the last checkpoint in ", opt.out_dir,
@@ -399,8 +416,9 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   }
   result.final_step = r.state.step;
   if (const std::string t = dp.timing(); !t.empty()) progress.message(t);
+  if (const std::string t = pp.timing(); !t.empty()) progress.message(t);
   if (const std::string t = tp.traffic(); !t.empty()) progress.message(t);
-  if (done > 0) progress.message(memory_line(params, *r.opt, step_peak, tp.on() || dp.ranks() > 1));
+  if (done > 0) progress.message(memory_line(params, *r.opt, step_peak, tp.on() || pp.on() || dp.ranks() > 1));
   if (!result.interrupted && first_replica && cfg.task == TaskKind::lm && cfg.sample_tokens > 0) {
     // Plain temperature sampling (no top-k/top-p/min-p) with the KV-cache generator. In fp32
     // whatever the training precision: it is inference (as `tfm generate` runs it), and its

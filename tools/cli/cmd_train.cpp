@@ -1,5 +1,6 @@
 // tfm train CONFIG.json [--out DIR] [--max-steps N] [--resume DIR] [--seed S] [--max-memory BYTES]
 //   [--checkpoint-activations] [--no-retrieval] [--retrieval-db train|train+val] [--tensor-parallel T]
+//   [--pipeline-parallel P [--pipeline-schedule 1f1b|gpipe]]
 // Ctrl-C finishes the current step, saves a checkpoint and exits cleanly.
 // Under mpirun (mpirun -np N tfm train CONFIG) the ranks train data-parallel, or with
 // --tensor-parallel T as N / T data-parallel replicas of a model split over T ranks; an error on any
@@ -33,7 +34,8 @@ void add_train_command(CLI::App& app) {
     bool no_retrieval = false;
     std::string retrieval_db;
     std::string precision;
-    std::int64_t tensor_parallel = 0;
+    std::int64_t tensor_parallel = 0, pipeline_parallel = 0;
+    std::string pipeline_schedule;
   };
   auto args = std::make_shared<Args>();
   cmd->add_option("config", args->config, "Train config JSON")->required()->check(CLI::ExistingFile);
@@ -59,6 +61,13 @@ void add_train_command(CLI::App& app) {
                   "Override distributed.tensor_parallel: split the model over T consecutive ranks of the mpirun job "
                   "(its attention heads and FFN units); the N / T replicas train data-parallel")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--pipeline-parallel", args->pipeline_parallel,
+                  "Override distributed.pipeline_parallel: split a decoder-only LM's layers into P stages, one per "
+                  "rank (mpirun -np P)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--pipeline-schedule", args->pipeline_schedule,
+                  "Override distributed.pipeline_schedule: 1f1b (default) or gpipe")
+      ->check(CLI::IsMember({"1f1b", "gpipe"}));
   cmd->callback([cmd, args] {
     TrainConfig cfg = load_train_config(args->config);
     // Without --out the model goes to runs/train: say so before the first step, not only at the end.
@@ -70,6 +79,8 @@ void add_train_command(CLI::App& app) {
     if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
     if (args->tensor_parallel > 0) cfg.tensor_parallel = args->tensor_parallel;
+    if (args->pipeline_parallel > 0) cfg.pipeline_parallel = args->pipeline_parallel;
+    if (!args->pipeline_schedule.empty()) cfg.pipeline_schedule = args->pipeline_schedule;
     TrainOptions opt;
     opt.out_dir = args->out;
     opt.max_steps = args->max_steps;

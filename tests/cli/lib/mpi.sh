@@ -24,3 +24,18 @@ for x, y in zip(a, b):
 print(f"{sys.argv[4]}: {len(a)} metrics lines within 1e-5 of one process")
 PY
 }
+# run LOG COMMAND...: runs it with its output in LOG; fails the test with the log when it fails.
+run() {
+  local log=$1
+  shift
+  "$@" > "$log" 2>&1 || { echo "FAIL: $*"; cat "$log"; exit 1; }
+}
+# expect_error WHAT PATTERN COMMAND...: the command must fail within 60 s (no hang), saying PATTERN.
+expect_error() {
+  local what=$1 pattern=$2 log
+  shift 2
+  log=$(mktemp)
+  if timeout 60 "$@" > "$log" 2>&1; then echo "FAIL: $what succeeded"; rm -f "$log"; exit 1; fi
+  grep -q "$pattern" "$log" || { echo "FAIL: $what: no '$pattern'"; cat "$log"; rm -f "$log"; exit 1; }
+  rm -f "$log"
+}

@@ -62,3 +62,42 @@ TEST(Autograd, GradcheckOfViews) {
   };
   EXPECT_TRUE(test::gradcheck(fn, {test::random_tensor({3, 1}, 9)}, 1e-2, 1e-3, 1e-3, "views"));
 }
+
+// A pipeline schedule's tapes: two graphs recorded apart, their backward passes run in either
+// order, each walking its own graph only (what 1F1B does with its micro-batches in flight).
+TEST(Autograd, GraphsOnTapesOfTheirOwnRunBackwardApart) {
+  Tensor w = Tensor::randn({3, 3}, 1).requires_grad_();
+  const Tensor x1 = Tensor::randn({2, 3}, 2), x2 = Tensor::randn({2, 3}, 3);
+  // What each graph alone gives.
+  backward(sum(mul(matmul(x1, w), matmul(x1, w))));
+  const std::vector<float> g1 = w.grad().to_floats();
+  w.zero_grad();
+  backward(sum(matmul(x2, w)));
+  const std::vector<float> g2 = w.grad().to_floats();
+  w.zero_grad();
+
+  autograd::Tape t1, t2;
+  Tensor y1, y2;
+  {
+    autograd::TapeScope s(t1);
+    y1 = sum(mul(matmul(x1, w), matmul(x1, w)));
+  }
+  {
+    autograd::TapeScope s(t2);
+    y2 = sum(matmul(x2, w));
+  }
+  EXPECT_GT(t1.size(), t2.size());
+  EXPECT_EQ(autograd::tape_size(), 0u) << "nothing recorded onto the thread's own tape";
+  {
+    autograd::TapeScope s(t2);
+    backward(y2);
+  }
+  EXPECT_EQ(t2.size(), 0u);
+  EXPECT_EQ(w.grad().to_floats(), g2);
+  w.zero_grad();
+  {
+    autograd::TapeScope s(t1);
+    backward(y1);
+  }
+  EXPECT_EQ(w.grad().to_floats(), g1);
+}

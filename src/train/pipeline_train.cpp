@@ -1,0 +1,338 @@
+#include "train/pipeline_train.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <sstream>
+
+#include "tfm/autograd.h"
+#include "tfm/error.h"
+#include "tfm/ops.h"
+
+namespace tfm::train_detail {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+// Activations go forward with the dropout stream's position in 4 more floats (its bits);
+// gradients go back padded to the same size, so one send-and-receive can carry both ways.
+constexpr std::int64_t kExtra = 4;
+static_assert(sizeof(Model::StreamPosition) == kExtra * sizeof(float));
+
+std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at) {
+  const Tensor c = contiguous(t);
+  std::vector<float> buf(static_cast<std::size_t>(c.numel() + kExtra), 0.0f);
+  std::memcpy(buf.data(), c.data<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
+  if (at != nullptr) {
+    std::memcpy(buf.data() + c.numel(), &at->offset, sizeof at->offset);
+    std::memcpy(buf.data() + c.numel() + 2, &at->calls, sizeof at->calls);
+  }
+  return buf;
+}
+
+Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPosition* at) {
+  Tensor t = Tensor::empty(shape);
+  std::memcpy(t.data<float>(), buf.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
+  if (at != nullptr) {
+    std::memcpy(&at->offset, buf.data() + t.numel(), sizeof at->offset);
+    std::memcpy(&at->calls, buf.data() + t.numel() + 2, sizeof at->calls);
+  }
+  return t;
+}
+
+// Every stage's blob, in stage order, on every stage (each broadcasts its own in turn).
+std::vector<std::string> all_blobs(const std::string& mine, int stages, int stage) {
+  std::vector<std::string> out;
+  for (int s = 0; s < stages; ++s) {
+    std::int64_t n = s == stage ? static_cast<std::int64_t>(mine.size()) : 0;
+    dist::broadcast(&n, sizeof n, s);
+    std::string b = s == stage ? mine : std::string(static_cast<std::size_t>(n), '\0');
+    dist::broadcast(b.data(), b.size(), s);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
+// Named f32 tensors of every stage, on rank 0 (names and shapes broadcast, data sent to 0).
+std::map<std::string, Tensor> gather_on_root(const std::map<std::string, Tensor>& mine, int stages, int stage) {
+  std::string header;
+  for (const auto& [name, t] : mine) {
+    header += name + '\n' + std::to_string(t.dim());
+    for (std::int64_t d : t.shape()) header += ' ' + std::to_string(d);
+    header += '\n';
+  }
+  const std::vector<std::string> headers = all_blobs(header, stages, stage);
+  std::map<std::string, Tensor> out;
+  if (stage == 0) out = mine;
+  for (int s = 1; s < stages; ++s) {
+    if (stage == s)
+      for (const auto& [name, t] : mine) {
+        const Tensor c = contiguous(t);
+        dist::send(c.data<float>(), static_cast<std::size_t>(c.numel()), 0);
+      }
+    if (stage != 0) continue;
+    std::size_t at = 0;
+    const std::string& h = headers[static_cast<std::size_t>(s)];
+    while (at < h.size()) {
+      const std::size_t nl = h.find('\n', at), nl2 = h.find('\n', nl + 1);
+      const std::string name = h.substr(at, nl - at);
+      std::istringstream dims(h.substr(nl + 1, nl2 - nl - 1));
+      std::int64_t rank = 0;
+      dims >> rank;
+      Shape shape(static_cast<std::size_t>(rank));
+      for (auto& d : shape) dims >> d;
+      Tensor t = Tensor::empty(shape);
+      dist::recv(t.data<float>(), static_cast<std::size_t>(t.numel()), s);
+      out[name] = t;
+      at = nl2 + 1;
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
+  stages_ = static_cast<int>(cfg.pipeline_parallel);
+  one_f_one_b_ = cfg.pipeline_schedule == "1f1b";
+  if (stages_ == 1) return;
+  const int n = dist::size();
+  TFM_CHECK(n == stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " must equal the ", n,
+            " ranks (one stage per rank; data parallelism over pipelines is not built)");
+  TFM_CHECK(cfg.tensor_parallel == 1, cfg.source, ": distributed.pipeline_parallel with tensor_parallel is not built");
+  TFM_CHECK(cfg.task == TaskKind::lm, cfg.source, ": pipeline parallelism trains language models (task \"lm\")");
+  TFM_CHECK(cfg.gradient_noise == 0, cfg.source, ".training.gradient_noise cannot be used with pipeline_parallel");
+  TFM_CHECK(!cfg.distill, cfg.source, ": distillation with distributed.pipeline_parallel is not supported");
+  TFM_CHECK(!cfg.lora && !cfg.bottleneck && !cfg.prefix, cfg.source, ": adapters with distributed.pipeline_parallel "
+            "are not supported");
+  stage_ = dist::rank();
+}
+
+void PipelineParallel::shard(Model& m) const {
+  if (!on()) return;
+  Model::PipeComm comm;
+  comm.send = [](const Tensor& x, int to) { dist::send(x.data<float>(), static_cast<std::size_t>(x.numel()), to); };
+  comm.recv = [](Tensor& x, int from) { dist::recv(x.data<float>(), static_cast<std::size_t>(x.numel()), from); };
+  comm.broadcast = [](Tensor& x, int root) { dist::broadcast(x.data<float>(), x.nbytes(), root); };
+  m.shard_pipeline(stage_, stages_, std::move(comm));
+}
+
+std::map<std::string, Tensor> PipelineParallel::slice_state(const Model& stage,
+                                                            const std::map<std::string, Tensor>& state) const {
+  if (!on()) return state;
+  std::map<std::string, std::string> local_of;  // whole model's name -> this stage's
+  for (const auto& [name, p] : stage.parameters()) local_of[stage.pipeline_global_name(name)] = name;
+  std::map<std::string, Tensor> out;
+  for (const auto& [key, t] : state) {
+    const auto dot = key.find('.');
+    if (dot == std::string::npos) continue;
+    const auto it = local_of.find(key.substr(dot + 1));
+    if (it != local_of.end()) out[key.substr(0, dot + 1) + it->second] = t;  // another stage's otherwise
+  }
+  return out;
+}
+
+std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
+                                           const std::function<MicroBatch(std::int64_t)>& load,
+                                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
+                                           const std::function<void(std::int64_t)>& before_forward,
+                                           std::map<std::string, Tensor>& params) {
+  const auto t0 = Clock::now();
+  const int s = stage_, P = stages_;
+  const bool first = s == 0, last = s == P - 1;
+  const auto M = static_cast<std::size_t>(micros);
+  std::vector<double> out(2 * M, 0.0);
+  std::vector<MicroBatch> batches(M);
+  std::vector<autograd::Tape> tapes(M);
+  std::vector<Tensor> inputs(M), outputs(M);
+  Shape hidden_shape;
+  double waited = 0;
+  const auto timed = [&waited](auto&& f) {
+    const auto w0 = Clock::now();
+    f();
+    waited += since(w0);
+  };
+
+  const auto forward = [&](std::size_t k, const Tensor& received, Model::StreamPosition at) {
+    before_forward(static_cast<std::int64_t>(k));
+    autograd::TapeScope scope(tapes[k]);
+    if (received.defined()) {
+      inputs[k] = received;
+      inputs[k].requires_grad_(true);
+    }
+    const Tensor y = m.forward_stage(batches[k].in, inputs[k], at);
+    if (!last) {
+      outputs[k] = y;
+      return pack(y, &at);
+    }
+    Tensor l = loss(batches[k], y);
+    out[2 * k] = l.item();
+    out[2 * k + 1] = static_cast<double>(batches[k].tokens);
+    outputs[k] = micros > 1 ? mul_scalar(l, 1.0f / static_cast<float>(micros)) : l;
+    return std::vector<float>();
+  };
+  const auto backward_of = [&](std::size_t k, const Tensor& dy) {
+    {
+      autograd::TapeScope scope(tapes[k]);
+      backward(outputs[k], dy);
+    }
+    outputs[k] = Tensor();
+    Tensor dx = first ? Tensor() : inputs[k].grad();
+    inputs[k] = Tensor();
+    return dx.defined() ? pack(dx, nullptr) : std::vector<float>();
+  };
+  const auto load_k = [&](std::size_t k) {
+    batches[k] = load(static_cast<std::int64_t>(k));
+    const Tensor& ids = batches[k].in.input_ids;
+    hidden_shape = {ids.size(0), ids.size(1), m.config().d_model};
+  };
+  const auto message_size = [&] { return static_cast<std::size_t>(shape_numel(hidden_shape) + kExtra); };
+  // Receive micro-batch k's input from the previous stage (stage 0: none).
+  const auto receive_forward = [&](std::size_t k, Model::StreamPosition& at) {
+    load_k(k);
+    if (first) return Tensor();
+    std::vector<float> buf(message_size());
+    timed([&] { dist::recv(buf.data(), buf.size(), s - 1); });
+    return unpack(buf, hidden_shape, &at);
+  };
+  const auto send = [&](const std::vector<float>& buf, int to) {
+    timed([&] { dist::send(buf.data(), buf.size(), to); });
+  };
+  const auto receive_backward = [&] {
+    std::vector<float> buf(message_size());
+    timed([&] { dist::recv(buf.data(), buf.size(), s + 1); });
+    return unpack(buf, hidden_shape, nullptr);
+  };
+  const auto exchange = [&](const std::vector<float>& mine, int partner) {
+    std::vector<float> theirs(mine.size());
+    timed([&] { dist::exchange(mine.data(), theirs.data(), mine.size(), partner); });
+    return theirs;
+  };
+
+  if (!one_f_one_b_) {  // GPipe: every forward, then every backward
+    for (std::size_t k = 0; k < M; ++k) {
+      Model::StreamPosition at;
+      const Tensor x = receive_forward(k, at);
+      const auto y = forward(k, x, at);
+      if (!last) send(y, s + 1);
+    }
+    for (std::size_t k = 0; k < M; ++k) {
+      const auto dx = backward_of(k, last ? Tensor() : receive_backward());
+      if (!first) send(dx, s - 1);
+    }
+  } else {  // 1F1B (PipeDream-Flush, Megatron-LM's non-interleaved schedule)
+    const std::size_t warm = std::min<std::size_t>(static_cast<std::size_t>(P - s - 1), M), steady = M - warm;
+    for (std::size_t k = 0; k < warm; ++k) {
+      Model::StreamPosition at;
+      const Tensor x = receive_forward(k, at);
+      send(forward(k, x, at), s + 1);
+    }
+    Model::StreamPosition at;
+    Tensor x = steady > 0 ? receive_forward(warm, at) : Tensor();
+    for (std::size_t i = 0; i < steady; ++i) {
+      const std::size_t k = warm + i;
+      const auto y = forward(k, x, at);
+      const Tensor dy = last ? Tensor() : unpack(exchange(y, s + 1), hidden_shape, nullptr);
+      const auto dx = backward_of(i, dy);
+      if (i + 1 == steady) {
+        if (!first) send(dx, s - 1);
+      } else {
+        at = {};
+        load_k(k + 1);
+        x = first ? Tensor() : unpack(exchange(dx, s - 1), hidden_shape, &at);
+      }
+    }
+    for (std::size_t i = 0; i < warm; ++i) {
+      const auto dx = backward_of(steady + i, receive_backward());
+      if (!first) send(dx, s - 1);
+    }
+  }
+  // The parameters outside the layers: each stage's part of their gradients, summed in rank
+  // order (stages that do not use one add zeros), so every stage updates them alike.
+  for (auto& [name, p] : params) {
+    if (!m.pipeline_shared(name) || !p.requires_grad()) continue;
+    Tensor g = p.grad().defined() ? p.grad().clone() : Tensor::zeros(p.shape());
+    dist::allreduce_sum_ordered(g.data<float>(), static_cast<std::size_t>(g.numel()));
+    p.zero_grad();
+    autograd::accumulate(p, g);
+  }
+  dist::allreduce_sum(out.data(), out.size());  // the losses live on the last stage
+  step_s_ += since(t0);
+  wait_s_ += waited;
+  ++steps_;
+  micros_ = micros;
+  return out;
+}
+
+SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
+  SplitParameters sp;
+  const int stages = stages_, me = stage_;
+  sp.combine = [&stage, stages, me](const std::map<std::string, double>& mine) {
+    std::string blob;
+    for (const auto& [name, v] : mine) {
+      if (me != 0 && stage.pipeline_shared(name)) continue;  // every stage holds the same: count stage 0's
+      blob += stage.pipeline_global_name(name);
+      blob += '\0';
+      blob.append(reinterpret_cast<const char*>(&v), sizeof v);
+    }
+    std::map<std::string, double> all;  // the whole model's names, in its order
+    for (const std::string& b : all_blobs(blob, stages, me)) {
+      for (std::size_t at = 0; at < b.size();) {
+        const std::size_t end = b.find('\0', at);
+        double v = 0;
+        std::memcpy(&v, b.data() + end + 1, sizeof v);
+        all[b.substr(at, end - at)] = v;
+        at = end + 1 + sizeof v;
+      }
+    }
+    double sq = 0;
+    for (const auto& [name, v] : all) sq += v;
+    return sq;
+  };
+  return sp;
+}
+
+std::optional<PipelineParallel::Whole> PipelineParallel::gather(const Model& stage, const Optimizer& opt) const {
+  if (!on()) return std::nullopt;
+  std::map<std::string, Tensor> mine, state;
+  for (const auto& [name, p] : stage.parameters())
+    if (stage_ == 0 || !stage.pipeline_shared(name)) mine[stage.pipeline_global_name(name)] = p;
+  for (const auto& [key, t] : opt.state()) {
+    const auto dot = key.find('.');
+    const std::string name = key.substr(dot + 1);
+    if (dot != std::string::npos && (stage_ == 0 || !stage.pipeline_shared(name)))
+      state[key.substr(0, dot + 1) + stage.pipeline_global_name(name)] = t;
+  }
+  std::map<std::string, Tensor> params = gather_on_root(mine, stages_, stage_);
+  std::map<std::string, Tensor> whole_state = gather_on_root(state, stages_, stage_);
+  if (stage_ != 0) return std::nullopt;
+  Model whole = Model::from_parameters(stage.pipeline_whole_config(), std::move(params));
+  Optimizer o(opt.config());
+  o.load_state(whole_state, opt.steps_taken(), whole.parameters());
+  return Whole{std::move(whole), std::move(o)};
+}
+
+std::string PipelineParallel::summary(const Model& stage, std::int64_t micros) const {
+  if (!on()) return "";
+  const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_);
+  char buf[300];
+  std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step; stage %d holds "
+                "layers %lld-%lld; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_, one_f_one_b_ ? "1F1B" : "GPipe",
+                static_cast<long long>(micros), stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
+                100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
+  return buf;
+}
+
+std::string PipelineParallel::timing() const {
+  if (!on() || steps_ == 0) return "";
+  char buf[240];
+  std::snprintf(buf, sizeof buf, "pipeline: stage %d spent %.1f%% of its step time sending, receiving and waiting for the "
+                "other stages (%.1f ms of %.1f ms per step; ideal bubble %.1f%%)", stage_, 100.0 * wait_s_ / step_s_,
+                1e3 * wait_s_ / static_cast<double>(steps_), 1e3 * step_s_ / static_cast<double>(steps_),
+                100.0 * (stages_ - 1) / static_cast<double>(micros_ + stages_ - 1));
+  return buf;
+}
+
+}  // namespace tfm::train_detail

@@ -1,0 +1,70 @@
+// Pipeline parallelism in the training loop (distributed.pipeline_parallel P; docs/distributed.md).
+// Rank r of the P ranks is stage r of a decoder-only LM (Model::shard_pipeline: a contiguous run
+// of its layers; every stage keeps the embeddings, final norm and head). Each step's grad_accum
+// micro-batches flow through the stages in one of two schedules:
+//   gpipe: every micro-batch's forward, then every backward (all graphs alive at once);
+//   1f1b:  stage s runs P - s - 1 forwards, then alternates one forward and one backward, then
+//          drains the backwards (at most P - s graphs alive: less memory, the same bubble).
+// Either way each stage accumulates the micro-batches' gradients in order 0, 1, ..., as one
+// process does, so a layer's gradients are one process's bit for bit; the parameters outside the
+// layers are summed over the stages in rank order (exact unless a tied embedding takes
+// contributions on two stages). Activations and their gradients move by MPI, with the dropout
+// stream's position beside them, so every mask is one process's.
+#pragma once
+
+#include <functional>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "dist/comm.h"
+#include "tfm/model.h"
+#include "tfm/train.h"
+#include "train/task.h"
+
+namespace tfm::train_detail {
+
+class PipelineParallel {
+ public:
+  // Checks the config (a collective-free check; fails naming the key).
+  explicit PipelineParallel(const TrainConfig& cfg);
+  bool on() const { return stages_ > 1; }
+  int stage() const { return stage_; }
+  int stages() const { return stages_; }
+
+  // Makes `m` this rank's stage (nothing when P = 1).
+  void shard(Model& m) const;
+  // A whole model's optimizer state ("kind.name" -> tensor), this stage's part under its names.
+  std::map<std::string, Tensor> slice_state(const Model& stage, const std::map<std::string, Tensor>& state) const;
+
+  // One step's micro-batches through the schedule. `load(k)` gives micro-batch k (every stage
+  // loads it: stage 0 reads its ids, the last stage its targets); `loss(batch, logits)` is the
+  // last stage's mean loss of one. Afterwards every stage holds its gradients (scaled by
+  // 1/grad_accum) and the parameters outside the layers hold the sum over the stages. Returns
+  // (loss, tokens) per micro-batch, the same on every stage.
+  std::vector<double> step(Model& m, std::int64_t micros, const std::function<MicroBatch(std::int64_t)>& load,
+                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
+                           const std::function<void(std::int64_t)>& before_forward,
+                           std::map<std::string, Tensor>& params);
+  // The gradient norm as one process adds it up (every parameter's square in the whole model's
+  // name order), for clip_grad_norm.
+  SplitParameters norm_terms(const Model& stage) const;
+  // The whole model and optimizer state on rank 0 (a collective); nullopt when P = 1 and on
+  // the other ranks.
+  struct Whole {
+    Model model;
+    Optimizer optimizer;
+  };
+  std::optional<Whole> gather(const Model& stage, const Optimizer& opt) const;
+  std::string summary(const Model& stage, std::int64_t micros) const;
+  std::string timing() const;  // the measured bubble
+
+ private:
+  int stage_ = 0, stages_ = 1;
+  bool one_f_one_b_ = true;
+  double step_s_ = 0, wait_s_ = 0;
+  std::int64_t steps_ = 0, micros_ = 0;
+};
+
+}  // namespace tfm::train_detail

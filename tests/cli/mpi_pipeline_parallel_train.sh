@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# Pipeline-parallel training under mpirun (1 thread per rank): a 4-layer pre-norm decoder with
+# RoPE, GQA, SwiGLU and every dropout on (stochastic depth too), 4 micro-batches per step:
+#  1. untied embeddings: 2 stages (1F1B and GPipe) and 4 stages print metrics.jsonl and write
+#     model.safetensors byte-identical to one process's;
+#  2. 3 steps on 2 stages resumed on one process for 3 more, and the reverse: byte-identical
+#     to an uninterrupted run (the checkpoint is the whole model and optimizer state);
+#  3. tied embeddings (used by the first and the last stage): losses within 1e-5; the shipped
+#     configs/shakespeare-gpt.json trains on 2 stages and prints its sample; 1F1B's peak of the
+#     steps (the allocator's count) is below GPipe's;
+#  4. errors: stages other than the ranks, a classifier, tensor and pipeline at once: one line,
+#     non-zero exit, no hang.
+#   usage: mpi_pipeline_parallel_train.sh TFM SOURCE_DIR
+set -euo pipefail
+TFM=$1 SRC=$2
+DIR=$(mktemp -d)
+trap 'rm -rf "$DIR"' EXIT
+source "$SRC/tests/cli/lib/mpi.sh"
+MPI4="${MPI/-np 2/-np 4}"
+config() {  # config NAME TIE MAX_STEPS
+  cat > "$DIR/$1.json" <<JSON
+{ "task": "lm", "seed": 3,
+  "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 4, "n_kv_heads": 2, "n_layers": 4,
+             "d_ff": 64, "max_positions": 32, "position": "rope", "activation": "swiglu", "norm": "rms_norm",
+             "norm_placement": "pre", "tie_embeddings": $2, "dropout": 0.1, "attention_dropout": 0.1,
+             "embedding_dropout": 0.1, "stochastic_depth": 0.1 },
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "training": { "batch_size": 2, "grad_accum": 4, "max_steps": $3 },
+  "schedule": { "name": "constant" },
+  "eval": { "every": 3, "batches": 1, "log_every": 1 },
+  "checkpoint": { "every": 3 },
+  "sample": { "tokens": 0 } }
+JSON
+}
+same_run() {  # same_run A B WHAT: byte-identical metrics and weights
+  cmp "$DIR/$1/metrics.jsonl" "$DIR/$2/metrics.jsonl" || { echo "FAIL: $3: metrics differ"; diff "$DIR/$1/metrics.jsonl" "$DIR/$2/metrics.jsonl"; exit 1; }
+  cmp "$DIR/$1/model.safetensors" "$DIR/$2/model.safetensors" || { echo "FAIL: $3: weights differ"; exit 1; }
+  echo "$3: metrics and weights byte-identical to one process"
+}
+
+# 1. untied: bit for bit
+config untied false 6
+run "$DIR/one.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/one"
+run "$DIR/p2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p2" --pipeline-parallel 2
+grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 4 micro-batches per step; stage 0 holds layers 0-1" "$DIR/p2.log" ||
+  { echo "FAIL: no pipeline summary"; cat "$DIR/p2.log"; exit 1; }
+grep -q "^pipeline: stage 0 spent" "$DIR/p2.log" || { echo "FAIL: no bubble measurement"; exit 1; }
+same_run one p2 "2 stages, 1F1B"
+run "$DIR/g2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/g2" --pipeline-parallel 2 --pipeline-schedule gpipe
+same_run one g2 "2 stages, GPipe"
+run "$DIR/p4.log" $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p4" --pipeline-parallel 4
+same_run one p4 "4 stages, 1F1B"
+
+# 2. resumes across layouts
+run "$DIR/r1.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --pipeline-parallel 2 --max-steps 3
+run "$DIR/r2.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --resume "$DIR/r21"
+same_run one r21 "2 stages for 3 steps, then one process"
+run "$DIR/r3.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --max-steps 3
+run "$DIR/r4.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --resume "$DIR/r12" --pipeline-parallel 2
+same_run one r12 "one process for 3 steps, then 2 stages"
+
+# 3. tied embeddings; the shipped config; memory of the schedules
+config tied true 6
+run "$DIR/t1.log" "$TFM" -t 1 train "$DIR/tied.json" --out "$DIR/t1"
+run "$DIR/t2.log" $MPI "$TFM" -t 1 train "$DIR/tied.json" --out "$DIR/t2" --pipeline-parallel 2
+metrics_within "$DIR/t1/metrics.jsonl" "$DIR/t2/metrics.jsonl" 8 "tied embeddings on 2 stages"
+(cd "$SRC" && $MPI "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt" --max-steps 2 --pipeline-parallel 2) \
+  > "$DIR/gpt.out" 2> "$DIR/gpt.log" || { echo "FAIL: shakespeare-gpt on 2 stages"; cat "$DIR/gpt.log"; exit 1; }
+[ -s "$DIR/gpt.out" ] || { echo "FAIL: no sample from 2 stages"; exit 1; }
+peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
+  "$(peak "$DIR/p2.log")" "$(peak "$DIR/g2.log")"
+
+# 4. errors
+expect_error "3 stages on 2 ranks" "pipeline_parallel 3 must equal the 2 ranks" \
+  $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 3
+expect_error "tensor and pipeline" "with tensor_parallel is not built" \
+  $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 4 --tensor-parallel 2
+expect_error "a classifier" "trains language models" \
+  bash -c 'cd "$0" && exec "$@"' "$SRC" $MPI "$TFM" -t 1 train configs/sms-spam-bert.json --out "$DIR/bad" --pipeline-parallel 2
+echo "errors: one line each, no hang"
+echo "PASS"
