@@ -17,6 +17,7 @@
 #include <string>
 #include <vector>
 
+#include "tfm/load.h"
 #include "tfm/model.h"
 #include "tfm/model_config.h"
 #include "tfm/model_dir.h"
@@ -304,6 +305,10 @@ struct EvalOptions {
   std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
   std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for
                                       // the eval batch (plan_memory: batch x context) exceeds it
+  // Model parallelism (mpirun; tfm/load.h): only these LoadOptions fields are used — tp_* for a
+  // tensor-parallel shard, pp_* for a pipeline stage. Every rank then evaluates in lockstep and
+  // gets the same report.
+  LoadOptions parallel{};
 };
 struct EvalReport {
   TaskKind task = TaskKind::lm;

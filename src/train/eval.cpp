@@ -29,7 +29,11 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   TFM_CHECK(fs::is_directory(dir) || (is_gguf_path(dir) && fs::is_regular_file(dir)), "eval", "no model directory '",
             dir, "'");
   if (opt.max_memory_bytes > 0 && fs::is_directory(dir)) {  // from the two configs alone, before any weight is read
-    const ModelConfig mc = load_model_config((fs::path(dir) / "config.json").string());
+    const ModelConfig whole = load_model_config((fs::path(dir) / "config.json").string());
+    // A shard's or a stage's plan under model parallelism.
+    const ModelConfig mc = opt.parallel.tp_ranks > 1    ? tensor_parallel_config(whole, opt.parallel.tp_ranks)
+                           : opt.parallel.pp_stages > 1 ? pipeline_config(whole, opt.parallel.pp_stage, opt.parallel.pp_stages)
+                                                        : whole;
     const std::string tc_path = (fs::path(dir) / "train_config.json").string();
     const TrainConfig tc = fs::exists(tc_path) ? load_train_config(tc_path) : TrainConfig{};
     const std::int64_t batch = opt.batch_size > 0 ? opt.batch_size : tc.batch_size;
@@ -40,6 +44,12 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   }
   if (!opt.weight_type.empty()) parse_weight_type(opt.weight_type, "--dtype");  // the flag's name in the error
   LoadOptions lo;  // the library's one load path (tfm/load.h); eval runs whole sequences, no decode repacking
+  lo.tp_rank = opt.parallel.tp_rank;
+  lo.tp_ranks = opt.parallel.tp_ranks;
+  lo.tp_sum = opt.parallel.tp_sum;
+  lo.pp_stage = opt.parallel.pp_stage;
+  lo.pp_stages = opt.parallel.pp_stages;
+  lo.pp_comm = opt.parallel.pp_comm;
   lo.adapter = opt.adapter_dir;
   lo.dtype = opt.weight_type;
   lo.recipe = opt.weight_recipe;

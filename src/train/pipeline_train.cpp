@@ -43,34 +43,36 @@ Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPo
 }
 
 // Every stage's blob, in stage order, on every stage (each broadcasts its own in turn).
-std::vector<std::string> all_blobs(const std::string& mine, int stages, int stage) {
+std::vector<std::string> all_blobs(const std::string& mine, const dist::Group& g) {
+  const int stages = g.size, stage = g.rank;
   std::vector<std::string> out;
   for (int s = 0; s < stages; ++s) {
     std::int64_t n = s == stage ? static_cast<std::int64_t>(mine.size()) : 0;
-    dist::broadcast(&n, sizeof n, s);
+    dist::broadcast(&n, sizeof n, s, g);
     std::string b = s == stage ? mine : std::string(static_cast<std::size_t>(n), '\0');
-    dist::broadcast(b.data(), b.size(), s);
+    dist::broadcast(b.data(), b.size(), s, g);
     out.push_back(std::move(b));
   }
   return out;
 }
 
 // Named f32 tensors of every stage, on rank 0 (names and shapes broadcast, data sent to 0).
-std::map<std::string, Tensor> gather_on_root(const std::map<std::string, Tensor>& mine, int stages, int stage) {
+std::map<std::string, Tensor> gather_on_root(const std::map<std::string, Tensor>& mine, const dist::Group& g) {
+  const int stages = g.size, stage = g.rank;
   std::string header;
   for (const auto& [name, t] : mine) {
     header += name + '\n' + std::to_string(t.dim());
     for (std::int64_t d : t.shape()) header += ' ' + std::to_string(d);
     header += '\n';
   }
-  const std::vector<std::string> headers = all_blobs(header, stages, stage);
+  const std::vector<std::string> headers = all_blobs(header, g);
   std::map<std::string, Tensor> out;
   if (stage == 0) out = mine;
   for (int s = 1; s < stages; ++s) {
     if (stage == s)
       for (const auto& [name, t] : mine) {
         const Tensor c = contiguous(t);
-        dist::send(c.data<float>(), static_cast<std::size_t>(c.numel()), 0);
+        dist::send(c.data<float>(), static_cast<std::size_t>(c.numel()), 0, g);
       }
     if (stage != 0) continue;
     std::size_t at = 0;
@@ -84,7 +86,7 @@ std::map<std::string, Tensor> gather_on_root(const std::map<std::string, Tensor>
       Shape shape(static_cast<std::size_t>(rank));
       for (auto& d : shape) dims >> d;
       Tensor t = Tensor::empty(shape);
-      dist::recv(t.data<float>(), static_cast<std::size_t>(t.numel()), s);
+      dist::recv(t.data<float>(), static_cast<std::size_t>(t.numel()), s, g);
       out[name] = t;
       at = nl2 + 1;
     }
@@ -99,23 +101,34 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
   one_f_one_b_ = cfg.pipeline_schedule == "1f1b";
   if (stages_ == 1) return;
   const int n = dist::size();
-  TFM_CHECK(n == stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " must equal the ", n,
-            " ranks (one stage per rank; data parallelism over pipelines is not built)");
+  TFM_CHECK(n % stages_ == 0, cfg.source, ".distributed.pipeline_parallel ", stages_, " does not divide the ", n,
+            " ranks (the ranks form pipelines of ", stages_, " stages each)");
+  const int replicas = n / stages_;
+  TFM_CHECK(cfg.grad_accum % replicas == 0, cfg.source, ".training.grad_accum ", cfg.grad_accum, " is not a multiple of "
+            "the ", replicas, " pipelines (each takes whole micro-batches)");
   TFM_CHECK(cfg.tensor_parallel == 1, cfg.source, ": distributed.pipeline_parallel with tensor_parallel is not built");
   TFM_CHECK(cfg.task == TaskKind::lm, cfg.source, ": pipeline parallelism trains language models (task \"lm\")");
   TFM_CHECK(cfg.gradient_noise == 0, cfg.source, ".training.gradient_noise cannot be used with pipeline_parallel");
   TFM_CHECK(!cfg.distill, cfg.source, ": distillation with distributed.pipeline_parallel is not supported");
   TFM_CHECK(!cfg.lora && !cfg.bottleneck && !cfg.prefix, cfg.source, ": adapters with distributed.pipeline_parallel "
             "are not supported");
-  stage_ = dist::rank();
+  const int r = dist::rank();
+  if (replicas == 1) {
+    pp_ = dist::world();
+  } else {
+    pp_ = dist::split(r / stages_, r % stages_);
+    dp_ = dist::split(r % stages_, r / stages_);
+  }
+  stage_ = pp_.rank;
 }
 
 void PipelineParallel::shard(Model& m) const {
   if (!on()) return;
   Model::PipeComm comm;
-  comm.send = [](const Tensor& x, int to) { dist::send(x.data<float>(), static_cast<std::size_t>(x.numel()), to); };
-  comm.recv = [](Tensor& x, int from) { dist::recv(x.data<float>(), static_cast<std::size_t>(x.numel()), from); };
-  comm.broadcast = [](Tensor& x, int root) { dist::broadcast(x.data<float>(), x.nbytes(), root); };
+  const dist::Group g = pp_;
+  comm.send = [g](const Tensor& x, int to) { dist::send(x.data<float>(), static_cast<std::size_t>(x.numel()), to, g); };
+  comm.recv = [g](Tensor& x, int from) { dist::recv(x.data<float>(), static_cast<std::size_t>(x.numel()), from, g); };
+  comm.broadcast = [g](Tensor& x, int root) { dist::broadcast(x.data<float>(), x.nbytes(), root, g); };
   m.shard_pipeline(stage_, stages_, std::move(comm));
 }
 
@@ -134,16 +147,16 @@ std::map<std::string, Tensor> PipelineParallel::slice_state(const Model& stage,
   return out;
 }
 
-std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
+std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int64_t>& micros, std::int64_t grad_accum,
                                            const std::function<MicroBatch(std::int64_t)>& load,
                                            const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
-                                           const std::function<void(std::int64_t)>& before_forward,
-                                           std::map<std::string, Tensor>& params) {
+                                           const Hooks& hooks) {
   const auto t0 = Clock::now();
   const int s = stage_, P = stages_;
   const bool first = s == 0, last = s == P - 1;
-  const auto M = static_cast<std::size_t>(micros);
-  std::vector<double> out(2 * M, 0.0);
+  const dist::Group g = pp_;
+  const std::size_t M = micros.size();
+  std::vector<double> out(2 * static_cast<std::size_t>(grad_accum), 0.0);
   std::vector<MicroBatch> batches(M);
   std::vector<autograd::Tape> tapes(M);
   std::vector<Tensor> inputs(M), outputs(M);
@@ -156,7 +169,7 @@ std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
   };
 
   const auto forward = [&](std::size_t k, const Tensor& received, Model::StreamPosition at) {
-    before_forward(static_cast<std::int64_t>(k));
+    hooks.before_forward(micros[k]);
     autograd::TapeScope scope(tapes[k]);
     if (received.defined()) {
       inputs[k] = received;
@@ -168,23 +181,26 @@ std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
       return pack(y, &at);
     }
     Tensor l = loss(batches[k], y);
-    out[2 * k] = l.item();
-    out[2 * k + 1] = static_cast<double>(batches[k].tokens);
-    outputs[k] = micros > 1 ? mul_scalar(l, 1.0f / static_cast<float>(micros)) : l;
+    const auto at_step = static_cast<std::size_t>(micros[k]);
+    out[2 * at_step] = l.item();
+    out[2 * at_step + 1] = static_cast<double>(batches[k].tokens);
+    outputs[k] = grad_accum > 1 ? mul_scalar(l, 1.0f / static_cast<float>(grad_accum)) : l;
     return std::vector<float>();
   };
   const auto backward_of = [&](std::size_t k, const Tensor& dy) {
+    hooks.before_backward(k + 1 == M);
     {
       autograd::TapeScope scope(tapes[k]);
       backward(outputs[k], dy);
     }
+    hooks.after_backward();
     outputs[k] = Tensor();
     Tensor dx = first ? Tensor() : inputs[k].grad();
     inputs[k] = Tensor();
     return dx.defined() ? pack(dx, nullptr) : std::vector<float>();
   };
   const auto load_k = [&](std::size_t k) {
-    batches[k] = load(static_cast<std::int64_t>(k));
+    batches[k] = load(micros[k]);
     const Tensor& ids = batches[k].in.input_ids;
     hidden_shape = {ids.size(0), ids.size(1), m.config().d_model};
   };
@@ -194,20 +210,20 @@ std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
     load_k(k);
     if (first) return Tensor();
     std::vector<float> buf(message_size());
-    timed([&] { dist::recv(buf.data(), buf.size(), s - 1); });
+    timed([&] { dist::recv(buf.data(), buf.size(), s - 1, g); });
     return unpack(buf, hidden_shape, &at);
   };
   const auto send = [&](const std::vector<float>& buf, int to) {
-    timed([&] { dist::send(buf.data(), buf.size(), to); });
+    timed([&] { dist::send(buf.data(), buf.size(), to, g); });
   };
   const auto receive_backward = [&] {
     std::vector<float> buf(message_size());
-    timed([&] { dist::recv(buf.data(), buf.size(), s + 1); });
+    timed([&] { dist::recv(buf.data(), buf.size(), s + 1, g); });
     return unpack(buf, hidden_shape, nullptr);
   };
   const auto exchange = [&](const std::vector<float>& mine, int partner) {
     std::vector<float> theirs(mine.size());
-    timed([&] { dist::exchange(mine.data(), theirs.data(), mine.size(), partner); });
+    timed([&] { dist::exchange(mine.data(), theirs.data(), mine.size(), partner, g); });
     return theirs;
   };
 
@@ -249,27 +265,30 @@ std::vector<double> PipelineParallel::step(Model& m, std::int64_t micros,
       if (!first) send(dx, s - 1);
     }
   }
-  // The parameters outside the layers: each stage's part of their gradients, summed in rank
-  // order (stages that do not use one add zeros), so every stage updates them alike.
-  for (auto& [name, p] : params) {
-    if (!m.pipeline_shared(name) || !p.requires_grad()) continue;
-    Tensor g = p.grad().defined() ? p.grad().clone() : Tensor::zeros(p.shape());
-    dist::allreduce_sum_ordered(g.data<float>(), static_cast<std::size_t>(g.numel()));
-    p.zero_grad();
-    autograd::accumulate(p, g);
-  }
-  dist::allreduce_sum(out.data(), out.size());  // the losses live on the last stage
+  dist::allreduce_sum(out.data(), out.size(), g);  // the losses live on the last stage
   step_s_ += since(t0);
   wait_s_ += waited;
   ++steps_;
-  micros_ = micros;
+  micros_ = static_cast<std::int64_t>(M);
   return out;
+}
+
+void PipelineParallel::sum_shared_gradients(const Model& m, std::map<std::string, Tensor>& params) const {
+  if (!on()) return;
+  for (auto& [name, p] : params) {
+    if (!m.pipeline_shared(name) || !p.requires_grad()) continue;
+    Tensor g = p.grad().defined() ? p.grad().clone() : Tensor::zeros(p.shape());
+    dist::allreduce_sum_ordered(g.data<float>(), static_cast<std::size_t>(g.numel()), pp_);
+    p.zero_grad();
+    autograd::accumulate(p, g);
+  }
 }
 
 SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
   SplitParameters sp;
-  const int stages = stages_, me = stage_;
-  sp.combine = [&stage, stages, me](const std::map<std::string, double>& mine) {
+  const int me = stage_;
+  const dist::Group g = pp_;
+  sp.combine = [&stage, me, g](const std::map<std::string, double>& mine) {
     std::string blob;
     for (const auto& [name, v] : mine) {
       if (me != 0 && stage.pipeline_shared(name)) continue;  // every stage holds the same: count stage 0's
@@ -278,7 +297,7 @@ SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
       blob.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
     std::map<std::string, double> all;  // the whole model's names, in its order
-    for (const std::string& b : all_blobs(blob, stages, me)) {
+    for (const std::string& b : all_blobs(blob, g)) {
       for (std::size_t at = 0; at < b.size();) {
         const std::size_t end = b.find('\0', at);
         double v = 0;
@@ -305,8 +324,8 @@ std::optional<PipelineParallel::Whole> PipelineParallel::gather(const Model& sta
     if (dot != std::string::npos && (stage_ == 0 || !stage.pipeline_shared(name)))
       state[key.substr(0, dot + 1) + stage.pipeline_global_name(name)] = t;
   }
-  std::map<std::string, Tensor> params = gather_on_root(mine, stages_, stage_);
-  std::map<std::string, Tensor> whole_state = gather_on_root(state, stages_, stage_);
+  std::map<std::string, Tensor> params = gather_on_root(mine, pp_);
+  std::map<std::string, Tensor> whole_state = gather_on_root(state, pp_);
   if (stage_ != 0) return std::nullopt;
   Model whole = Model::from_parameters(stage.pipeline_whole_config(), std::move(params));
   Optimizer o(opt.config());
@@ -314,13 +333,16 @@ std::optional<PipelineParallel::Whole> PipelineParallel::gather(const Model& sta
   return Whole{std::move(whole), std::move(o)};
 }
 
-std::string PipelineParallel::summary(const Model& stage, std::int64_t micros) const {
+std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {
   if (!on()) return "";
   const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_);
-  char buf[300];
-  std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step; stage %d holds "
-                "layers %lld-%lld; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_, one_f_one_b_ ? "1F1B" : "GPipe",
-                static_cast<long long>(micros), stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
+  const int replicas = dist::size() / stages_;
+  const std::int64_t micros = grad_accum / replicas;
+  char buf[320];
+  std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step per pipeline, "
+                "%d %s; stage %d holds layers %lld-%lld; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_,
+                one_f_one_b_ ? "1F1B" : "GPipe", static_cast<long long>(micros), replicas,
+                replicas == 1 ? "pipeline" : "pipelines", stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
                 100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
   return buf;
 }

@@ -1,7 +1,10 @@
 // Pipeline parallelism in the training loop (distributed.pipeline_parallel P; docs/distributed.md).
-// Rank r of the P ranks is stage r of a decoder-only LM (Model::shard_pipeline: a contiguous run
-// of its layers; every stage keeps the embeddings, final norm and head). Each step's grad_accum
-// micro-batches flow through the stages in one of two schedules:
+// The job's N ranks form N / P pipelines of P consecutive ranks (rank = replica * P + stage):
+// each rank is a stage of a decoder-only LM (Model::shard_pipeline: a contiguous run of its
+// layers; every stage keeps the embeddings, final norm and head), and the pipelines split each
+// step's micro-batches as data-parallel replicas, each stage summing its gradients with the
+// same stage of the others. A pipeline's micro-batches flow through its stages in one of two
+// schedules:
 //   gpipe: every micro-batch's forward, then every backward (all graphs alive at once);
 //   1f1b:  stage s runs P - s - 1 forwards, then alternates one forward and one backward, then
 //          drains the backwards (at most P - s graphs alive: less memory, the same bubble).
@@ -27,26 +30,37 @@ namespace tfm::train_detail {
 
 class PipelineParallel {
  public:
-  // Checks the config (a collective-free check; fails naming the key).
+  // Checks the config (failing with the key's name) and splits the job into its groups (a
+  // collective over every rank when P > 1).
   explicit PipelineParallel(const TrainConfig& cfg);
   bool on() const { return stages_ > 1; }
   int stage() const { return stage_; }
   int stages() const { return stages_; }
+  const dist::Group& replica_group() const { return dp_; }  // the same stage of every pipeline
 
   // Makes `m` this rank's stage (nothing when P = 1).
   void shard(Model& m) const;
   // A whole model's optimizer state ("kind.name" -> tensor), this stage's part under its names.
   std::map<std::string, Tensor> slice_state(const Model& stage, const std::map<std::string, Tensor>& state) const;
 
-  // One step's micro-batches through the schedule. `load(k)` gives micro-batch k (every stage
-  // loads it: stage 0 reads its ids, the last stage its targets); `loss(batch, logits)` is the
-  // last stage's mean loss of one. Afterwards every stage holds its gradients (scaled by
-  // 1/grad_accum) and the parameters outside the layers hold the sum over the stages. Returns
-  // (loss, tokens) per micro-batch, the same on every stage.
-  std::vector<double> step(Model& m, std::int64_t micros, const std::function<MicroBatch(std::int64_t)>& load,
-                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
-                           const std::function<void(std::int64_t)>& before_forward,
-                           std::map<std::string, Tensor>& params);
+  // This pipeline's micro-batches of a step (`micros`, indices into the step's grad_accum)
+  // through the schedule. `load(k)` gives micro-batch k (every stage loads it: stage 0 reads its
+  // ids, the last stage its targets); `loss(batch, logits)` is the last stage's mean loss of
+  // one; hooks.before_forward(k) sets its dropout seed; hooks.before_backward(last) and
+  // hooks.after_backward() wrap each backward pass (the data-parallel gradient sums). Afterwards
+  // every stage holds its gradients, scaled by 1/grad_accum. Returns (loss, tokens) per
+  // micro-batch of the step (zeros for other pipelines'), the same on every stage.
+  struct Hooks {
+    std::function<void(std::int64_t)> before_forward;
+    std::function<void(bool)> before_backward;
+    std::function<void()> after_backward;
+  };
+  std::vector<double> step(Model& m, const std::vector<std::int64_t>& micros, std::int64_t grad_accum,
+                           const std::function<MicroBatch(std::int64_t)>& load,
+                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss, const Hooks& hooks);
+  // After the data-parallel sums: the parameters outside the layers take the sum over the
+  // stages (rank order; stages that do not use one add zeros), so every stage updates them alike.
+  void sum_shared_gradients(const Model& m, std::map<std::string, Tensor>& params) const;
   // The gradient norm as one process adds it up (every parameter's square in the whole model's
   // name order), for clip_grad_norm.
   SplitParameters norm_terms(const Model& stage) const;
@@ -61,6 +75,7 @@ class PipelineParallel {
   std::string timing() const;  // the measured bubble
 
  private:
+  dist::Group pp_, dp_;  // this pipeline's stages; the same stage of every pipeline
   int stage_ = 0, stages_ = 1;
   bool one_f_one_b_ = true;
   double step_s_ = 0, wait_s_ = 0;

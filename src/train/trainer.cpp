@@ -237,7 +237,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   r.data.tok = &*r.tok;
   Model& model = *r.model;
   auto& params = r.params;  // the model's parameters (+ distillation's projections)
-  DataParallel dp(cfg, params, pp.on() ? dist::Group{} : tp.replica_group());
+  DataParallel dp(cfg, params, pp.on() ? pp.replica_group() : tp.replica_group());
   // One writer per output directory: under mpirun rank 0 alone writes, so it alone locks.
   // With tensor parallelism every shard of the first replica evaluates and samples with it
   // (their forward passes run together).
@@ -289,8 +289,9 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     // directory is an ordinary one that any layout resumes and every command loads.
     std::optional<TensorParallel::Whole> joined =
         first_replica ? tp.gather(model, whole ? *whole : *r.opt) : std::nullopt;
-    if (pp.on())  // the stages send their layers and state to rank 0
-      if (auto staged = pp.gather(model, *r.opt)) joined = TensorParallel::Whole{std::move(staged->model), std::move(staged->optimizer)};
+    if (pp.on() && first_replica)  // the first pipeline's stages send their layers and state to rank 0
+      if (auto staged = pp.gather(model, whole ? *whole : *r.opt))
+        joined = TensorParallel::Whole{std::move(staged->model), std::move(staged->optimizer)};
     if (writer)
       save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok,
                       joined ? joined->optimizer : whole ? *whole : *r.opt, r.state);
@@ -327,13 +328,19 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     // (loss, tokens) per micro-batch: this rank's parts, then the sums over all ranks.
     std::vector<double> mine(2 * static_cast<std::size_t>(cfg.grad_accum), 0.0);
-    if (pp.on()) {  // the stages run the step's micro-batches through the pipeline schedule
+    if (pp.on()) {  // the stages run this pipeline's micro-batches (whole ones) through the schedule
+      std::vector<std::int64_t> micros;
+      for (const MicroBatchPiece& p : pieces) micros.push_back(p.micro);
+      PipelineParallel::Hooks hooks;
+      hooks.before_forward = [&](std::int64_t k) {
+        model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + k));
+      };
+      hooks.before_backward = [&](bool last) { dp.before_backward(last); };
+      hooks.after_backward = [&] { dp.after_backward(); };
       mine = pp.step(
-          model, cfg.grad_accum,
+          model, micros, cfg.grad_accum,
           [&](std::int64_t k) { return load_micro_batch(r.data, model, cfg, r.state.data_cursor + k * cfg.batch_size, cfg.batch_size); },
-          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(logits, b.targets, cfg); },
-          [&](std::int64_t k) { model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + k)); },
-          params);
+          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(logits, b.targets, cfg); }, hooks);
     }
     for (std::size_t k = 0; k < (pp.on() ? 0 : pieces.size()); ++k) {
       const MicroBatchPiece& p = pieces[k];
@@ -352,6 +359,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     }
     model.set_dropout_rows(0, 0, 0);
     dp.sum_gradients();
+    pp.sum_shared_gradients(model, params);  // after the replicas' sums: the stages' parts of the shared ones
     const std::vector<double> all = dp.sum_per_micro(std::move(mine));
     r.state.data_cursor += cfg.grad_accum * cfg.batch_size;
     double loss_sum = 0;

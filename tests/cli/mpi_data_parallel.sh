@@ -63,22 +63,7 @@ echo "bit-exact + ZeRO-1: 2->1 and 1->2 resumes give metrics and weights byte-id
 
 # 3. a rank killed with SIGKILL
 config long 2 '{}' 100000 2
-( rc=0; timeout 60 $MPI sh -c 'echo $$ > "$0/pid.$OMPI_COMM_WORLD_RANK"; exec "$1" -t 1 train "$2" --out "$0/k"' \
-    "$DIR" "$TFM" "$DIR/long.json" > "$DIR/kill.log" 2>&1 || rc=$?; echo $rc > "$DIR/kill.rc" ) &
-i=0
-while [ ! -f "$DIR/k/checkpoint/train_state.json" ] || [ ! -f "$DIR/pid.1" ]; do
-  i=$((i + 1)); [ $i -lt 300 ] || { echo "FAIL: no checkpoint after 60 s"; cat "$DIR/kill.log"; exit 1; }
-  sleep 0.2
-done
-kill -9 "$(cat "$DIR/pid.1")"
-wait
-rc=$(cat "$DIR/kill.rc")
-[ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: mpirun exit $rc after a rank was killed (124: it hung)"; cat "$DIR/kill.log"; exit 1; }
-grep -q "exited on signal 9" "$DIR/kill.log" || { echo "FAIL: no message naming the killed rank"; cat "$DIR/kill.log"; exit 1; }
-step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$DIR/k/checkpoint/train_state.json")
-"$TFM" -t 1 train "$DIR/long.json" --out "$DIR/k" --resume "$DIR/k" --max-steps $((step + 1)) > "$DIR/k2.log" 2>&1 ||
-  { echo "FAIL: the last checkpoint does not resume"; cat "$DIR/k2.log"; exit 1; }
-echo "killed rank: mpirun exit $rc, checkpoint at step $step resumed"
+kill_rank_and_resume "$DIR/long.json" "$DIR/k"
 
 # 4. micro-batches split across ranks
 for ga in 1 3; do

@@ -4,10 +4,13 @@
 #  1. untied embeddings: 2 stages (1F1B and GPipe) and 4 stages print metrics.jsonl and write
 #     model.safetensors byte-identical to one process's;
 #  2. 3 steps on 2 stages resumed on one process for 3 more, and the reverse: byte-identical
-#     to an uninterrupted run (the checkpoint is the whole model and optimizer state);
+#     to an uninterrupted run (the checkpoint is the whole model and optimizer state); 4 ranks
+#     as 2 data-parallel pipelines of 2 stages with the bit-exact reduction and ZeRO-1:
+#     byte-identical to one process with the bit-exact reduction;
 #  3. tied embeddings (used by the first and the last stage): losses within 1e-5; the shipped
 #     configs/shakespeare-gpt.json trains on 2 stages and prints its sample; 1F1B's peak of the
-#     steps (the allocator's count) is below GPipe's;
+#     steps (the allocator's count) is below GPipe's; a stage killed with SIGKILL stops the job
+#     (no hang) and the last checkpoint resumes;
 #  4. errors: stages other than the ranks, a classifier, tensor and pipeline at once: one line,
 #     non-zero exit, no hang.
 #   usage: mpi_pipeline_parallel_train.sh TFM SOURCE_DIR
@@ -17,7 +20,8 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 source "$SRC/tests/cli/lib/mpi.sh"
 MPI4="${MPI/-np 2/-np 4}"
-config() {  # config NAME TIE MAX_STEPS
+config() {  # config NAME TIE MAX_STEPS [DISTRIBUTED_JSON]
+  local dist=${4:-'{}'}
   cat > "$DIR/$1.json" <<JSON
 { "task": "lm", "seed": 3,
   "model": { "architecture": "decoder_only", "d_model": 32, "n_heads": 4, "n_kv_heads": 2, "n_layers": 4,
@@ -28,6 +32,7 @@ config() {  # config NAME TIE MAX_STEPS
   "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
   "training": { "batch_size": 2, "grad_accum": 4, "max_steps": $3 },
   "schedule": { "name": "constant" },
+  "distributed": $dist,
   "eval": { "every": 3, "batches": 1, "log_every": 1 },
   "checkpoint": { "every": 3 },
   "sample": { "tokens": 0 } }
@@ -43,7 +48,7 @@ same_run() {  # same_run A B WHAT: byte-identical metrics and weights
 config untied false 6
 run "$DIR/one.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/one"
 run "$DIR/p2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p2" --pipeline-parallel 2
-grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 4 micro-batches per step; stage 0 holds layers 0-1" "$DIR/p2.log" ||
+grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 4 micro-batches per step per pipeline, 1 pipeline; stage 0 holds layers 0-1" "$DIR/p2.log" ||
   { echo "FAIL: no pipeline summary"; cat "$DIR/p2.log"; exit 1; }
 grep -q "^pipeline: stage 0 spent" "$DIR/p2.log" || { echo "FAIL: no bubble measurement"; exit 1; }
 same_run one p2 "2 stages, 1F1B"
@@ -59,6 +64,12 @@ same_run one r21 "2 stages for 3 steps, then one process"
 run "$DIR/r3.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --max-steps 3
 run "$DIR/r4.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --resume "$DIR/r12" --pipeline-parallel 2
 same_run one r12 "one process for 3 steps, then 2 stages"
+config exact false 6 '{ "bit_exact": true, "zero_optimizer": true }'
+run "$DIR/e1.log" "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e1"
+run "$DIR/e4.log" $MPI4 "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e4" --pipeline-parallel 2
+grep -q "^data-parallel replicas: 2 " "$DIR/e4.log" && grep -q "2 pipelines; stage 0 holds" "$DIR/e4.log" ||
+  { echo "FAIL: no 2 x 2 layout in the summary"; cat "$DIR/e4.log"; exit 1; }
+same_run e1 e4 "2 pipelines x 2 stages, bit-exact reduction and ZeRO-1"
 
 # 3. tied embeddings; the shipped config; memory of the schedules
 config tied true 6
@@ -72,8 +83,12 @@ peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }
 python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
   "$(peak "$DIR/p2.log")" "$(peak "$DIR/g2.log")"
 
+# A stage killed: the job stops, the last checkpoint resumes
+config long false 100000
+kill_rank_and_resume "$DIR/long.json" "$DIR/k" --pipeline-parallel 2
+
 # 4. errors
-expect_error "3 stages on 2 ranks" "pipeline_parallel 3 must equal the 2 ranks" \
+expect_error "3 stages on 2 ranks" "pipeline_parallel 3 does not divide the 2 ranks" \
   $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 3
 expect_error "tensor and pipeline" "with tensor_parallel is not built" \
   $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 4 --tensor-parallel 2

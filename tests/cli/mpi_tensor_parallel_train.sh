@@ -9,7 +9,8 @@
 #  3. the checkpoint is an ordinary model directory: one process generates from it, and a
 #     run of 3 steps on 2 shards resumed on one process (and the reverse) ends within 1e-5
 #     of an uninterrupted one-process run;
-#     The shipped configs/shakespeare-gpt.json on 2 shards ends with one process's sample;
+#     The shipped configs/shakespeare-gpt.json on 2 shards ends with one process's sample; a
+#     shard killed with SIGKILL stops the job (no hang) and the last checkpoint resumes;
 #  4. errors: a tensor_parallel that does not divide the ranks, or heads that do not divide
 #     by it: one line, non-zero exit, no hang.
 #   usage: mpi_tensor_parallel_train.sh TFM SOURCE_DIR
@@ -69,6 +70,10 @@ metrics_within "$DIR/one/metrics.jsonl" "$DIR/r12/metrics.jsonl" 8 "one process 
 [ -s "$DIR/gpt1.sample" ] || { echo "FAIL: no sample printed"; exit 1; }
 cmp -s "$DIR/gpt1.sample" "$DIR/gpt2.sample" || { echo "FAIL: the sample differs on 2 shards"; diff "$DIR/gpt1.sample" "$DIR/gpt2.sample"; exit 1; }
 echo "configs/shakespeare-gpt.json: the same sample from 2 shards as from one process"
+
+# A shard killed: the job stops, the last checkpoint resumes
+config long 2 '{}' 100000
+kill_rank_and_resume "$DIR/long.json" "$DIR/k" --tensor-parallel 2
 
 # 4. errors
 expect_error "tensor_parallel 3 on 2 ranks" "tensor_parallel 3 does not divide the 2 ranks" \

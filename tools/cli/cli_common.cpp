@@ -51,6 +51,14 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
   if (!max_memory.empty()) o.max_memory = parse_byte_size(max_memory, "--max-memory");
   o.ctx = ctx;
   o.batch = batch;
+  set_model_parallel(o, parallel);
+  std::vector<std::string> notes;
+  LoadedModel lm = tfm::load_model(path, o, &notes);
+  print_fallbacks(notes);
+  return lm;
+}
+
+void set_model_parallel(LoadOptions& o, const ModelParallel& parallel) {
   if (parallel.tensor > 1) {
     o.tp_ranks = static_cast<int>(parallel.tensor);
     o.tp_rank = dist::rank();
@@ -64,10 +72,6 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
     o.pp_comm.recv = [floats](Tensor& t, int from) { dist::recv(t.data<float>(), floats(t), from); };
     o.pp_comm.broadcast = [floats](Tensor& t, int root) { dist::broadcast(t.data<float>(), floats(t) * sizeof(float), root); };
   }
-  std::vector<std::string> notes;
-  LoadedModel lm = tfm::load_model(path, o, &notes);
-  print_fallbacks(notes);
-  return lm;
 }
 
 void add_model_parallel_options(CLI::App* cmd, ModelParallel& p) {

@@ -9,6 +9,7 @@
 #include <CLI/CLI.hpp>
 
 #include "tfm/kv_cache.h"
+#include "tfm/load.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
 #include "tfm/tokenizer.h"
@@ -41,6 +42,9 @@ struct ModelParallel {
 LoadedModel load_model(const std::string& path, const std::string& adapter, const WeightOptions& weights = {},
                        const std::string& max_memory = "", std::int64_t ctx = 0, std::int64_t batch = 1,
                        const ModelParallel& parallel = {});
+
+// The load options' tp_* / pp_* fields for this rank of a model-parallel job (dist:: sums and sends).
+void set_model_parallel(LoadOptions& o, const ModelParallel& parallel);
 
 // --tensor-parallel N and --pipeline-parallel N on an inference command (mpirun -np N tfm ...).
 void add_model_parallel_options(CLI::App* cmd, ModelParallel& p);

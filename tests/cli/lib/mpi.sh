@@ -39,3 +39,27 @@ expect_error() {
   grep -q "$pattern" "$log" || { echo "FAIL: $what: no '$pattern'"; cat "$log"; rm -f "$log"; exit 1; }
   rm -f "$log"
 }
+# kill_rank_and_resume CONFIG OUT [ARGS...]: starts `$MPI tfm train CONFIG --out OUT ARGS` (a
+# config that trains far longer than the test waits), kills rank 1 with SIGKILL once a checkpoint
+# exists, and checks that mpirun stops every rank (non-zero exit within 60 s, no hang, naming the
+# signal) and that the last checkpoint resumes on one process. Needs $TFM and $DIR.
+kill_rank_and_resume() {
+  local config=$1 out=$2 rc i=0 step
+  shift 2
+  ( rc=0; timeout 60 $MPI sh -c 'echo $$ > "$0/pid.$OMPI_COMM_WORLD_RANK"; shift; exec "$@"' \
+      "$DIR" - "$TFM" -t 1 train "$config" --out "$out" "$@" > "$DIR/kill.log" 2>&1 || rc=$?; echo $rc > "$DIR/kill.rc" ) &
+  while [ ! -f "$out/checkpoint/train_state.json" ] || [ ! -f "$DIR/pid.1" ]; do
+    i=$((i + 1)); [ $i -lt 300 ] || { echo "FAIL: no checkpoint after 60 s"; cat "$DIR/kill.log"; exit 1; }
+    sleep 0.2
+  done
+  kill -9 "$(cat "$DIR/pid.1")"
+  wait
+  rc=$(cat "$DIR/kill.rc")
+  rm -f "$DIR"/pid.*
+  [ "$rc" -ne 0 ] && [ "$rc" -ne 124 ] || { echo "FAIL: mpirun exit $rc after a rank was killed (124: it hung)"; cat "$DIR/kill.log"; exit 1; }
+  grep -q "exited on signal 9" "$DIR/kill.log" || { echo "FAIL: no message naming the killed rank"; cat "$DIR/kill.log"; exit 1; }
+  step=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['step'])" "$out/checkpoint/train_state.json")
+  "$TFM" -t 1 train "$config" --out "$out" --resume "$out" --max-steps $((step + 1)) > "$DIR/resume.log" 2>&1 ||
+    { echo "FAIL: the last checkpoint does not resume"; cat "$DIR/resume.log"; exit 1; }
+  echo "killed rank 1 ($*): mpirun exit $rc, checkpoint at step $step resumed on one process"
+}
