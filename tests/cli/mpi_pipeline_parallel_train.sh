@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Pipeline-parallel training under mpirun (1 thread per rank): a 4-layer pre-norm decoder with
 # RoPE, GQA, SwiGLU and every dropout on (stochastic depth too), 4 micro-batches per step:
-#  1. untied embeddings: 2 stages (1F1B and GPipe) and 4 stages print metrics.jsonl and write
-#     model.safetensors byte-identical to one process's;
+#  1. untied embeddings: 2 stages (1F1B and GPipe; also in bf16 with activation checkpointing)
+#     and 4 stages print metrics.jsonl and write model.safetensors byte-identical to one process's;
 #  2. 3 steps on 2 stages resumed on one process for 3 more, and the reverse: byte-identical
 #     to an uninterrupted run (the checkpoint is the whole model and optimizer state); 4 ranks
 #     as 2 data-parallel pipelines of 2 stages with the bit-exact reduction and ZeRO-1:
@@ -54,6 +54,9 @@ grep -q "^pipeline: stage 0 spent" "$DIR/p2.log" || { echo "FAIL: no bubble meas
 same_run one p2 "2 stages, 1F1B"
 run "$DIR/g2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/g2" --pipeline-parallel 2 --pipeline-schedule gpipe
 same_run one g2 "2 stages, GPipe"
+run "$DIR/b1.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/b1" --precision bf16 --checkpoint-activations
+run "$DIR/b2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/b2" --precision bf16 --checkpoint-activations --pipeline-parallel 2
+same_run b1 b2 "2 stages, bf16 and activation checkpointing"
 run "$DIR/p4.log" $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p4" --pipeline-parallel 4
 same_run one p4 "4 stages, 1F1B"
 

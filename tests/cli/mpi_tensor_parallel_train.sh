@@ -2,7 +2,8 @@
 # Tensor-parallel training under mpirun (1 thread per rank), a tiny pre-norm decoder with RoPE,
 # grouped-query attention (4 heads, 2 KV heads), SwiGLU and every dropout on:
 #  1. `mpirun -np 2 tfm train ... --tensor-parallel 2`: every step's loss and gradient norm
-#     within 1e-5 of one process with the same global batch; rank 0 alone writes metrics; the
+#     within 1e-5 of one process with the same global batch (also with activation
+#     checkpointing); rank 0 alone writes metrics; the
 #     start-up line says what each shard holds;
 #  2. 4 ranks as 2 data-parallel replicas of 2 shards (--tensor-parallel 2, grad_accum 2) and
 #     the config key distributed.tensor_parallel: the same within 1e-5;
@@ -46,6 +47,9 @@ grep -q "^tensor parallel: 2 shards per replica, 1 replica; shard 0 holds" "$DIR
   { echo "FAIL: no tensor-parallel summary"; cat "$DIR/tp2.log"; exit 1; }
 [ "$(grep -c '"split":"train"' "$DIR/tp2/metrics.jsonl")" -eq 6 ] || { echo "FAIL: expected 6 train lines from rank 0 alone"; exit 1; }
 metrics_within "$DIR/one/metrics.jsonl" "$DIR/tp2/metrics.jsonl" 8 "2 shards"
+run "$DIR/ck1.log" "$TFM" -t 1 train "$DIR/tp.json" --out "$DIR/ck1" --checkpoint-activations
+run "$DIR/ck2.log" $MPI "$TFM" -t 1 train "$DIR/tp.json" --out "$DIR/ck2" --checkpoint-activations --tensor-parallel 2
+metrics_within "$DIR/ck1/metrics.jsonl" "$DIR/ck2/metrics.jsonl" 8 "2 shards with activation checkpointing"
 
 # 2. 2 replicas x 2 shards, from the config key
 config dtp 2 '{ "tensor_parallel": 2 }' 6
