@@ -238,6 +238,10 @@ class Model {
   // return), and stochastic depth uses the layers' places in the whole model.
   struct StreamPosition {
     std::uint64_t offset = 0, calls = 0;
+    // Its bits as kFloats floats, to travel beside the activations.
+    static constexpr int kFloats = 4;
+    void to_floats(float* out) const;
+    static StreamPosition from_floats(const float* in);
   };
   Tensor forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream);
   // The whole model's name of one of this stage's parameters (its layers are renumbered from 0),

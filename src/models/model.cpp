@@ -438,6 +438,19 @@ Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
   fail("model", "unknown head");
 }
 
+void Model::StreamPosition::to_floats(float* out) const {
+  static_assert(2 * sizeof(std::uint64_t) == kFloats * sizeof(float));
+  std::memcpy(out, &offset, sizeof offset);
+  std::memcpy(out + 2, &calls, sizeof calls);
+}
+
+Model::StreamPosition Model::StreamPosition::from_floats(const float* in) {
+  StreamPosition at;
+  std::memcpy(&at.offset, in, sizeof at.offset);
+  std::memcpy(&at.calls, in + 2, sizeof at.calls);
+  return at;
+}
+
 Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
   Impl& m = *impl_;
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
@@ -467,21 +480,18 @@ Tensor Model::forward_pipelined(const ModelInputs& in) {
   check_ids(in.input_ids, "input_ids");
   const std::int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
-  static_assert(sizeof(StreamPosition) == 4 * sizeof(float));
-  Tensor received, position = Tensor::zeros({4});  // the dropout stream's position, as bits
+  Tensor received, position = Tensor::zeros({StreamPosition::kFloats});  // the dropout stream's position
   StreamPosition at;
   if (!first) {
     received = Tensor::empty({B, T, m.cfg.d_model});
     m.pp->recv(received, m.pp_stage - 1);
     m.pp->recv(position, m.pp_stage - 1);
-    std::memcpy(&at.offset, position.data<float>(), sizeof at.offset);
-    std::memcpy(&at.calls, position.data<float>() + 2, sizeof at.calls);
+    at = StreamPosition::from_floats(position.data<float>());
   }
   Tensor out = forward_stage(in, received, at);
   if (!last) {
     m.pp->send(contiguous(out), m.pp_stage + 1);
-    std::memcpy(position.data<float>(), &at.offset, sizeof at.offset);
-    std::memcpy(position.data<float>() + 2, &at.calls, sizeof at.calls);
+    at.to_floats(position.data<float>());
     m.pp->send(position, m.pp_stage + 1);
     out = Tensor::empty({B, T, m.cfg.vocab_size});
   }

@@ -19,9 +19,6 @@
 
 namespace tfm::nn {
 
-// A forward pass over rows [first, first + count) of a batch of `total` rows (a micro-batch
-// split across data-parallel ranks): the masks are those rows' masks in the whole batch.
-// total == 0: the batch is whole.
 // Sums a tensor in place over the ranks of a tensor-parallel model (every rank gets the same
 // bits); null without tensor parallelism.
 using RankSum = std::shared_ptr<const std::function<void(Tensor&)>>;
@@ -34,6 +31,9 @@ using RankSum = std::shared_ptr<const std::function<void(Tensor&)>>;
 Tensor fan_out(const Tensor& x, const RankSum& sum);
 Tensor sum_partials(const Tensor& y, const RankSum& sum);
 
+// A forward pass over rows [first, first + count) of a batch of `total` rows (a micro-batch
+// split across data-parallel ranks): the masks are those rows' masks in the whole batch.
+// total == 0: the batch is whole.
 struct DropoutRows {
   std::int64_t first = 0, count = 0, total = 0;
 };

@@ -18,27 +18,20 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 
 // Activations go forward with the dropout stream's position in 4 more floats (its bits);
 // gradients go back padded to the same size, so one send-and-receive can carry both ways.
-constexpr std::int64_t kExtra = 4;
-static_assert(sizeof(Model::StreamPosition) == kExtra * sizeof(float));
+constexpr std::int64_t kExtra = Model::StreamPosition::kFloats;
 
 std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at) {
   const Tensor c = contiguous(t);
   std::vector<float> buf(static_cast<std::size_t>(c.numel() + kExtra), 0.0f);
   std::memcpy(buf.data(), c.data<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
-  if (at != nullptr) {
-    std::memcpy(buf.data() + c.numel(), &at->offset, sizeof at->offset);
-    std::memcpy(buf.data() + c.numel() + 2, &at->calls, sizeof at->calls);
-  }
+  if (at != nullptr) at->to_floats(buf.data() + c.numel());
   return buf;
 }
 
 Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPosition* at) {
   Tensor t = Tensor::empty(shape);
   std::memcpy(t.data<float>(), buf.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
-  if (at != nullptr) {
-    std::memcpy(&at->offset, buf.data() + t.numel(), sizeof at->offset);
-    std::memcpy(&at->calls, buf.data() + t.numel() + 2, sizeof at->calls);
-  }
+  if (at != nullptr) *at = Model::StreamPosition::from_floats(buf.data() + t.numel());
   return t;
 }
 
@@ -313,7 +306,7 @@ SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
   return sp;
 }
 
-std::optional<PipelineParallel::Whole> PipelineParallel::gather(const Model& stage, const Optimizer& opt) const {
+std::optional<WholeModel> PipelineParallel::gather(const Model& stage, const Optimizer& opt) const {
   if (!on()) return std::nullopt;
   std::map<std::string, Tensor> mine, state;
   for (const auto& [name, p] : stage.parameters())
@@ -327,10 +320,7 @@ std::optional<PipelineParallel::Whole> PipelineParallel::gather(const Model& sta
   std::map<std::string, Tensor> params = gather_on_root(mine, pp_);
   std::map<std::string, Tensor> whole_state = gather_on_root(state, pp_);
   if (stage_ != 0) return std::nullopt;
-  Model whole = Model::from_parameters(stage.pipeline_whole_config(), std::move(params));
-  Optimizer o(opt.config());
-  o.load_state(whole_state, opt.steps_taken(), whole.parameters());
-  return Whole{std::move(whole), std::move(o)};
+  return whole_model(Model::from_parameters(stage.pipeline_whole_config(), std::move(params)), whole_state, opt);
 }
 
 std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {

@@ -25,6 +25,7 @@
 #include "tfm/model.h"
 #include "tfm/train.h"
 #include "train/task.h"
+#include "train/tensor_parallel_train.h"
 
 namespace tfm::train_detail {
 
@@ -66,11 +67,7 @@ class PipelineParallel {
   SplitParameters norm_terms(const Model& stage) const;
   // The whole model and optimizer state on rank 0 (a collective); nullopt when P = 1 and on
   // the other ranks.
-  struct Whole {
-    Model model;
-    Optimizer optimizer;
-  };
-  std::optional<Whole> gather(const Model& stage, const Optimizer& opt) const;
+  std::optional<WholeModel> gather(const Model& stage, const Optimizer& opt) const;
   std::string summary(const Model& stage, std::int64_t micros) const;
   std::string timing() const;  // the measured bubble
 

@@ -54,7 +54,13 @@ std::map<std::string, Tensor> TensorParallel::slice_state(const Model& shard,
   return out;
 }
 
-std::optional<TensorParallel::Whole> TensorParallel::gather(const Model& shard, const Optimizer& opt) const {
+WholeModel whole_model(Model whole, const std::map<std::string, Tensor>& state, const Optimizer& like) {
+  Optimizer o(like.config());
+  o.load_state(state, like.steps_taken(), whole.parameters());
+  return WholeModel{std::move(whole), std::move(o)};
+}
+
+std::optional<WholeModel> TensorParallel::gather(const Model& shard, const Optimizer& opt) const {
   if (!on()) return std::nullopt;
   Model whole = shard.tensor_parallel_whole();
   std::map<std::string, Tensor> state;
@@ -62,9 +68,7 @@ std::optional<TensorParallel::Whole> TensorParallel::gather(const Model& shard, 
     const auto dot = key.find('.');
     state[key] = dot == std::string::npos ? t : shard.tensor_parallel_gather(key.substr(dot + 1), t);
   }
-  Optimizer o(opt.config());
-  o.load_state(state, opt.steps_taken(), whole.parameters());
-  return Whole{std::move(whole), std::move(o)};
+  return whole_model(std::move(whole), state, opt);
 }
 
 SplitParameters TensorParallel::split_parameters(const Model& shard) const {

@@ -17,6 +17,15 @@
 
 namespace tfm::train_detail {
 
+// A model-parallel run's whole model and optimizer state, put together for a checkpoint.
+struct WholeModel {
+  Model model;
+  Optimizer optimizer;
+};
+// The whole model `whole` with the optimizer state `state` (keys "kind.name" of its parameters),
+// configured and stepped as `like`.
+WholeModel whole_model(Model whole, const std::map<std::string, Tensor>& state, const Optimizer& like);
+
 class TensorParallel {
  public:
   // Splits the job (a collective over every rank); fails when T does not divide the ranks or
@@ -36,11 +45,7 @@ class TensorParallel {
   std::map<std::string, Tensor> slice_state(const Model& shard, const std::map<std::string, Tensor>& state) const;
   // The whole model and optimizer state from this replica's shards (a collective over the
   // shard group); nullopt when T = 1.
-  struct Whole {
-    Model model;
-    Optimizer optimizer;
-  };
-  std::optional<Whole> gather(const Model& shard, const Optimizer& opt) const;
+  std::optional<WholeModel> gather(const Model& shard, const Optimizer& opt) const;
   // The split parameters' squared gradient norms summed over the shards (clip_grad_norm).
   SplitParameters split_parameters(const Model& shard) const;
   std::string summary(const Model& shard) const;

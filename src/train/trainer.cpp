@@ -127,9 +127,11 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
                              : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
-    // With tensor parallelism, one shard's (its heads and FFN units; embeddings stay whole).
-    const TrainingMemoryPlan plan = plan_training_memory(tp.on() ? tensor_parallel_config(mc, tp.shards()) : mc,
-                                                         cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
+    // Under model parallelism, one shard's (its heads and FFN units) or one stage's (its layers).
+    const ModelConfig planned = tp.on()   ? tensor_parallel_config(mc, tp.shards())
+                             : pp.on() ? pipeline_config(mc, pp.stage(), pp.stages())
+                                       : mc;
+    const TrainingMemoryPlan plan = plan_training_memory(planned, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
     if (teacher) {  // its weights and its no-grad forward (bounded by its training estimate); the projections
@@ -287,14 +289,13 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     const std::optional<Optimizer> whole = dp.gathered_optimizer(*r.opt, params);
     // Tensor parallelism: the first replica's shards put the whole model together, so the
     // directory is an ordinary one that any layout resumes and every command loads.
-    std::optional<TensorParallel::Whole> joined =
-        first_replica ? tp.gather(model, whole ? *whole : *r.opt) : std::nullopt;
-    if (pp.on() && first_replica)  // the first pipeline's stages send their layers and state to rank 0
-      if (auto staged = pp.gather(model, whole ? *whole : *r.opt))
-        joined = TensorParallel::Whole{std::move(staged->model), std::move(staged->optimizer)};
+    // Pipelines: the first pipeline's stages send their layers and state to rank 0.
+    const Optimizer& state = whole ? *whole : *r.opt;
+    const std::optional<WholeModel> joined = !first_replica ? std::nullopt
+                                             : pp.on()      ? pp.gather(model, state)
+                                                            : tp.gather(model, state);
     if (writer)
-      save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok,
-                      joined ? joined->optimizer : whole ? *whole : *r.opt, r.state);
+      save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok, joined ? joined->optimizer : state, r.state);
     saved_step = r.state.step;
   };
 
@@ -339,23 +340,24 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       hooks.after_backward = [&] { dp.after_backward(); };
       mine = pp.step(
           model, micros, cfg.grad_accum,
-          [&](std::int64_t k) { return load_micro_batch(r.data, model, cfg, r.state.data_cursor + k * cfg.batch_size, cfg.batch_size); },
+          [&](std::int64_t k) { return load(MicroBatchPiece{k, 0, cfg.batch_size}); },
           [&](const MicroBatch& b, const Tensor& logits) { return token_loss(logits, b.targets, cfg); }, hooks);
-    }
-    for (std::size_t k = 0; k < (pp.on() ? 0 : pieces.size()); ++k) {
-      const MicroBatchPiece& p = pieces[k];
-      const MicroBatch batch = loaded.empty() ? load(p) : std::move(loaded[k]);
-      model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + p.micro));
-      model.set_dropout_rows(p.first_row, p.rows, cfg.batch_size);
-      Tensor loss = micro_batch_loss(batch, model, cfg, r.distill ? &*r.distill : nullptr);
-      if (p.rows != cfg.batch_size)  // its share of the micro-batch's mean
-        loss = mul_scalar(loss, static_cast<float>(static_cast<double>(batch.loss_terms) /
-                                                   std::max(terms[static_cast<std::size_t>(p.micro)], 1.0)));
-      mine[2 * static_cast<std::size_t>(p.micro)] += loss.item();
-      mine[2 * static_cast<std::size_t>(p.micro) + 1] += static_cast<double>(batch.tokens);
-      dp.before_backward(k + 1 == pieces.size());
-      backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
-      dp.after_backward();
+    } else {  // this rank's micro-batches (or parts of them), one after the other
+      for (std::size_t k = 0; k < pieces.size(); ++k) {
+        const MicroBatchPiece& p = pieces[k];
+        const MicroBatch batch = loaded.empty() ? load(p) : std::move(loaded[k]);
+        model.set_dropout_seed(cfg.seed, static_cast<std::uint64_t>(step * cfg.grad_accum + p.micro));
+        model.set_dropout_rows(p.first_row, p.rows, cfg.batch_size);
+        Tensor loss = micro_batch_loss(batch, model, cfg, r.distill ? &*r.distill : nullptr);
+        if (p.rows != cfg.batch_size)  // its share of the micro-batch's mean
+          loss = mul_scalar(loss, static_cast<float>(static_cast<double>(batch.loss_terms) /
+                                                     std::max(terms[static_cast<std::size_t>(p.micro)], 1.0)));
+        mine[2 * static_cast<std::size_t>(p.micro)] += loss.item();
+        mine[2 * static_cast<std::size_t>(p.micro) + 1] += static_cast<double>(batch.tokens);
+        dp.before_backward(k + 1 == pieces.size());
+        backward(cfg.grad_accum > 1 ? mul_scalar(loss, 1.0f / static_cast<float>(cfg.grad_accum)) : loss);
+        dp.after_backward();
+      }
     }
     model.set_dropout_rows(0, 0, 0);
     dp.sum_gradients();
