@@ -72,6 +72,10 @@ struct ModelOutputs {
   // DeiT with its distillation head (distillation_head): each head's logits (B, num_labels);
   // logits is their mean. Undefined otherwise.
   Tensor cls_logits, distillation_logits;
+  // CLIP (text_tower): the pictures' and texts' embeddings, each normalised to length 1
+  // (B_images, P) and (B_texts, P); logits is then exp(logit_scale) times their cosine
+  // similarities (B_images, B_texts), Hugging Face's logits_per_image, when both were given.
+  Tensor image_embeds, text_embeds;
 };
 
 class Model {
@@ -251,6 +255,18 @@ class Model {
   bool pipeline_shared(const std::string& local) const;
   const ModelConfig& pipeline_whole_config() const;
 
+  // ---- contrastive image-text models (CLIP: text_tower in model_config.h) -----------------
+  // Each picture's embedding in the shared space (B, projection_dim), not normalised (Hugging
+  // Face's get_image_features): the vision tower's [CLS] state, normalised, projected.
+  Tensor image_features(const Tensor& pixel_values);
+  // Each text's (B, projection_dim), not normalised (get_text_features): the text tower's
+  // state at the first end-of-text token (the largest id when eos_token_id is 2, as
+  // transformers reads configs from before that key was right), projected. input_ids (B, T)
+  // with T <= the text tower's max_positions; valid_lens marks padding.
+  Tensor text_features(const Tensor& input_ids, const Tensor& valid_lens = Tensor());
+  // exp(logit_scale): the factor of the cosine similarities (a number; inference).
+  double logit_scale() const;
+
   ModelOutputs forward(const ModelInputs& in);
   // The pieces, for inference code: encoder stack output (B, S, C) ...
   Tensor encode(const ModelInputs& in);
@@ -279,6 +295,9 @@ class Model {
   struct Impl;  // defined in src/models/model_impl.h
 
  private:
+  // forward() of a CLIP model: the embeddings of the pictures and texts given, and their
+  // similarities when both are (model_clip.cpp).
+  ModelOutputs contrastive_forward(const ModelInputs& in);
   // forward() of a pipeline stage (see shard_pipeline).
   Tensor forward_pipelined(const ModelInputs& in);
   // An encoder output (1, S, C) projected into every decoder layer's cross K/V of `source`.

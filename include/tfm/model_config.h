@@ -24,7 +24,7 @@ namespace tfm {
 enum class Architecture { encoder_only, decoder_only, encoder_decoder };
 enum class NormKind { layer_norm, rms_norm, scale_norm };
 enum class NormPlacement { post, pre };  // post: x = norm(x + f(x)) (Vaswani, d2l AddNorm); pre: x + f(norm(x))
-enum class FfnActivation { relu, gelu, gelu_tanh, silu, swiglu, geglu, reglu };
+enum class FfnActivation { relu, gelu, gelu_tanh, quick_gelu, silu, swiglu, geglu, reglu };
 // sincos_2d: image models' fixed 2-D table (MAE's get_2d_sincos_pos_embed), computed for each grid.
 enum class PositionKind { none, sinusoidal, learned, rope, alibi, t5_relative, sincos_2d };
 enum class HeadKind { none, lm, classifier, masked_lm };
@@ -64,6 +64,24 @@ struct RetrievalConfig {
   bool enabled() const { return chunk_size > 0 && !layers.empty(); }
   std::int64_t length() const { return neighbour_length > 0 ? neighbour_length : 2 * chunk_size; }
   bool has_layer(std::int64_t i) const;
+};
+
+// CLIP (Radford et al. 2021), model_type "clip": a text tower beside the image encoder, both
+// projected into one space of projection_dim numbers where a picture and the texts that describe
+// it lie close (contrastive image-text models). The ModelConfig's own fields describe the vision
+// tower (an image encoder); this holds the text tower: a causal pre-LayerNorm Transformer over
+// max_positions learned positions whose state at the end-of-text token is its embedding.
+// docs/vision.md, "CLIP".
+struct TextTowerConfig {
+  std::int64_t vocab_size = 0;  // 0: no text tower
+  std::int64_t d_model = 512, n_layers = 12, n_heads = 8, d_ff = 2048, max_positions = 77;
+  FfnActivation activation = FfnActivation::quick_gelu;
+  double norm_eps = 1e-5, attention_dropout = 0.0;
+  std::int64_t pad_token_id = 1, bos_token_id = 49406, eos_token_id = 49407;
+  std::int64_t projection_dim = 512;
+  double logit_scale_init = 2.6592;  // ln(1 / 0.07): CLIP's initial temperature
+  double init_factor = 1.0;          // CLIP's initializer_factor (scales every init std)
+  bool enabled() const { return vocab_size > 0; }
 };
 
 struct ModelConfig {
@@ -119,6 +137,7 @@ struct ModelConfig {
   bool scale_attention_scores = true;   // divide QK^T by sqrt(head_dim) (T5 folds it into init)
   SparseAttentionConfig sparse_attention;  // off unless "sparse_attention" is given
   RetrievalConfig retrieval;               // RETRO; off unless "retrieval" is given (model_type "retro")
+  TextTowerConfig text_tower;              // CLIP; off unless the family has one (model_type "clip")
 
   // ---- regularisation -----------------------------------------------------------------
   double dropout = 0.1;                 // residual branches and FFN
@@ -158,6 +177,10 @@ struct ModelConfig {
            activation == FfnActivation::reglu;
   }
 };
+
+// A CLIP model's text tower as a config of its own (a decoder-only stack of its sizes), for
+// code that sizes or wires it.
+ModelConfig text_tower_config(const ModelConfig& c);
 
 // Parse config.json text (`where` names the source in errors); validates everything.
 ModelConfig parse_model_config(const std::string& json_text, const std::string& where);

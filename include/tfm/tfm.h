@@ -10,6 +10,7 @@
 #include "tfm/audio.h"
 #include "tfm/autograd.h"
 #include "tfm/chunk_database.h"
+#include "tfm/contrastive.h"
 #include "tfm/dtype.h"
 #include "tfm/error.h"
 #include "tfm/generate.h"

@@ -7,6 +7,8 @@
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/inspect.h"
+
+#include "tfm/contrastive.h"
 #include "tfm/ops.h"
 
 namespace tfm {
@@ -83,10 +85,17 @@ void check_classifier(const ModelConfig& c) {
   TFM_CHECK(c.architecture != Architecture::encoder_decoder, "classify", "encoder-decoder classifiers are not supported");
 }
 
-// Softmax of each row of logits (B, num_labels), the best label named by id2label.
-std::vector<Classification> classifications(const ModelConfig& c, const Tensor& logits_tensor) {
+std::vector<Classification> classifications(const ModelConfig& c, const Tensor& logits) {
+  return inspect_detail::classifications(logits, c.id2label);
+}
+
+}  // namespace
+
+namespace inspect_detail {
+
+std::vector<Classification> classifications(const Tensor& logits_tensor, const std::vector<std::string>& names) {
   const std::vector<float> logits = contiguous(logits_tensor).to_floats();
-  const std::size_t L = static_cast<std::size_t>(c.num_labels);
+  const auto L = static_cast<std::size_t>(logits_tensor.size(logits_tensor.dim() - 1));
   std::vector<Classification> out;
   for (std::size_t b = 0; b < logits.size() / L; ++b) {
     const float* row = logits.data() + b * L;
@@ -97,7 +106,7 @@ std::vector<Classification> classifications(const ModelConfig& c, const Tensor& 
     for (std::size_t j = 0; j < L; ++j) r.probabilities.push_back(static_cast<float>(std::exp(static_cast<double>(row[j]) - mx) / z));
     r.label = std::max_element(r.probabilities.begin(), r.probabilities.end()) - r.probabilities.begin();
     r.probability = r.probabilities[static_cast<std::size_t>(r.label)];
-    r.name = label_name(c, r.label);
+    r.name = static_cast<std::size_t>(r.label) < names.size() ? names[static_cast<std::size_t>(r.label)] : std::to_string(r.label);
     out.push_back(std::move(r));
   }
   return out;
@@ -137,6 +146,8 @@ Tensor pixel_values_for(const LoadedModel& m, const std::vector<Image>& images) 
 }
 
 std::vector<Classification> classify_images(LoadedModel& m, const std::vector<Image>& images) {
+  TFM_CHECK(!m.config.text_tower.enabled(), "classify",
+            "a CLIP model classifies pictures against label texts: give them (--labels, or \"labels\" in a request)");
   check_classifier(m.config);
   if (images.empty()) return {};
   NoGradGuard no_grad;
@@ -242,6 +253,13 @@ Tensor last_hidden(LoadedModel& m, const ModelInputs& in) {
 
 std::vector<std::vector<float>> embed(LoadedModel& m, const std::vector<std::string>& texts, const EmbedOptions& o) {
   const ModelConfig& c = m.config;
+  if (c.text_tower.enabled()) {  // CLIP: the text tower's embedding in the shared space
+    TFM_CHECK(o.dimensions >= 0, "dimensions", "must be positive");
+    TFM_CHECK(o.prompt.empty() && o.prompt_name.empty(), "embed", "a CLIP model takes no prompt");
+    auto vecs = contrastive_text_embeddings(m, texts, o.normalize);
+    truncate_embeddings(vecs, o.dimensions, o.normalize);
+    return vecs;
+  }
   TFM_CHECK(!c.reads_images(), "embed", "this is an image model: give it images (--image)");
   TFM_CHECK(o.dimensions >= 0, "dimensions", "must be positive");
   const SentencePipeline* sp = m.sentence && o.pooling == EmbedPooling::automatic ? &*m.sentence : nullptr;
@@ -339,6 +357,7 @@ std::vector<RerankResult> rerank(LoadedModel& m, const std::string& query, const
 
 std::vector<std::vector<float>> embed_images(LoadedModel& m, const std::vector<Image>& images, EmbedPooling pooling,
                                              bool normalize) {
+  if (m.config.text_tower.enabled()) return contrastive_image_embeddings(m, images, normalize);  // CLIP's shared space
   if (images.empty()) return {};
   NoGradGuard no_grad;
   m.model.set_training(false);

@@ -106,8 +106,10 @@ LoadedModel load_model_dir(const std::string& dir) {
   }
   const bool text_free = src.config.reads_images() && !fs::exists(join(dir, "tokenizer.json"));
   Tokenizer tok = src.tokenizer ? std::move(*src.tokenizer) : text_free ? Tokenizer() : load_dir_tokenizer(dir);
-  TFM_CHECK(tok.vocab_size() <= src.config.vocab_size, dir, "the tokenizer has ", tok.vocab_size(),
-            " tokens but the model's vocab_size is ", src.config.vocab_size);
+  // (CLIP: the text tower's vocabulary; the image encoder's tokens are patches.)
+  const std::int64_t vocab = src.config.text_tower.enabled() ? src.config.text_tower.vocab_size : src.config.vocab_size;
+  TFM_CHECK(tok.vocab_size() <= vocab, dir, "the tokenizer has ", tok.vocab_size(), " tokens but the model's vocab_size is ",
+            vocab);
   LoadedModel lm{std::move(src.config), std::move(model), std::move(tok), std::move(src.generation)};
   if (lm.config.reads_audio()) {
     lm.audio_features = AudioFeatureExtractor::load(dir, lm.config.num_mel_bins);

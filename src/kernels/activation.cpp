@@ -19,6 +19,7 @@ const char* activation_name(Activation f) {
     case Activation::relu: return "relu";
     case Activation::gelu: return "gelu";
     case Activation::gelu_tanh: return "gelu_tanh";
+    case Activation::quick_gelu: return "quick_gelu";
     case Activation::silu: return "silu";
     case Activation::sigmoid: return "sigmoid";
     case Activation::tanh: return "tanh";
@@ -56,6 +57,7 @@ double forward1(Activation f, double x) {
     case Activation::relu: return x > 0 ? x : 0.0;
     case Activation::gelu: return 0.5 * x * std::erfc(-x * kInvSqrt2);
     case Activation::gelu_tanh: return 0.5 * x * (1.0 + std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x)));
+    case Activation::quick_gelu: return x / (1.0 + std::exp(-1.702 * x));
     case Activation::silu: return x / (1.0 + std::exp(-x));
     case Activation::sigmoid: return 1.0 / (1.0 + std::exp(-x));
     case Activation::tanh: return std::tanh(x);
@@ -72,6 +74,10 @@ double derivative(Activation f, double x) {
     case Activation::gelu_tanh: {
       const double t = std::tanh(kSqrt2OverPi * (x + 0.044715 * x * x * x));
       return 0.5 * (1.0 + t) + 0.5 * x * (1.0 - t * t) * kSqrt2OverPi * (1.0 + 3.0 * 0.044715 * x * x);
+    }
+    case Activation::quick_gelu: {
+      const double s = 1.0 / (1.0 + std::exp(-1.702 * x));
+      return s * (1.0 + 1.702 * x * (1.0 - s));
     }
     case Activation::silu: {
       const double s = 1.0 / (1.0 + std::exp(-x));

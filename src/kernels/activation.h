@@ -10,7 +10,7 @@
 
 namespace tfm::kernels {
 
-enum class Activation { relu, gelu, gelu_tanh, silu, sigmoid, tanh, exp, log };
+enum class Activation { relu, gelu, gelu_tanh, quick_gelu, silu, sigmoid, tanh, exp, log };
 const char* activation_name(Activation f);
 
 // Whole arrays, parallel over the engine's threads. y may alias x; dx may alias dy.

@@ -12,6 +12,7 @@ namespace tfm::kernels::impl {
 constexpr float kSqrt2OverPi = 0.79788456080286536f;  // GELU tanh form: u = k(x + c x^3)
 constexpr float kGeluC = 0.044715f;
 constexpr float kInvSqrt2Pi = 0.39894228040143268f;  // standard normal pdf factor
+constexpr float kQuickGelu = 1.702f;                 // OpenAI CLIP's x·sigmoid(1.702x)
 
 // y = f(x) over one run; tail lanes are loaded with `fill` (a value every f accepts).
 template <class V, class F>
@@ -51,6 +52,8 @@ void activation_forward(Activation f, const float* x, float* y, std::int64_t n) 
         const T u2 = V::mul(V::mul(V::set1(2.0f * kSqrt2OverPi), v), V::fma(V::mul(v, v), V::set1(kGeluC), one));
         return V::mul(v, simd::sigmoid<Isa>(u2));
       });
+    case Activation::quick_gelu:
+      return map1<V>(x, y, n, [&](T v) { return V::mul(v, simd::sigmoid<Isa>(V::mul(V::set1(kQuickGelu), v))); });
     case Activation::silu:
       return map1<V>(x, y, n, [&](T v) { return V::mul(v, simd::sigmoid<Isa>(v)); });
     case Activation::sigmoid:
@@ -88,6 +91,12 @@ void activation_backward(Activation f, const float* x, const float* dy, float* d
         const T du2 = V::mul(V::set1(2.0f * kSqrt2OverPi), V::fma(v2, V::set1(3.0f * kGeluC), one));
         const T ds = V::mul(V::mul(s, V::sub(one, s)), du2);
         return V::mul(g, V::fma(v, ds, s));
+      });
+    case Activation::quick_gelu:  // s = sigmoid(ax): s(1 + a x(1-s))
+      return map2<V>(x, dy, dx, n, [&](T v, T g) {
+        const T av = V::mul(V::set1(kQuickGelu), v);
+        const T s = simd::sigmoid<Isa>(av);
+        return V::mul(g, V::mul(s, V::fma(av, V::sub(one, s), one)));
       });
     case Activation::silu:  // s(1 + x(1-s))
       return map2<V>(x, dy, dx, n, [&](T v, T g) {

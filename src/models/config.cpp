@@ -66,6 +66,34 @@ void validate_model_config(const ModelConfig& c, const std::string& where) {
             c.id2label.size(), " names but num_labels is ", c.num_labels);
 }
 
+void read_config_keys(ModelConfig& cfg, const json& j, const std::vector<ConfigKey>& keys,
+                      const std::vector<std::string>& ignored, const std::string& what, const std::string& where,
+                      const std::vector<std::string>& also_allowed) {
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    const std::string& key = it.key();
+    if (std::find(also_allowed.begin(), also_allowed.end(), key) != also_allowed.end()) continue;
+    const ConfigKey* found = nullptr;
+    for (const auto& k : keys)  // the first entry wins: a family's key before the common one
+      if (found == nullptr && k.name == key) found = &k;
+    if (found) {
+      found->read(cfg, it.value(), where);
+      continue;
+    }
+    if (std::find(ignored.begin(), ignored.end(), key) != ignored.end()) continue;
+    std::string allowed;
+    std::vector<std::string> names;
+    for (const auto& k : keys) {
+      allowed += (allowed.empty() ? "" : ", ") + k.name;
+      names.push_back(k.name);
+    }
+    const std::string closest = closest_name(key, names);
+    std::string listed;
+    for (const auto& a : also_allowed) listed += a + ", ";
+    fail(where, "unknown key '", key, "' for ", what, closest.empty() ? "" : " (did you mean '" + closest + "'?)",
+         "; allowed: ", listed, allowed);
+  }
+}
+
 ModelConfig parse_model_config(const std::string& text, const std::string& where) {
   json j;
   try {
@@ -89,29 +117,8 @@ ModelConfig parse_model_config(const std::string& text, const std::string& where
     cfg = model_family(type, where).schema.base;
   }
   const ConfigSchema& schema = model_family(type, where).schema;
-  for (auto it = j.begin(); it != j.end(); ++it) {
-    const std::string& key = it.key();
-    if (key == "model_type" || key == "preset") continue;
-    const ConfigKey* found = nullptr;
-    for (const auto& k : schema.keys)  // the first entry wins: a family's key before the common one
-      if (found == nullptr && k.name == key) found = &k;
-    if (found) {
-      found->read(cfg, it.value(), where);
-      continue;
-    }
-    bool ignored = false;
-    for (const auto& k : schema.ignored) ignored = ignored || k == key;
-    if (ignored) continue;
-    std::string allowed;
-    std::vector<std::string> names;
-    for (const auto& k : schema.keys) {
-      allowed += (allowed.empty() ? "" : ", ") + k.name;
-      names.push_back(k.name);
-    }
-    const std::string closest = closest_name(key, names);
-    fail(where, "unknown key '", key, "' for model_type '", type, "'",
-         closest.empty() ? "" : " (did you mean '" + closest + "'?)", "; allowed: model_type, preset, ", allowed);
-  }
+  read_config_keys(cfg, j, schema.keys, schema.ignored, "model_type '" + type + "'", where,
+                   {"model_type", "preset"});
   cfg.model_type = type;
   if (schema.finish) schema.finish(cfg, j, where);
   if (cfg.d_ff == 0) cfg.d_ff = 4 * cfg.d_model;  // GPT-2's n_inner: null

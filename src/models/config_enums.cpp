@@ -22,7 +22,7 @@ TFM_ENUM_NAMES(NormKind, {NormKind::layer_norm, "layer_norm"}, {NormKind::rms_no
                {NormKind::scale_norm, "scale_norm"})
 TFM_ENUM_NAMES(NormPlacement, {NormPlacement::post, "post"}, {NormPlacement::pre, "pre"})
 TFM_ENUM_NAMES(FfnActivation, {FfnActivation::relu, "relu"}, {FfnActivation::gelu, "gelu"},
-               {FfnActivation::gelu_tanh, "gelu_tanh"}, {FfnActivation::silu, "silu"},
+               {FfnActivation::gelu_tanh, "gelu_tanh"}, {FfnActivation::quick_gelu, "quick_gelu"}, {FfnActivation::silu, "silu"},
                {FfnActivation::swiglu, "swiglu"}, {FfnActivation::geglu, "geglu"}, {FfnActivation::reglu, "reglu"})
 TFM_ENUM_NAMES(PositionKind, {PositionKind::none, "none"}, {PositionKind::sinusoidal, "sinusoidal"},
                {PositionKind::learned, "learned"}, {PositionKind::rope, "rope"}, {PositionKind::alibi, "alibi"},

@@ -30,6 +30,13 @@ struct ConfigSchema {
   std::function<void(ModelConfig&, const nlohmann::json& file, const std::string& where)> finish;
 };
 
+// Reads every key of the JSON object j into cfg through `keys`; keys in `ignored` carry nothing
+// and those in `also_allowed` are the caller's. Any other key is an error naming it, `what`
+// (the key set: "model_type 'gpt2'") and the nearest known name.
+void read_config_keys(ModelConfig& cfg, const nlohmann::json& j, const std::vector<ConfigKey>& keys,
+                      const std::vector<std::string>& ignored, const std::string& what, const std::string& where,
+                      const std::vector<std::string>& also_allowed = {});
+
 // Typed readers: the error names the key and the file.
 std::int64_t read_int(const nlohmann::json& v, const std::string& key, const std::string& where, std::int64_t min);
 std::string read_string(const nlohmann::json& v, const std::string& key, const std::string& where);

@@ -19,6 +19,7 @@ const std::vector<Family>& model_families() {
     f.push_back(deit_family());
     f.push_back(whisper_family());
     f.push_back(retro_family());
+    f.push_back(clip_family());
     return f;
   }();
   return all;

@@ -50,6 +50,16 @@ struct Layout {
   bool has_embed_norm = false;
   Stack encoder, decoder;
   Stack retriever;  // RETRO: the bidirectional encoder of retrieved neighbours (retriever.*)
+  // CLIP (text_tower in model_config.h): the encoder is the vision tower (embed_norm its
+  // pre-LayerNorm, cls_token and pos_emb its class and position embeddings as stored, (C) and
+  // (T, C)); the decoder stack is the text tower (causal, tok_emb its tokens,
+  // text_pos_emb (positions, C) its positions, final_norm its final LayerNorm). pooled_norm
+  // normalises the [CLS] state; the projections (no bias) map each tower into the shared
+  // space; logit_scale is the log of the similarities' scale, a scalar.
+  Tensor text_pos_emb;
+  nn::Norm pooled_norm;
+  nn::Linear image_projection, text_projection;
+  Tensor logit_scale;
   Tensor lm_head;        // (V, C): the token embedding itself when tied
   double lm_scale = 1.0;  // T5 rescales tied outputs by d_model^-1/2
   Tensor logits_bias;    // (1, V) added to the LM logits (Marian's final_logits_bias), or undefined

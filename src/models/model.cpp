@@ -282,6 +282,11 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   return x;
 }
 
+Tensor run_self_stack(const Model::Impl& m, const Stack& s, const Tensor& x, const nn::AttentionSetup& self,
+                      nn::DropoutStream& rng) {
+  return run_stack(m, s, x, self, nullptr, nullptr, rng);
+}
+
 // DeiT's two heads: the classifier on [CLS] and the distillation classifier on the token after it.
 std::pair<Tensor, Tensor> distilled_heads(const Model::Impl& m, const Tensor& hidden) {
   const Layout& l = m.layout;
@@ -503,6 +508,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
   ModelOutputs out;
   switch (impl_->cfg.architecture) {
     case Architecture::encoder_only:
+      if (impl_->cfg.text_tower.enabled()) return contrastive_forward(in);
       out.hidden = encode(in);
       if (impl_->layout.dist_classifier.weight.defined()) {  // DeiT: both heads kept for distillation
         std::tie(out.cls_logits, out.distillation_logits) = distilled_heads(*impl_, out.hidden);

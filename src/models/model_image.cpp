@@ -84,8 +84,9 @@ Tensor image_positions(const Model::Impl& m, std::int64_t gh, std::int64_t gw) {
     const Tensor grid = sincos_2d_positions(gh, gw, C);
     return prefix == 0 ? grid : concat({Tensor::zeros({1, prefix, C}), grid}, 1);
   }
-  const Tensor& table = m.layout.pos_emb;
-  if (!table.defined() || (gh == g && gw == g)) return table;
+  if (!m.layout.pos_emb.defined()) return Tensor();
+  const Tensor table = m.layout.pos_emb.dim() == 2 ? unsqueeze(m.layout.pos_emb, 0) : m.layout.pos_emb;  // CLIP's (T, C)
+  if (gh == g && gw == g) return table;
   const std::vector<double> mh = bicubic_matrix(g, gh), mw = bicubic_matrix(g, gw);
   std::vector<float> k(static_cast<std::size_t>(gh * gw * g * g));  // kron(mh, mw): (gh gw, g g)
   for (std::int64_t i = 0; i < gh; ++i)
@@ -116,7 +117,7 @@ Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStre
   const Tensor kernel = reshape(l.patch_weight, {C, c.num_channels * c.patch_size * c.patch_size});
   Tensor x = linear(image_patches(pixels, c.patch_size), kernel, l.patch_bias);  // (B, N, C)
   std::vector<Tensor> prefix;
-  if (l.cls_token.defined()) prefix.push_back(expand(l.cls_token, {B, 1, C}));
+  if (l.cls_token.defined()) prefix.push_back(expand(reshape(l.cls_token, {1, 1, C}), {B, 1, C}));  // CLIP's is (C)
   if (l.dist_token.defined()) prefix.push_back(expand(l.dist_token, {B, 1, C}));
   if (!prefix.empty()) {
     prefix.push_back(x);
@@ -124,6 +125,7 @@ Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStre
   }
   const Tensor positions = image_positions(m, gh, gw);
   if (positions.defined()) x = add(x, positions);  // (1, T, C) broadcast
+  if (l.has_embed_norm) x = l.embed_norm(x);        // CLIP's pre_layrnorm
   return rng.apply(x, c.embedding_dropout);
 }
 

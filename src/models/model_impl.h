@@ -91,6 +91,9 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
 nn::AttentionSetup self_setup(const Model::Impl& m, const Stack& s, bool causal, std::int64_t T, std::int64_t offset,
                               const Tensor& valid_lens);
 nn::AttentionSetup cross_setup(const Model::Impl& m, const Tensor& src_valid_lens);
+// A stack's layers (and final norm) over x: the full forward's loop, for the model_*.cpp files.
+Tensor run_self_stack(const Model::Impl& m, const Stack& s, const Tensor& x, const nn::AttentionSetup& self,
+                      nn::DropoutStream& rng);
 // An image model's input tokens (B, prefix + patches, C) from pixel_values (B, ch, H, W),
 // positions included (model_image.cpp).
 Tensor embed_patches(const Model::Impl& m, const Tensor& pixels, nn::DropoutStream& rng);

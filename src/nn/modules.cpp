@@ -136,6 +136,7 @@ Tensor FeedForward::operator()(const Tensor& x_in, DropoutStream& rng) const {
     case FfnActivation::gelu: h = gelu(up(x, &rng)); break;
     case FfnActivation::gelu_tanh: h = gelu(up(x, &rng), GeluApprox::tanh); break;
     case FfnActivation::silu: h = silu(up(x, &rng)); break;
+    case FfnActivation::quick_gelu: h = quick_gelu(up(x, &rng)); break;
     // Gated variants (Shazeer 2020): act(x W_gate) * (x W_up).
     case FfnActivation::swiglu: h = mul(silu(gate(x, &rng)), up(x, &rng)); break;
     case FfnActivation::geglu:

@@ -32,6 +32,7 @@ Tensor gelu(const Tensor& x, GeluApprox approximate) {
   return activation_op(x, approximate == GeluApprox::tanh ? kernels::Activation::gelu_tanh : kernels::Activation::gelu);
 }
 Tensor silu(const Tensor& x) { return activation_op(x, kernels::Activation::silu); }
+Tensor quick_gelu(const Tensor& x) { return activation_op(x, kernels::Activation::quick_gelu); }
 Tensor sigmoid(const Tensor& x) { return activation_op(x, kernels::Activation::sigmoid); }
 Tensor tanh(const Tensor& x) { return activation_op(x, kernels::Activation::tanh); }
 Tensor exp(const Tensor& x) { return activation_op(x, kernels::Activation::exp); }

@@ -449,10 +449,17 @@ TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std:
 
 ModelConfig task_model_config(const TrainConfig& cfg, const TaskData& d, std::int64_t vocab) {
   json m = json::parse(cfg.model_json);
+  const std::string where = cfg.source + ".model";
+  bool contrastive = false;  // the config as written (the keys added below are not CLIP's)
+  try {
+    contrastive = parse_model_config(cfg.model_json, where).text_tower.enabled();
+  } catch (const Error&) {
+  }
+  TFM_CHECK(!contrastive, where, "a CLIP model is not trained by these tasks (contrastive image-text training is not ",
+            "built); tfm classify --labels, tfm embed and tfm serve run it");
   const bool classifier = d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier;
   if (!m.contains("vocab_size") && d.kind != TaskKind::image_classifier) m["vocab_size"] = vocab;
   if (classifier && !m.contains("num_labels")) m["num_labels"] = d.label_names.size();
-  const std::string where = cfg.source + ".model";
   if (d.kind == TaskKind::speech && !m.contains("max_source_positions")) m["max_source_positions"] = d.audio->window_frames() / 2;
   ModelConfig mc = parse_model_config(m.dump(), where);
   if (classifier && mc.id2label.empty()) mc.id2label = d.label_names;  // saved in config.json

@@ -20,6 +20,11 @@ ModelConfig small_family_config(const Family& f, std::int64_t heads, std::int64_
   c.pad_token_id = c.pad_token_id >= 0 ? 1 : -1;
   c.bos_token_id = c.eos_token_id = c.decoder_start_token_id = 2;
   if (c.init_std == 0.0) c.init_std = 0.02;
+  if (c.text_tower.enabled()) {  // CLIP's text tower, as small
+    TextTowerConfig& t = c.text_tower;
+    t.vocab_size = 64, t.d_model = 4 * heads, t.n_heads = heads, t.n_layers = 2, t.d_ff = 8 * heads;
+    t.max_positions = 16, t.projection_dim = 8, t.pad_token_id = 1, t.bos_token_id = 3, t.eos_token_id = 2;
+  }
   return c;
 }
 

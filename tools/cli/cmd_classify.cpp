@@ -2,6 +2,8 @@
 // (batched 32 lines at a time with padding masks; one flushed output line per input line).
 // tfm classify -m DIR --image FILE... — an image classifier's label<TAB>id<TAB>probability per
 // image (FILE<TAB> first when there are several), through the directory's preprocessor.
+// tfm classify -m CLIP_DIR --image FILE... --labels "a photo of a cat,a photo of a dog" — CLIP's
+// zero-shot classification: the same lines, each label text named by itself.
 // --top-k K prints the K most probable labels; --json one object per input instead.
 #include <algorithm>
 #include <cstdio>
@@ -11,6 +13,7 @@
 #include "cli_common.h"
 #include "commands.h"
 #include "line_batches.h"
+#include "tfm/contrastive.h"
 #include "tfm/error.h"
 #include "tfm/image.h"
 #include "tfm/inspect.h"
@@ -32,10 +35,16 @@ std::vector<std::int64_t> top_labels(const Classification& c, std::size_t k) {
   return ids;
 }
 
-nlohmann::json predictions_json(const ModelConfig& mc, const Classification& c, std::size_t k) {
+// A label's name: the label text of a zero-shot classification, else config.json's id2label.
+std::string name_of(const ModelConfig& mc, const std::vector<std::string>& labels, std::int64_t id) {
+  return labels.empty() ? label_name(mc, id) : labels.at(static_cast<std::size_t>(id));
+}
+
+nlohmann::json predictions_json(const ModelConfig& mc, const std::vector<std::string>& labels, const Classification& c,
+                                std::size_t k) {
   nlohmann::json list = nlohmann::json::array();
   for (std::int64_t id : top_labels(c, k))
-    list.push_back({{"label", label_name(mc, id)}, {"id", id},
+    list.push_back({{"label", name_of(mc, labels, id)}, {"id", id},
                     {"probability", static_cast<double>(c.probabilities[static_cast<std::size_t>(id)])}});
   return list;
 }
@@ -46,7 +55,7 @@ void add_classify_command(CLI::App& app) {
   auto* cmd = app.add_subcommand("classify", "Classify TEXT, each line of stdin, or images with a classifier model");
   struct Args {
     std::string model, adapter, text;
-    std::vector<std::string> images;
+    std::vector<std::string> images, labels;
     WeightOptions weights;
     std::size_t batch = 32, top_k = 1;
     std::string max_memory;
@@ -58,6 +67,8 @@ void add_classify_command(CLI::App& app) {
   add_weight_options(cmd, args->weights);
   cmd->add_option("text", args->text, "Text to classify (default: each line of stdin)");
   cmd->add_option("--image", args->images, "PNG or JPEG files for an image classifier (ViT)");
+  cmd->add_option("--labels", args->labels, "CLIP zero-shot: the label texts, comma-separated (repeatable)")
+      ->delimiter(',');
   cmd->add_option("--top-k", args->top_k, "Print the K most probable labels")->check(CLI::Range(1, 1 << 20));
   cmd->add_flag("--json", args->json, "One JSON object per input: {input, predictions: [{label, id, probability}]}");
   cmd->add_option("--batch", args->batch, "Lines or images per forward pass")->check(CLI::Range(1, 4096));
@@ -67,30 +78,34 @@ void add_classify_command(CLI::App& app) {
     LoadedModel m = load_model(args->model, args->adapter, args->weights, args->max_memory, 0, static_cast<std::int64_t>(args->batch));
     if (!args->images.empty()) {
       TFM_CHECK(cmd->count("text") == 0, "classify", "give either TEXT or --image, not both");
+      TextEmbeddingCache label_cache;  // the labels' embeddings, computed once for every batch
       for_each_image_batch(args->images, args->batch, [&](const std::vector<Image>& batch, std::size_t first) {
-        const auto rs = classify_images(m, batch);
+        const auto rs = args->labels.empty() ? classify_images(m, batch)
+                                             : zero_shot_classify(m, batch, args->labels, &label_cache);
         for (std::size_t i = 0; i < rs.size(); ++i) {
           const std::string& file = args->images[first + i];
           if (args->json) {
-            std::printf("%s\n", nlohmann::json{{"image", file}, {"predictions", predictions_json(m.config, rs[i], args->top_k)}}
-                                    .dump().c_str());
+            std::printf("%s\n", nlohmann::json{{"image", file}, {"predictions", predictions_json(m.config, args->labels, rs[i], args->top_k)}}
+                                    .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
+                                    .c_str());
             continue;
           }
           for (std::int64_t id : top_labels(rs[i], args->top_k))
             std::printf("%s%s\t%lld\t%.4f\n", args->images.size() > 1 ? (file + "\t").c_str() : "",
-                        label_name(m.config, id).c_str(), static_cast<long long>(id),
+                        name_of(m.config, args->labels, id).c_str(), static_cast<long long>(id),
                         static_cast<double>(rs[i].probabilities[static_cast<std::size_t>(id)]));
         }
       });
       return;
     }
+    TFM_CHECK(args->labels.empty(), "classify", "--labels classifies pictures: give them with --image");
     Timings timings;
     auto print = [&](const std::vector<std::string>& texts) {
       const auto rs = timed_prefill(m.tokenizer, texts, timings, [&] { return classify(m, texts); });
       for (std::size_t i = 0; i < rs.size(); ++i) {
         const auto& r = rs[i];
         if (args->json) {
-          std::printf("%s\n", nlohmann::json{{"text", texts[i]}, {"predictions", predictions_json(m.config, r, args->top_k)}}
+          std::printf("%s\n", nlohmann::json{{"text", texts[i]}, {"predictions", predictions_json(m.config, {}, r, args->top_k)}}
                                   .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)
                                   .c_str());
         } else if (args->top_k == 1) {

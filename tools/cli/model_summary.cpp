@@ -56,6 +56,15 @@ void print_model_summary(const ModelConfig& c, const std::string& source) {
                 static_cast<long long>(c.num_channels), static_cast<long long>(c.image_size),
                 static_cast<long long>(c.image_size), static_cast<long long>(c.patch_size),
                 static_cast<long long>(c.patch_size), static_cast<long long>(c.image_tokens()), prefix.c_str());
+    if (c.text_tower.enabled()) {  // CLIP: the figures above are the vision tower's
+      const TextTowerConfig& t = c.text_tower;
+      std::printf("text tower:   %lld layers, d_model %lld, d_ff %lld, %lld heads, vocab %lld, max positions %lld, %s\n",
+                  static_cast<long long>(t.n_layers), static_cast<long long>(t.d_model), static_cast<long long>(t.d_ff),
+                  static_cast<long long>(t.n_heads), static_cast<long long>(t.vocab_size),
+                  static_cast<long long>(t.max_positions), to_string(t.activation));
+      std::printf("shared space: %lld numbers, logit scale exp(%g) at init\n", static_cast<long long>(t.projection_dim),
+                  t.logit_scale_init);
+    }
   } else {
     std::printf("width:        d_model %lld, d_ff %lld, vocab %lld, max positions %lld\n",
                 static_cast<long long>(c.d_model), static_cast<long long>(c.d_ff), static_cast<long long>(c.vocab_size),

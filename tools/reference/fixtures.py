@@ -44,3 +44,22 @@ def save(path, tensors, metadata=None):
 def grads(named):
     """dict name -> leaf tensor: returns {"grad." + name: its .grad}."""
     return {"grad." + k: v.grad for k, v in named.items() if v.grad is not None}
+
+
+def load(path):
+    """The tensors of a .safetensors file (the dtypes save writes), as torch tensors."""
+    names = {v: k for k, v in _DTYPES.items()}
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    out = {}
+    for name, e in header.items():
+        if name == "__metadata__":
+            continue
+        a, b = e["data_offsets"]
+        dtype = names[e["dtype"]]
+        raw = bytearray(data[a:b])
+        t = torch.frombuffer(raw, dtype=torch.int16 if dtype == torch.bfloat16 else dtype) if raw else torch.empty(0, dtype=dtype)
+        out[name] = (t.view(torch.bfloat16) if dtype == torch.bfloat16 else t).reshape(e["shape"]).clone()
+    return out

@@ -19,6 +19,7 @@
 #include "scheduler.h"
 #include "serve_options.h"
 #include "tfm/chat_template.h"
+#include "tfm/contrastive.h"
 #include "tfm/model_dir.h"
 #include "tfm/retrieval.h"
 #include "tfm/session.h"
@@ -41,6 +42,8 @@ struct ServerContext {
   std::unique_ptr<LoadedModel> retriever = {};
   std::string retrieve_template = {};
   std::mutex retrieve_mu = {};
+  // CLIP: the label texts' embeddings, kept across /v1/classify requests.
+  TextEmbeddingCache label_cache{4096};
 };
 
 // What the access log line reports about the request being handled on this thread.

@@ -67,6 +67,40 @@ std::vector<Image> image_inputs(ServerContext& cx, const Json& b) {
   return out;
 }
 
+// Whether a CLIP model's `input` holds pictures (data: URLs or image_url parts) rather than
+// texts; one kind per request.
+bool input_is_images(const Json& b) {
+  const auto it = b.find("input");
+  if (it == b.end()) return false;
+  const auto is_image = [](const Json& x) {
+    return x.is_object() || (x.is_string() && x.get<std::string>().rfind("data:", 0) == 0);
+  };
+  if (!it->is_array()) return is_image(*it);
+  bool any = false, all = true;
+  for (const auto& x : *it) {
+    any = any || is_image(x);
+    all = all && is_image(x);
+  }
+  if (any && !all) bad_param("input", "input mixes pictures and texts: send one kind per request");
+  return any;
+}
+
+// CLIP's texts: each must fit the text tower's positions with its special tokens.
+std::int64_t count_text_tower_tokens(ServerContext& cx, const std::vector<std::string>& texts, const char* param) {
+  std::int64_t total = 0;
+  const std::int64_t P = cx.lm.config.text_tower.max_positions;
+  for (const auto& t : texts) {
+    const auto n = static_cast<std::int64_t>(cx.lm.tokenizer.encode_full(t, true).ids.size());
+    if (n > P)
+      throw ApiError(400, "invalid_request_error", "context_length_exceeded",
+                     "a text is " + std::to_string(n) + " tokens with its special tokens; the text tower takes " +
+                         std::to_string(P),
+                     param);
+    total += n;
+  }
+  return total;
+}
+
 // Checks each input's token count against the model's positions.
 std::int64_t count_tokens(ServerContext& cx, const std::vector<std::string>& texts) {
   std::int64_t total = 0;
@@ -112,19 +146,22 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
   eo.prompt_name = get_string(b, "prompt_name").value_or("");
   if (!eo.prompt_name.empty() && !(cx.lm.sentence && cx.lm.sentence->prompts.count(eo.prompt_name)))
     bad_param("prompt_name", "the model has no prompt named '" + eo.prompt_name + "'");
-  const std::int64_t width = cx.lm.sentence && eo.pooling == EmbedPooling::automatic ? cx.lm.sentence->dimension()
-                                                                                      : cx.lm.config.d_model;
+  const bool clip = cx.lm.config.text_tower.enabled();  // texts and pictures in one space
+  const std::int64_t width = clip ? cx.lm.config.text_tower.projection_dim
+                             : cx.lm.sentence && eo.pooling == EmbedPooling::automatic ? cx.lm.sentence->dimension()
+                                                                                        : cx.lm.config.d_model;
   if (dimensions > width) bad_param("dimensions", "dimensions " + std::to_string(dimensions) + " is more than the model's " + std::to_string(width));
   std::vector<std::vector<float>> vecs;
   std::int64_t tokens = 0;
-  if (cx.lm.config.reads_images()) {
+  if (cx.lm.config.reads_images() && (!clip || input_is_images(b))) {
     const auto images = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
     cx.sched.run_job([&] { vecs = embed_images(cx.lm, images, embed_pooling_from_name(pooling), normalize); });
     truncate_embeddings(vecs, dimensions, normalize);
   } else {
     const auto texts = text_inputs(b, cx.opt);
-    tokens = count_tokens(cx, texts);
+    tokens = clip ? count_text_tower_tokens(cx, texts, "input") : count_tokens(cx, texts);
+    access_info().prompt_tokens = tokens;
     cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
       const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
       for (auto& v : embed(cx.lm, part, eo)) vecs.push_back(std::move(v));
@@ -196,9 +233,26 @@ void rerank_route(ServerContext& cx, const httplib::Request& req, httplib::Respo
 
 void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
   const Json b = parse_body(req.body, cx.opt.max_json_depth);
-  reject_unknown(b, {"model", "input", "user", "rollout", "overlay"});
-  if (cx.lm.config.head != HeadKind::classifier)
+  reject_unknown(b, {"model", "input", "user", "rollout", "overlay", "labels"});
+  // CLIP: zero-shot, the pictures against the request's label texts.
+  const bool clip = cx.lm.config.text_tower.enabled();
+  std::vector<std::string> labels;
+  if (clip) {
+    const auto it = b.find("labels");
+    if (it == b.end() || !it->is_array() || it->empty())
+      bad_param("labels", "a CLIP model classifies pictures against label texts: labels must be a non-empty array of strings");
+    if (static_cast<std::int64_t>(it->size()) > cx.opt.max_inputs)
+      bad_param("labels", "at most " + std::to_string(cx.opt.max_inputs) + " labels per request");
+    for (const auto& x : *it) {
+      if (!x.is_string() || x.get<std::string>().empty()) bad_param("labels", "each label is a non-empty string");
+      labels.push_back(x.get<std::string>());
+    }
+    count_text_tower_tokens(cx, labels, "labels");
+  } else if (b.contains("labels")) {
+    bad_param("labels", "labels are for zero-shot classification with a CLIP model; this model has its own classes");
+  } else if (cx.lm.config.head != HeadKind::classifier) {
     throw ApiError(400, "invalid_request_error", "model_not_supported", "this model is not a classifier");
+  }
   const bool images = cx.lm.config.reads_images();
   // overlay: the picture as the model saw it with its rollout laid over it, a PNG data: URL
   // (the picture `tfm attention --image` writes), which the playground shows.
@@ -212,7 +266,7 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
     const auto pictures = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
     cx.sched.run_job([&] {
-      rs = classify_images(cx.lm, pictures);
+      rs = clip ? zero_shot_classify(cx.lm, pictures, labels, &cx.label_cache) : classify_images(cx.lm, pictures);
       if (rollout)
         for (const auto& p : pictures) maps.push_back(attention_rollout(cx.lm, p));
     });
@@ -227,7 +281,7 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
   Json data = Json::array();
   for (std::size_t i = 0; i < rs.size(); ++i) {
     Json probs = Json::object();
-    const auto& names = cx.lm.config.id2label;
+    const auto& names = clip ? labels : cx.lm.config.id2label;
     for (std::size_t k = 0; k < rs[i].probabilities.size(); ++k)
       probs[k < names.size() ? names[k] : std::to_string(k)] = rs[i].probabilities[k];
     data.push_back({{"object", "classification"}, {"index", i}, {"label", rs[i].name}, {"label_id", rs[i].label},

