@@ -17,19 +17,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 NODE_TOK="$SRC/tools/reference/hf-tokenizers"
 
-# The tokenizer (merges learnt from a slice of the built-in text and the labels), the model
-# with a text vocabulary of exactly the tokenizer's size, CLIP's preprocessor without resizing.
+# The CLIP directory (tests/support/make_clip_dir.sh: the reference's weights, a tokenizer in
+# CLIP's layout whose merges saw the labels).
 LABELS=("a photo of a cat" "a photo of a dog" "a diagram of a bright diagonal")
-{ head -n 400 "$SRC/data/tinyshakespeare.txt"; printf '%s\n' "${LABELS[@]}"; } > "$DIR/text.txt"
-node "$NODE_TOK/clip_bpe.js" "$DIR/text.txt" 200 "$DIR/tokenizer.json"
-V=$(/usr/bin/python3 -c 'import json, sys; print(len(json.load(open(sys.argv[1]))["model"]["vocab"]))' "$DIR/tokenizer.json")
-/usr/bin/python3 "$SRC/tools/reference/ref_clip.py" hub "$DIR/clip" "$V"
-cp "$DIR/tokenizer.json" "$DIR/clip/tokenizer.json"
-cat > "$DIR/clip/preprocessor_config.json" <<'JSON'
-{"image_processor_type": "CLIPImageProcessor", "do_resize": false, "do_center_crop": false, "do_rescale": true,
- "rescale_factor": 0.00392156862745098, "do_normalize": true, "do_convert_rgb": true,
- "image_mean": [0.48145466, 0.4578275, 0.40821073], "image_std": [0.26862954, 0.26130258, 0.27577711]}
-JSON
+bash "$SRC/tests/support/make_clip_dir.sh" "$SRC" "$DIR/clip" "${LABELS[@]}"
 /usr/bin/python3 "$SRC/tests/support/make_pictures.py" "$DIR/pictures" 2
 PIC="$DIR/pictures/diagonal/01.png"
 
@@ -38,7 +29,7 @@ IDS=$(node -e '
 const { Tokenizer } = require(process.argv[1] + "/node_modules/tokenizers");
 const t = Tokenizer.fromFile(process.argv[2]);
 (async () => { for (const s of process.argv.slice(3)) console.log((await t.encode(s, null, { addSpecialTokens: true })).getIds().join(",")); })();
-' "$NODE_TOK" "$DIR/tokenizer.json" "${LABELS[@]}")
+' "$NODE_TOK" "$DIR/clip/tokenizer.json" "${LABELS[@]}")
 # shellcheck disable=SC2086
 WANT=$(/usr/bin/python3 "$SRC/tools/reference/ref_clip.py" probs "$DIR/clip" "$PIC" $IDS)
 LABEL_ARG=$(IFS=,; echo "${LABELS[*]}")

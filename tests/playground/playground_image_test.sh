@@ -5,14 +5,29 @@
 # dropped on the drop zone show the classes `tfm classify --json` gives (label and the top
 # probabilities, as percentages) and the heat map `tfm attention --image` draws (the same PNG
 # bytes), with no script error. Leaves the screenshot in OUT_DIR/playground-image.png.
-#   playground_image_test.sh TFM SOURCE_DIR OUT_DIR [NODE]
+# With "clip": a CLIP directory (tests/support/make_clip_dir.sh) instead, the page's label field
+# filled with three label texts, and the classes those of `tfm classify --labels` (screenshot
+# OUT_DIR/playground-clip.png).
+#   playground_image_test.sh TFM SOURCE_DIR OUT_DIR [NODE] [clip]
 set -euo pipefail
-tfm="$1" src="$2" out="$3" node="${4:-node}"
+tfm="$1" src="$2" out="$3" node="${4:-node}" mode="${5:-vit}"
 source "$src/tests/playground/page_test_lib.sh"
 
-# Three classes of 12 x 12 pictures (tests/support/make_pictures.py) and a ViT trained on them.
+# Three classes of 12 x 12 pictures (tests/support/make_pictures.py) and a ViT trained on them,
+# or a CLIP directory and the label texts it is asked about.
 /usr/bin/python3 "$src/tests/support/make_pictures.py" "$tmp/pictures" 24 || fail "writing the pictures"
-cat >"$tmp/vit.json" <<JSON
+picture="$tmp/pictures/left/03.png"
+settings='{}'
+if [ "$mode" = clip ]; then
+  labels="a photo of a cat, a diagram, a bright left half"
+  bash "$src/tests/support/make_clip_dir.sh" "$src" "$tmp/model" "a photo of a cat" "a diagram" "a bright left half" \
+    || fail "writing the CLIP directory"
+  "$tfm" -t 1 classify -m "$tmp/model" --image "$picture" --labels "a photo of a cat,a diagram,a bright left half" \
+    --top-k 3 --json >"$tmp/classify.json" || fail "tfm classify --labels"
+  settings='{"labels": "'"$labels"'"}'
+  shot="$out/playground-clip.png"
+else
+  cat >"$tmp/vit.json" <<JSON
 {"task": "image_classifier", "seed": 3,
  "model": {"model_type": "vit", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
            "num_attention_heads": 2, "intermediate_size": 32},
@@ -21,20 +36,23 @@ cat >"$tmp/vit.json" <<JSON
  "optimizer": {"lr": 0.01, "weight_decay": 0.01}, "schedule": {"name": "cosine", "warmup_steps": 4},
  "training": {"batch_size": 16, "max_steps": 60}, "eval": {"every": 30, "log_every": 10}}
 JSON
-"$tfm" -t 1 train "$tmp/vit.json" -q --out "$tmp/vit" >/dev/null 2>"$tmp/train.err" \
-  || fail "training the test model: $(cat "$tmp/train.err")"
-picture="$tmp/pictures/left/03.png"
-"$tfm" -t 1 classify -m "$tmp/vit" --image "$picture" --top-k 3 --json >"$tmp/classify.json" || fail "tfm classify"
-"$tfm" -t 1 attention -m "$tmp/vit" --image "$picture" -o "$tmp/rollout.png" >/dev/null || fail "tfm attention"
+  "$tfm" -t 1 train "$tmp/vit.json" -q --out "$tmp/model" >/dev/null 2>"$tmp/train.err" \
+    || fail "training the test model: $(cat "$tmp/train.err")"
+  "$tfm" -t 1 classify -m "$tmp/model" --image "$picture" --top-k 3 --json >"$tmp/classify.json" || fail "tfm classify"
+  shot="$out/playground-image.png"
+fi
+"$tfm" -t 1 attention -m "$tmp/model" --image "$picture" -o "$tmp/rollout.png" >/dev/null || fail "tfm attention"
 
 key="playground-image-key-$$"
 echo "$key" >"$tmp/key"
-start_server -m "$tmp/vit" --api-key-file "$tmp/key"
+start_server -m "$tmp/model" --api-key-file "$tmp/key"
 
 timeout 90 "$node" "$src/tests/playground/drive_page.mjs" --chromium "$chromium" --url "$url/" --image "$picture" \
-  --screenshot "$out/playground-image.png" --timeout-ms 60000 --settings '{"api-key": "'"$key"'"}' >"$tmp/page.json" \
+  --screenshot "$shot" --timeout-ms 60000 \
+  --settings "$(/usr/bin/python3 -c 'import json, sys; s = json.loads(sys.argv[1]); s["api-key"] = sys.argv[2]; print(json.dumps(s))' "$settings" "$key")" \
+  >"$tmp/page.json" \
   || fail "driving the page in Chromium failed"
-"$node" - "$tmp/page.json" "$tmp/classify.json" "$tmp/rollout.png" "$out/playground-image.png" <<'JS' || fail "page checks (above)"
+"$node" - "$tmp/page.json" "$tmp/classify.json" "$tmp/rollout.png" "$shot" <<'JS' || fail "page checks (above)"
 const fs = require("fs");
 const [pagePath, classifyPath, rolloutPath, shotPath] = process.argv.slice(2);
 const page = JSON.parse(fs.readFileSync(pagePath, "utf8"));

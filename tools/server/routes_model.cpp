@@ -327,7 +327,8 @@ void add_model_routes(RouteTable& routes, ServerContext& cx) {
                  {"d_model", c.d_model}, {"n_heads", c.n_heads}, {"max_positions", c.max_positions},
                  {"n_ctx", cx.sched.generates() ? cx.sched.batch().context_size() : c.max_positions},
                  {"parallel", cx.sched.generates() ? cx.sched.batch().slots() : 0}, {"chat_template_default", cx.chat_cfg.is_default},
-                 {"reads_images", c.reads_images()}, {"head", to_string(c.head)}};
+                 {"reads_images", c.reads_images()}, {"head", to_string(c.head)},
+                 {"zero_shot", c.text_tower.enabled()}};
     send_json(res, {{"object", "list"},
                     {"data", Json::array({{{"id", cx.model_id}, {"object", "model"}, {"created", cx.created},
                                            {"owned_by", "tfm"}, {"meta", meta}}})}});
