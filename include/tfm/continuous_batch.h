@@ -16,8 +16,10 @@
 //
 // Speculative decoding (enable_speculative; speculative.cpp states the rule): a slot whose
 // request allows it drafts a few tokens (prompt lookup, or a draft model with a KV cache slot of
-// its own) and has the model score its last token and the draft in one step of its own; the
-// acceptable prefix and one token of the model's are kept. Greedy tokens stay those of plain
+// its own) and has the model score its last token and the draft; every drafting slot's round
+// is scored in one batched step, shorter feeds padded (rows never mix and attention is causal,
+// so a round's numbers are those of a step of its own). The acceptable prefix and one token of
+// the model's are kept. Greedy tokens stay those of plain
 // decoding, sampled ones are distributed as plain sampling's, and a grammar's mask applies at
 // every scored position (so its text still parses).
 #pragma once
@@ -134,7 +136,20 @@ class ContinuousBatch {
   // that allows nothing more (its stop reason); else *mask is the grammar's (null without one).
   // False when the text ended (its event added to `events`).
   bool next_token_allowed(std::int64_t s, std::vector<BatchEvent>& events, const TokenMask** mask);
-  void speculative_round(std::int64_t s, std::vector<BatchEvent>& events);
+  // A speculative round in three parts: plan (the mask before drafting, the draft, the feed),
+  // the model's scores of every planned feed (one batched step, feeds padded), then settle (the
+  // acceptance rule position by position, the cache cut back to what was kept).
+  struct Round {
+    std::int64_t slot = 0, start = 0;     // the slot and its cache length before the feed
+    std::vector<std::int32_t> draft, feed;  // feed: the pending token, then the draft
+    std::vector<std::vector<Candidate>> q;  // the draft model's distributions (empty: one-hot)
+    const TokenMask* mask = nullptr;        // the first scored position's grammar mask
+    std::vector<float> rows;                // (1 + draft, V) scores
+    double seconds = 0;                     // its share of the time spent
+  };
+  bool plan_round(std::int64_t s, std::vector<BatchEvent>& events, Round& r);
+  void score_rounds(std::vector<Round>& rounds);
+  void settle_round(Round& r, std::vector<BatchEvent>& events);
   void sample_slot(std::int64_t s, std::vector<BatchEvent>& events, std::vector<std::int64_t>& live,
                    std::vector<std::int32_t>& next);
   void finish(std::int64_t s, const std::string& reason, BatchEvent& e);

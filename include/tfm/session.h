@@ -87,6 +87,7 @@ struct SpeculativeOptions {
 };
 struct SpeculativeStats {
   std::int64_t rounds = 0, drafted = 0, accepted = 0;
+  std::int64_t steps = 0;  // the model's steps that scored them (several rounds share one in a batch)
 };
 
 // Decoder-only language models.

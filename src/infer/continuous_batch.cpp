@@ -216,45 +216,97 @@ void ContinuousBatch::enable_speculative(const SpeculativeOptions& s) {
   speculative_ = true;
 }
 
-// One round of slot s (speculative.cpp's loop body, for one slot of the batch): the pending
-// token and a draft in one step of the model, then each scored position in turn: its grammar
-// mask, the acceptance rule, the token taken as plain decoding takes it.
-void ContinuousBatch::speculative_round(std::int64_t s, std::vector<BatchEvent>& events) {
+// One round of slot s (speculative.cpp's loop body, for one slot of the batch), planned: the
+// first position's grammar mask, then the draft (prompt lookup or the draft model) and the feed.
+// False when the slot's text ended before it (its event added).
+bool ContinuousBatch::plan_round(std::int64_t s, std::vector<BatchEvent>& events, Round& r) {
   Slot& slot = slots_[static_cast<std::size_t>(s)];
   const GenerateOptions& o = slot.req.options;
-  const std::int64_t V = model_.config().vocab_size;
-  const TokenMask* mask = nullptr;  // the first scored position's, known before drafting
-  if (!next_token_allowed(s, events, &mask)) return;
+  r.slot = s;
+  if (!next_token_allowed(s, events, &r.mask)) return false;
   const auto t0 = Clock::now();
   const Sampler sampler(o.sampling);
   const bool greedy = o.sampling.temperature <= 0;
   const detail::SpeculativeStreams streams = detail::speculative_streams(slot.req.stream);
-  const std::int64_t L = cache_.length(s);  // the history but the pending token
+  r.start = cache_.length(s);  // the history but the pending token
   const std::int64_t kk = std::max<std::int64_t>(
-      0, std::min({slot.draft_len, cache_.capacity() - L - 1, o.max_new_tokens - slot.generated - 1}));
-  std::vector<std::int32_t> draft;
-  std::vector<std::vector<Candidate>> q;  // the draft model's distributions (empty: one-hot drafts)
+      0, std::min({slot.draft_len, cache_.capacity() - r.start - 1, o.max_new_tokens - slot.generated - 1}));
   if (kk > 0 && spec_.draft)
-    draft = detail::model_draft(*spec_.draft, *draft_cache_, s, sampler, greedy, slot.history, kk, streams.draft,
-                                slot.draft_draw, q);
+    r.draft = detail::model_draft(*spec_.draft, *draft_cache_, s, sampler, greedy, slot.history, kk, streams.draft,
+                                  slot.draft_draw, r.q);
   else if (kk > 0)
-    draft = detail::lookup_draft(slot.history, spec_.ngram, kk);
-  std::vector<std::int32_t> feed{slot.pending};
-  feed.insert(feed.end(), draft.begin(), draft.end());
-  const auto rows = model_.decode_cached(detail::ids_tensor(feed), {s}, cache_, true).to_floats();  // (1, 1 + n, V)
+    r.draft = detail::lookup_draft(slot.history, spec_.ngram, kk);
+  r.feed = {slot.pending};
+  r.feed.insert(r.feed.end(), r.draft.begin(), r.draft.end());
+  r.seconds = since(t0);
+  return true;
+}
+
+// The model's scores of every round's feed at every position, in one step: shorter feeds are
+// padded to the longest with their last token (decode_cached keeps rows apart and attention is
+// causal, so a row's real positions score exactly as in a step of their own; the padding's
+// cache entries are cut off when the round settles). A round whose padded feed would overrun
+// its slot's context takes a step of its own.
+void ContinuousBatch::score_rounds(std::vector<Round>& rounds) {
+  if (rounds.empty()) return;
+  const std::int64_t V = model_.config().vocab_size;
+  std::size_t T = 0;
+  for (const Round& r : rounds) T = std::max(T, r.feed.size());
+  std::vector<std::size_t> together, alone;
+  for (std::size_t i = 0; i < rounds.size(); ++i)
+    (rounds[i].start + static_cast<std::int64_t>(T) <= cache_.capacity() ? together : alone).push_back(i);
+  const auto step = [&](const std::vector<std::size_t>& group, std::size_t width) {
+    std::vector<std::int64_t> ids, slots;
+    for (std::size_t j : group) {
+      const auto& f = rounds[j].feed;
+      ids.insert(ids.end(), f.begin(), f.end());
+      ids.insert(ids.end(), width - f.size(), f.back());
+      slots.push_back(rounds[j].slot);
+    }
+    const auto t0 = Clock::now();
+    const auto rows = model_.decode_cached(Tensor::from_ints(ids, {static_cast<std::int64_t>(group.size()),
+                                                                   static_cast<std::int64_t>(width)}),
+                                           slots, cache_, true).to_floats();  // (R, width, V)
+    ++spec_stats_.steps;
+    const double share = since(t0) / static_cast<double>(group.size());
+    const std::size_t per = width * static_cast<std::size_t>(V);
+    for (std::size_t k = 0; k < group.size(); ++k) {
+      Round& r = rounds[group[k]];
+      const auto first = rows.begin() + static_cast<std::ptrdiff_t>(k * per);
+      r.rows.assign(first, first + static_cast<std::ptrdiff_t>(r.feed.size() * static_cast<std::size_t>(V)));
+      r.seconds += share;
+    }
+  };
+  if (!together.empty()) step(together, T);
+  for (std::size_t j : alone) step({j}, rounds[j].feed.size());
+}
+
+// The scored positions in turn: its grammar mask, the acceptance rule, the token taken as plain
+// decoding takes it; the cache keeps the pending token and the drafts kept.
+void ContinuousBatch::settle_round(Round& r, std::vector<BatchEvent>& events) {
+  const std::int64_t s = r.slot;
+  Slot& slot = slots_[static_cast<std::size_t>(s)];
+  const GenerateOptions& o = slot.req.options;
+  const std::int64_t V = model_.config().vocab_size;
+  const auto t0 = Clock::now();
+  const Sampler sampler(o.sampling);
+  const bool greedy = o.sampling.temperature <= 0;
+  const detail::SpeculativeStreams streams = detail::speculative_streams(slot.req.stream);
+  const TokenMask* mask = r.mask;
   slot.has_pending = false;
   std::size_t kept = 0;
   std::int64_t taken = 0;
-  for (std::size_t i = 0; i <= draft.size(); ++i) {
-    cache_.set_length(s, L + 1 + static_cast<std::int64_t>(i));  // pending and the i drafts kept so far
+  for (std::size_t i = 0; i <= r.draft.size(); ++i) {
+    cache_.set_length(s, r.start + 1 + static_cast<std::int64_t>(i));  // pending and the i drafts kept so far
     if (i > 0 && !next_token_allowed(s, events, &mask)) break;
-    const std::span<const float> row(rows.data() + i * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
+    const std::span<const float> row(r.rows.data() + i * static_cast<std::size_t>(V), static_cast<std::size_t>(V));
     BatchEvent e;
     std::int32_t tok;
     bool keep = false;
-    if (i < draft.size()) {
-      const detail::DraftVerdict v = detail::judge_draft(sampler, greedy, sampler.candidates(row, slot.history, mask), draft[i],
-                                                         q.empty() ? nullptr : &q[i], streams.accept, slot.accept_draw);
+    if (i < r.draft.size()) {
+      const detail::DraftVerdict v = detail::judge_draft(sampler, greedy, sampler.candidates(row, slot.history, mask),
+                                                         r.draft[i], r.q.empty() ? nullptr : &r.q[i], streams.accept,
+                                                         slot.accept_draw);
       keep = v.keep;
       tok = v.token;
     } else {  // every draft token kept: the model's own next one
@@ -272,14 +324,14 @@ void ContinuousBatch::speculative_round(std::int64_t s, std::vector<BatchEvent>&
     }
   }
   if (draft_cache_) draft_cache_->set_length(s, std::min(draft_cache_->length(s), cache_.length(s)));
-  if (!draft.empty())
-    slot.draft_len = kept == draft.size() ? std::min(slot.draft_len + 1, spec_.max_draft)
-                                          : std::max<std::int64_t>(1, static_cast<std::int64_t>(kept) + 1);
+  if (!r.draft.empty())
+    slot.draft_len = kept == r.draft.size() ? std::min(slot.draft_len + 1, spec_.max_draft)
+                                            : std::max<std::int64_t>(1, static_cast<std::int64_t>(kept) + 1);
   ++spec_stats_.rounds;
-  spec_stats_.drafted += static_cast<std::int64_t>(draft.size());
+  spec_stats_.drafted += static_cast<std::int64_t>(r.draft.size());
   spec_stats_.accepted += static_cast<std::int64_t>(kept);
   timings_.decode_tokens += taken;
-  timings_.decode_seconds += since(t0);
+  timings_.decode_seconds += r.seconds + since(t0);
 }
 
 void ContinuousBatch::enable_prompt_cache(std::int64_t bytes) {
@@ -386,9 +438,16 @@ std::vector<BatchEvent> ContinuousBatch::step() {
     timings_.decode_tokens += static_cast<std::int64_t>(live.size());
     timings_.decode_seconds += since(t0);
   }
-  // 4. Each speculative slot's round: its own step of 1 + draft positions.
-  for (std::int64_t s = 0; s < static_cast<std::int64_t>(slots_.size()); ++s)
-    if (slots_[static_cast<std::size_t>(s)].used && slots_[static_cast<std::size_t>(s)].has_pending) speculative_round(s, events);
+  // 4. The speculative slots' rounds: drafted one by one, scored together (1 + draft positions
+  //    each, one step per feed length), settled one by one.
+  std::vector<Round> rounds;
+  for (std::int64_t s = 0; s < static_cast<std::int64_t>(slots_.size()); ++s) {
+    if (!slots_[static_cast<std::size_t>(s)].used || !slots_[static_cast<std::size_t>(s)].has_pending) continue;
+    Round r;
+    if (plan_round(s, events, r)) rounds.push_back(std::move(r));
+  }
+  score_rounds(rounds);
+  for (Round& r : rounds) settle_round(r, events);
   return events;
 }
 

@@ -64,6 +64,21 @@ async function streamed(url, kind, body) {
       ok(typeof v.name === 'string' && Number.isInteger(v.n), 'schema answer: ' + want[0][0]);
     }
   }
+  // Concurrent requests: their rounds are scored together (one model step, shorter drafts
+  // padded), and each text is still plain decoding's.
+  const prompts = ['ROMEO: the the the', 'Hello, hello, hello', 'the the the the', 'O O O O O'];
+  const body = (p) => ({ prompt: p, max_tokens: 40, temperature: 0 });
+  const plain = await Promise.all(prompts.map((p) => texts(PLAIN, 'completions', body(p))));
+  for (const url of [LOOKUP, DRAFT]) {
+    const before = await (await fetch(url + '/metrics')).text();
+    const got = await Promise.all(prompts.map((p) => texts(url, 'completions', body(p))));
+    eq(got, plain, `four concurrent greedy completions on ${url === LOOKUP ? 'lookup' : 'draft model'}`);
+    const after = await (await fetch(url + '/metrics')).text();
+    const count = (m, name) => Number((m.match(new RegExp('^' + name + ' (\\d+)', 'm')) || [])[1]);
+    const rounds = count(after, 'tfm_speculative_rounds_total') - count(before, 'tfm_speculative_rounds_total');
+    const steps = count(after, 'tfm_speculative_steps_total') - count(before, 'tfm_speculative_steps_total');
+    ok(rounds > 0 && steps > 0 && steps < rounds, `rounds ${rounds} scored in ${steps} steps (batched)`);
+  }
   // Sampled: whole answers (the distribution is the unit tests').
   for (const url of [LOOKUP, DRAFT]) {
     const r = await client(url).completions.create({ model: 'g2', prompt: 'the the', max_tokens: 20, seed: 3, n: 2 });

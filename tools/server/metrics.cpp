@@ -44,6 +44,9 @@ std::string Metrics::text() const {
   line("tfm_queue_length", "gauge", "generation requests waiting for a slot", queue_length.load());
   line("tfm_speculative_drafted_tokens_total", "counter", "tokens drafted (--lookup, --draft-model)", spec_drafted.load());
   line("tfm_speculative_accepted_tokens_total", "counter", "drafted tokens the model kept", spec_accepted.load());
+  line("tfm_speculative_rounds_total", "counter", "speculative rounds (a slot's draft scored and judged)", spec_rounds.load());
+  line("tfm_speculative_steps_total", "counter", "model steps that scored the rounds (the rounds of one scheduler step share one)",
+       spec_steps.load());
   s += request_seconds.text("tfm_request_duration_seconds", "HTTP request latency");
   s += first_token_seconds.text("tfm_time_to_first_token_seconds", "time from request to its first generated token");
   s += inter_token_seconds.text("tfm_inter_token_seconds", "time between a request's consecutive tokens");

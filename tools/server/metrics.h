@@ -36,6 +36,8 @@ struct Metrics {
   std::atomic<std::int64_t> queue_length{0};        // generations waiting for a slot
   std::atomic<std::int64_t> spec_drafted{0};        // speculative decoding: tokens drafted
   std::atomic<std::int64_t> spec_accepted{0};       // and kept
+  std::atomic<std::int64_t> spec_rounds{0};         // drafting rounds (one per slot that drafted)
+  std::atomic<std::int64_t> spec_steps{0};          // the model's steps that scored them (batched)
   Histogram request_seconds, first_token_seconds, inter_token_seconds;
   std::string text() const;
 };

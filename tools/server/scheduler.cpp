@@ -201,6 +201,8 @@ void Scheduler::loop() {
         metrics_.slots_busy = batch_->active();
         metrics_.spec_drafted = batch_->speculative_stats().drafted;
         metrics_.spec_accepted = batch_->speculative_stats().accepted;
+        metrics_.spec_rounds = batch_->speculative_stats().rounds;
+        metrics_.spec_steps = batch_->speculative_stats().steps;
         dispatch(events);
       } catch (const std::exception& e) {
         fail_all(std::string("generation failed: ") + e.what());

@@ -202,6 +202,7 @@ TEST(ContinuousBatchSpeculative, GreedyEqualsPlainDecodingWithLookupAndADraftMod
     }
     const SpeculativeStats& st = cb.speculative_stats();
     EXPECT_GT(st.rounds, 0);
+    EXPECT_LT(st.steps, st.rounds) << "the rounds of concurrent slots share the model's steps";
     EXPECT_GT(st.drafted, 0);
     EXPECT_GT(st.accepted, 0);
     EXPECT_LE(st.accepted, st.drafted);
@@ -214,6 +215,31 @@ TEST(ContinuousBatchSpeculative, GreedyEqualsPlainDecodingWithLookupAndADraftMod
   EXPECT_LT(self.speculative_stats().rounds, 12);
   Generator alone(target, tok, {.ctx_size = 96, .max_batch = 1});
   EXPECT_EQ(s[0].tokens, alone.generate("abc", options(0, 1, 40)).tokens);
+}
+
+TEST(ContinuousBatchSpeculative, RoundsNearTheContextsEndAreScoredAlone) {
+  // A slot close to the end of its context drafts less than the others, and padding its feed
+  // to theirs would overrun the context: it is scored in a step of its own, and every text is
+  // still plain decoding's up to the context's end.
+  const Tokenizer tok = words();
+  Model target = Model::create(lm(tok.vocab_size(), 32, 0.4), 1);
+  const std::vector<std::string> prompts = {"abcabc abcabc abcabc ab", "abc", "the quick"};
+  auto requests = [&](ContinuousBatch& cb) {
+    std::vector<BatchRequest> reqs;
+    for (const auto& p : prompts) reqs.push_back({cb.encode_prompt(p), options(0, 1, 40), 0, -1});
+    return reqs;
+  };
+  ContinuousBatch plain(target, tok, {.ctx_size = 32, .max_batch = 3}, 8);
+  const std::vector<Finished> want = run(plain, requests(plain), {0, 0, 0});
+  ContinuousBatch cb(target, tok, {.ctx_size = 32, .max_batch = 3}, 8);
+  cb.enable_speculative({.draft = &target, .max_draft = 8, .ngram = 3});
+  const std::vector<Finished> got = run(cb, requests(cb), {0, 0, 0});
+  for (std::size_t i = 0; i < prompts.size(); ++i) {
+    EXPECT_EQ(got[i].tokens, want[i].tokens) << prompts[i];
+    EXPECT_EQ(got[i].stop_reason, want[i].stop_reason) << prompts[i];
+  }
+  EXPECT_EQ(want[0].stop_reason, "context");
+  EXPECT_LT(cb.speculative_stats().steps, cb.speculative_stats().rounds);
 }
 
 TEST(ContinuousBatchSpeculative, AGrammarHoldsAtEveryScoredPosition) {
