@@ -43,6 +43,9 @@ struct GenerationDefaults {
   std::optional<std::int64_t> no_timestamps_token_id, max_initial_timestamp_index;
   std::optional<bool> is_multilingual;
   std::map<std::string, std::int64_t> lang_to_id, task_to_id;
+  // The cross-attention heads whose weights align text with audio ([layer, head] pairs:
+  // generation_config.json's alignment_heads), for word timestamps; empty: not given.
+  std::vector<std::pair<std::int64_t, std::int64_t>> alignment_heads;
 };
 
 struct LoadedModel {

@@ -63,6 +63,19 @@ struct TranscribeOptions {
   std::string initial_prompt;                // text before the first window (vocabulary, spelling)
   std::int64_t max_new_tokens = 224;         // per window (Whisper's n_text_ctx / 2)
   std::uint64_t seed = 0;                    // for temperatures above 0
+  // Word timestamps (whisper's word_timestamps): each segment's words timed by aligning the
+  // text with the audio through the alignment heads' cross-attention (dynamic time warping).
+  // Punctuation is merged into the word after (prepend) or before (append) it.
+  bool word_timestamps = false;
+  std::string prepend_punctuations = "\"'\u201c\u00bf([{-";
+  std::string append_punctuations = "\"'.\u3002,\uff0c!\uff01?\uff1f:\uff1a\u201d)]}\u3001";
+};
+
+// One word of a transcript with its time (seconds) and the mean probability of its tokens.
+struct WordTiming {
+  std::string word;  // with its leading space, as the tokens spell it
+  std::vector<std::int32_t> tokens;
+  double start = 0, end = 0, probability = 0;
 };
 
 struct TranscriptSegment {
@@ -71,6 +84,7 @@ struct TranscriptSegment {
   std::string text;
   std::vector<std::int32_t> tokens;  // timestamps included
   double avg_logprob = 0, compression_ratio = 0, no_speech_prob = 0, temperature = 0;
+  std::vector<WordTiming> words;     // with word_timestamps
 };
 
 struct Transcript {
@@ -107,6 +121,21 @@ class Transcriber {
   // sum of log-probabilities over their length).
   WindowResult decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
                              double temperature, std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size = 1);
+  // Word timing by alignment (openai-whisper's find_alignment): the decoder reads the window's
+  // start sequence, <|notimestamps|>, the text tokens and <|endoftext|>; the alignment heads'
+  // cross-attention over the first num_frames / 2 positions of the window (features (n_mels,
+  // frames)), each head standardised over the tokens and median-filtered (width 7) over time,
+  // averaged, is the cost of a dynamic time warping path; each word starts where the path first
+  // reaches its first token. Times are seconds from the window's start; probability is the mean
+  // of the word's tokens' probabilities. Empty for fewer than two words' worth of tokens.
+  std::vector<WordTiming> align_words(const Tensor& features, const std::vector<std::int32_t>& text_tokens,
+                                      std::int64_t num_frames, const std::string& language, const std::string& task);
+  // whisper's add_word_timestamps over one window's segments (their tokens, start, end and seek
+  // in seconds): align their text, clip overlong words at sentence ends, merge punctuation,
+  // give each segment its words and fit its bounds to them. last_speech: where the speech
+  // before ended (seconds), updated.
+  void add_word_timestamps(std::vector<TranscriptSegment>& segments, const Tensor& features, std::int64_t num_frames,
+                           const std::string& language, const TranscribeOptions& o, double& last_speech);
   // The prompt of a window: [<|startofprev|> previous...] <|startoftranscript|> [lang] [task] [<|notimestamps|>].
   std::vector<std::int32_t> prompt(const std::vector<std::int32_t>& previous, const std::string& language,
                                    const std::string& task, bool timestamps) const;
@@ -121,6 +150,11 @@ class Transcriber {
   WindowResult beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,
                            std::int64_t max_new_tokens, std::int64_t beam_size);
   void finish(WindowResult& r) const;  // text, mean log-probability, compression ratio
+  // The words of text tokens (+ <|endoftext|>), split as whisper splits them: on spaces and
+  // punctuation, or on character boundaries for languages written without spaces.
+  std::pair<std::vector<std::string>, std::vector<std::vector<std::int32_t>>> split_words(
+      const std::vector<std::int32_t>& tokens, const std::string& language) const;
+  std::vector<std::pair<std::int64_t, std::int64_t>> alignment_heads_;
   Model& model_;
   const Tokenizer& text_;
   WhisperTokens tok_;
@@ -132,6 +166,14 @@ class Transcriber {
 // "verbose_json" (OpenAI's shape: task, language name, duration, text, segments with their
 // decoding figures). `task` is the verbose_json's "task".
 std::string format_transcript(const Transcript& t, const std::string& format, const std::string& task = "transcribe");
+
+// whisper's merge_punctuations: a word that is a leading punctuation mark joins the word after
+// it, one that is a trailing mark joins the word before it (the emptied entry stays, as "").
+void merge_punctuations(std::vector<WordTiming>& words, const std::string& prepended, const std::string& appended);
+// Dynamic time warping through a cost matrix (rows x cols, row-major) as whisper's dtw_cpu
+// walks it (ties to the diagonal's loss: left before up): the (row, col) pairs of the path.
+std::vector<std::pair<std::int64_t, std::int64_t>> dtw_path(const std::vector<double>& cost, std::int64_t rows,
+                                                           std::int64_t cols);
 
 // Whisper's English name of a language code ("en" -> "english"; the code itself when unknown).
 std::string whisper_language_name(const std::string& code);

@@ -158,6 +158,16 @@ void read_token_rules(const nlohmann::json& j, const std::string& where, Generat
     }
   }
   if (auto v = infer_detail::opt_int(j, "no_timestamps_token_id", where)) g.no_timestamps_token_id = v;
+  if (j.contains("alignment_heads")) {
+    const json& a = j["alignment_heads"];
+    TFM_CHECK(a.is_array(), where, "key 'alignment_heads' must be a list of [layer, head] pairs");
+    for (const json& p : a) {
+      TFM_CHECK(p.is_array() && p.size() == 2 && p[0].is_number_integer() && p[1].is_number_integer() &&
+                    p[0].get<std::int64_t>() >= 0 && p[1].get<std::int64_t>() >= 0,
+                where, "key 'alignment_heads': bad pair ", p.dump(), " (want [layer >= 0, head >= 0])");
+      g.alignment_heads.emplace_back(p[0].get<std::int64_t>(), p[1].get<std::int64_t>());
+    }
+  }
   if (auto v = infer_detail::opt_int(j, "max_initial_timestamp_index", where)) g.max_initial_timestamp_index = v;
   if (j.contains("is_multilingual")) {
     TFM_CHECK(j["is_multilingual"].is_boolean(), where, "key 'is_multilingual' must be true or false");

@@ -109,17 +109,27 @@ std::string format_transcript(const Transcript& t, const std::string& format, co
     }
   } else {
     TFM_CHECK(format == "verbose_json", "transcript", "format must be txt, srt, vtt or verbose_json, got '", format, "'");
-    nlohmann::json segs = nlohmann::json::array();
+    nlohmann::json segs = nlohmann::json::array(), words = nlohmann::json::array();
     for (std::size_t i = 0; i < t.segments.size(); ++i) {
       const auto& s = t.segments[i];
       segs.push_back({{"id", i}, {"seek", static_cast<std::int64_t>(std::llround(s.seek * 100.0))}, {"start", s.start},
                       {"end", s.end}, {"text", s.text}, {"tokens", s.tokens}, {"temperature", s.temperature},
                       {"avg_logprob", s.avg_logprob}, {"compression_ratio", s.compression_ratio},
                       {"no_speech_prob", s.no_speech_prob}});
+      if (s.words.empty()) continue;
+      // Word timestamps: whisper's per segment (the word as its tokens spell it, with its
+      // probability), and OpenAI's list for the whole text (the word trimmed).
+      nlohmann::json seg_words = nlohmann::json::array();
+      for (const WordTiming& w : s.words) {
+        seg_words.push_back({{"word", w.word}, {"start", w.start}, {"end", w.end}, {"probability", w.probability}});
+        words.push_back({{"word", trimmed(w.word)}, {"start", w.start}, {"end", w.end}});
+      }
+      segs.back()["words"] = std::move(seg_words);
     }
-    out = nlohmann::json{{"task", task}, {"language", whisper_language_name(t.language)}, {"duration", t.seconds},
-                         {"text", trimmed(t.text)}, {"segments", segs}}
-              .dump();
+    nlohmann::json doc{{"task", task}, {"language", whisper_language_name(t.language)}, {"duration", t.seconds},
+                       {"text", trimmed(t.text)}, {"segments", segs}};
+    if (!words.empty()) doc["words"] = std::move(words);
+    out = doc.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   }
   return out;
 }
@@ -261,7 +271,9 @@ void apply_timestamp_rules(std::span<float> logits, std::span<const std::int32_t
 // ---- one window --------------------------------------------------------------------------
 Transcriber::Transcriber(LoadedModel& lm, std::int64_t max_beam)
     : Transcriber(lm.model, lm.tokenizer, WhisperTokens::of(lm),
-                  lm.audio_features ? *lm.audio_features : AudioFeatureExtractor::whisper(lm.config.num_mel_bins), max_beam) {}
+                  lm.audio_features ? *lm.audio_features : AudioFeatureExtractor::whisper(lm.config.num_mel_bins), max_beam) {
+  alignment_heads_ = lm.generation.alignment_heads;
+}
 
 Transcriber::Transcriber(Model& model, const Tokenizer& tok, const WhisperTokens& special, const AudioFeatureExtractor& fx,
                          std::int64_t max_beam)
@@ -500,6 +512,7 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
   }
   std::size_t prompt_reset_since = 0;
   std::int64_t seek = 0;
+  double last_speech = 0;  // where the last word ended (word timestamps)
   while (seek < content) {
     const std::int64_t segment_size = std::min(window, content - seek);
     const double time_offset = static_cast<double>(seek) * frame_seconds;
@@ -582,6 +595,19 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
         duration = static_cast<double>(last_time - tok_.timestamp_begin) * kSecondsPerTimestamp;
       add(time_offset, time_offset + duration, tokens);
       seek += segment_size;
+    }
+    if (o.word_timestamps && !found.empty()) {
+      add_word_timestamps(found, features, segment_size, out.language, o, last_speech);
+      // The next window starts where the last word ended (whisper's rule with word timestamps).
+      if (!single_ending) {
+        double last_end = found.back().end;
+        for (auto s = found.rbegin(); s != found.rend(); ++s)
+          if (!s->words.empty()) {
+            last_end = s->words.back().end;
+            break;
+          }
+        if (last_end > time_offset) seek = std::llround(last_end / frame_seconds);
+      }
     }
     for (TranscriptSegment& s : found) {
       // Empty segments (a timestamp pair with nothing between) are dropped, as whisper does.

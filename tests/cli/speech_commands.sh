@@ -82,13 +82,31 @@ PY
 /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); s = t["segments"]
 assert len(s) == 1 and s[0]["start"] == 0 and all(x < 50363 or x > 50363 for x in s[0]["tokens"]), s' "$DIR/nots.json" \
   || fail "--no-timestamps gives one segment per window"
+# Word timestamps: each segment's words (whisper's shape: the text as the tokens spell it, times,
+# probability) and OpenAI's list of them (trimmed), in time order within each segment. (What
+# the words are is the parity test's: a random model's segments come and go as their bounds
+# are fitted to their words.)
+"$TFM" -t 1 transcribe -m "$M" "$DIR/speech.wav" --temperature 0 --format json --word-timestamps > "$DIR/words.json" 2> /dev/null \
+  || fail "transcribe --word-timestamps"
+/usr/bin/python3 - "$DIR/words.json" "$DIR/out.json" <<'PY' || fail "word timestamps"
+import json, sys
+t, plain = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+words = [w for s in t["segments"] for w in s.get("words", [])]
+assert words and len(t["words"]) == len(words), (len(words), t.get("words"))
+assert all(w["start"] <= w["end"] and 0 <= w["probability"] <= 1 for w in words), words
+assert all(set(w) == {"word", "start", "end"} for w in t["words"]), t["words"][:3]
+assert [w["word"] for w in t["words"]] == [w["word"].strip() for w in words] and all(w["word"] for w in words)
+for s in t["segments"]:
+    starts = [w["start"] for w in s.get("words", [])]
+    assert starts == sorted(starts), s
+PY
 # The same samples in another container give the same transcript (a 16 kHz FLAC: lossless).
 sox "$DIR/speech.wav" "$DIR/speech16.flac"
 "$TFM" -t 1 transcribe -m "$M" "$DIR/speech16.flac" --temperature 0 > "$DIR/flac.txt" 2> /dev/null
 cmp -s "$DIR/out.txt" "$DIR/flac.txt" || fail "a lossless FLAC of the WAV transcribes differently"
 # q8_0 weights (the rows of 16 fall back to f16) run the same path.
 "$TFM" -t 1 transcribe -m "$M" "$DIR/speech.wav" --temperature 0 --dtype q8_0 > /dev/null 2>&1 || fail "transcribe --dtype q8_0"
-echo "transcribe: txt, srt, vtt, json; --no-timestamps; FLAC == WAV; q8_0"
+echo "transcribe: txt, srt, vtt, json; --no-timestamps; --word-timestamps; FLAC == WAV; q8_0"
 
 # Long audio: 72 s (speech, silence, speech) is three windows, with progress on stderr; the
 # temperature fallback runs here (every window falls back to 1.0 on this model).

@@ -122,3 +122,84 @@ TEST(WhisperParity, BeamSearchAsWhisper) {
   // One beam is greedy.
   EXPECT_EQ(t.decode_window(f, {50257, 50362}, false, 0.0, 20, 0, 1).tokens, greedy);
 }
+
+namespace {
+
+const SafetensorsFile& words_ref() {
+  static const SafetensorsFile r = load_safetensors(hub_dir("whisper_en") + ".words.safetensors");
+  return r;
+}
+
+std::vector<std::string> texts_of(const Tensor& t) {
+  std::vector<std::string> out(1);
+  for (std::int64_t b : t.to_ints()) {
+    if (b == 0) out.emplace_back();
+    else out.back() += static_cast<char>(b);
+  }
+  return out;
+}
+
+// Words (text, token count, start, end, probability) against the reference's `tag`_* tensors.
+void expect_words(const std::vector<WordTiming>& got, const std::string& tag) {
+  const auto& r = words_ref().tensors;
+  const auto text = texts_of(r.at(tag + "_text"));
+  const auto start = r.at(tag + "_start").to_floats(), end = r.at(tag + "_end").to_floats();
+  const auto prob = r.at(tag + "_prob").to_floats();
+  ASSERT_EQ(got.size(), text.size()) << tag;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    EXPECT_EQ(got[i].word, text[i]) << tag << " word " << i;
+    EXPECT_NEAR(got[i].start, start[i], 1e-5) << tag << " " << text[i];
+    EXPECT_NEAR(got[i].end, end[i], 1e-5) << tag << " " << text[i];
+    EXPECT_NEAR(got[i].probability, prob[i], 1e-4) << tag << " " << text[i];
+    if (r.count(tag + "_ntok")) {
+      EXPECT_EQ(static_cast<std::int64_t>(got[i].tokens.size()), r.at(tag + "_ntok").to_ints()[i]) << tag << " " << text[i];
+    }
+  }
+}
+
+}  // namespace
+
+TEST(WhisperParity, WordAlignmentAsWhisper) {
+  // find_alignment: the alignment heads' cross-attention over the first 1200 positions, the
+  // DTW path, the words split on spaces and punctuation (English) or characters (Chinese).
+  LoadedModel lm = load_model(hub_dir("whisper_en"));
+  EXPECT_EQ(lm.generation.alignment_heads, (std::vector<std::pair<std::int64_t, std::int64_t>>{{1, 0}, {1, 2}}));
+  Transcriber t(lm, 1);
+  std::vector<std::int32_t> tokens = ids_of(words_ref().tensors.at("tokens"));
+  const std::int64_t frames = words_ref().tensors.at("num_frames").to_ints()[0];
+  expect_words(t.align_words(features(), tokens, frames, "en", "transcribe"), "align");
+  expect_words(t.align_words(features(), tokens, frames, "zh", "transcribe"), "zh");
+}
+
+TEST(WhisperParity, WordTimestampsOfSegmentsAsWhisper) {
+  // add_word_timestamps: punctuation merged (' "The', ' (over)', ' dog."'), each segment's words,
+  // its bounds fitted to them.
+  LoadedModel lm = load_model(hub_dir("whisper_en"));
+  Transcriber t(lm, 1);
+  const std::vector<std::int32_t> tokens = ids_of(words_ref().tensors.at("tokens"));
+  const std::int32_t ts = t.tokens().timestamp_begin;
+  std::vector<TranscriptSegment> segs(2);
+  segs[0].start = 0.0, segs[0].end = 1.3;
+  segs[0].tokens = {ts};
+  segs[0].tokens.insert(segs[0].tokens.end(), tokens.begin(), tokens.begin() + 8);
+  segs[0].tokens.push_back(ts + 65);
+  segs[1].start = 1.3, segs[1].end = 3.0;
+  segs[1].tokens = {ts + 65};
+  segs[1].tokens.insert(segs[1].tokens.end(), tokens.begin() + 8, tokens.end());
+  segs[1].tokens.push_back(ts + 150);
+  double last_speech = 0;
+  TranscribeOptions o;
+  t.add_word_timestamps(segs, features(), words_ref().tensors.at("num_frames").to_ints()[0], "en", o, last_speech);
+  const auto& r = words_ref().tensors;
+  std::vector<WordTiming> all;
+  std::vector<std::int64_t> seg_of;
+  for (std::size_t k = 0; k < segs.size(); ++k)
+    for (const WordTiming& w : segs[k].words) all.push_back(w), seg_of.push_back(static_cast<std::int64_t>(k));
+  expect_words(all, "aw");
+  EXPECT_EQ(seg_of, r.at("aw_segment").to_ints());
+  for (std::size_t k = 0; k < segs.size(); ++k) {
+    EXPECT_NEAR(segs[k].start, r.at("seg_start").to_floats()[k], 1e-5) << "segment " << k;
+    EXPECT_NEAR(segs[k].end, r.at("seg_end").to_floats()[k], 1e-5) << "segment " << k;
+  }
+  EXPECT_DOUBLE_EQ(last_speech, segs[1].end);
+}

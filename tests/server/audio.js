@@ -1,7 +1,8 @@
 // The audio API through the official `openai` client (run by audio.sh): a FLAC upload
 // transcribed in json, text, srt, vtt and verbose_json, each equal to `tfm transcribe`'s
 // output for the file (the CLI's files in DIR); translations refused on an English-only model;
-// a file that is not audio, an unknown field, word timestamps, an upload past
+// word timestamps equal the CLI's; a file that is not audio, an unknown field, a granularity
+// without verbose_json or unknown, an upload past
 // --max-upload-bytes and a text request are 4xx naming the problem, and the server keeps
 // serving.
 //   node audio.js URL OPENAI_PACKAGE_DIR DIR
@@ -55,8 +56,18 @@ async function expectError(promise, status, pattern, what) {
                     /English-only model cannot translate/, 'translation on an English-only model');
   await expectError(client.audio.transcriptions.create({ model: 'whisper', file: fs.createReadStream(path.join(DIR, 'noise.mp3')) }),
                     400, /noise\.mp3.*not a readable audio file/, 'random bytes');
+  // Word timestamps (verbose_json only): OpenAI's words list, equal to `tfm transcribe --word-timestamps`'s.
+  const cliWords = JSON.parse(cli('words.json'));
+  const worded = await client.audio.transcriptions.create({
+    ...one, file: speech(), response_format: 'verbose_json', timestamp_granularities: ['word', 'segment'],
+  });
+  eq(worded.words, cliWords.words, 'verbose_json words');
+  ok(worded.words.length > 0 && worded.words.every((w) => w.start <= w.end), 'words in order');
   await expectError(client.audio.transcriptions.create({ model: 'whisper', file: speech(), timestamp_granularities: ['word'] }),
-                    400, /only 'segment'/, 'word timestamps');
+                    400, /word timestamps come with response_format verbose_json/, 'word timestamps without verbose_json');
+  await expectError(client.audio.transcriptions.create({ model: 'whisper', file: speech(), response_format: 'verbose_json',
+                                                         timestamp_granularities: ['letter'] }),
+                    400, /each is 'segment' or 'word'/, 'an unknown granularity');
   await expectError(client.audio.transcriptions.create({ model: 'whisper', file: speech(), temperature: 3 }), 400,
                     /temperature must be a number in \[0, 1\]/, 'temperature out of range');
   await expectError(client.audio.transcriptions.create({ model: 'whisper', file: speech(), bogus: 'x' }), 400,

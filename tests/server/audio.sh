@@ -22,6 +22,8 @@ head -c 3000 /dev/urandom > "$DIR/noise.mp3"
 for fmt in txt srt vtt json; do
   "$TFM" -t 1 transcribe -m "$DIR/whisper" "$DIR/speech.flac" --beam-size 2 --best-of 1 --format $fmt > "$DIR/cli.$fmt" 2> /dev/null
 done
+"$TFM" -t 1 transcribe -m "$DIR/whisper" "$DIR/speech.flac" --beam-size 2 --best-of 1 --format json --word-timestamps \
+  > "$DIR/cli.words.json" 2> /dev/null
 source "$SRC/tests/server/start_server.sh"
 # (A narrow search: the random model falls back through every temperature on each request.)
 start audio whisper --max-upload-bytes 400000 --beam-size 2 --best-of 1

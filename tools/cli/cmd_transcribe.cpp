@@ -1,6 +1,6 @@
 // tfm transcribe -m DIR AUDIO... — speech to text with a Whisper-style model (docs/speech.md):
-// txt (one line per segment), srt, vtt or json (OpenAI's verbose_json shape); progress on
-// stderr for audio longer than one window.
+// txt (one line per segment), srt, vtt or json (OpenAI's verbose_json shape, with the words'
+// times under --word-timestamps); progress on stderr for audio longer than one window.
 // tfm mel AUDIO -o OUT.npy — the log-mel features the model would read (float32 [n_mels, frames]).
 // tfm wer REF HYP — word and character error rates (jiwer's definitions).
 #include <cmath>
@@ -22,7 +22,7 @@ void add_transcribe_command(CLI::App& app) {
     std::string model, language, task = "transcribe", format = "txt";
     std::vector<std::string> audio;
     WeightOptions weights;
-    bool no_timestamps = false, no_condition = false, verbose = false;
+    bool no_timestamps = false, no_condition = false, verbose = false, word_timestamps = false;
     std::vector<double> temperatures;
     double no_speech = 0.6, logprob = -1.0, compression = 2.4;
     std::uint64_t seed = 0;
@@ -36,6 +36,8 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--task", a->task, "transcribe, or translate into English")->check(CLI::IsMember({"transcribe", "translate"}));
   cmd->add_option("--format", a->format, "txt, srt, vtt or json")->check(CLI::IsMember({"txt", "srt", "vtt", "json"}));
   cmd->add_flag("--no-timestamps", a->no_timestamps, "Decode without timestamps (one segment per 30-s window)");
+  cmd->add_flag("--word-timestamps", a->word_timestamps,
+                "Time each word (alignment heads' cross-attention + DTW); json lists them, -v prints them");
   cmd->add_option("--temperature", a->temperatures, "Temperatures to try in turn (default 0 0.2 0.4 0.6 0.8 1)");
   cmd->add_option("--no-speech-threshold", a->no_speech, "A window this likely silent (and improbable) is skipped");
   cmd->add_option("--logprob-threshold", a->logprob, "Mean log-probability below which a window is decoded again hotter");
@@ -53,6 +55,7 @@ void add_transcribe_command(CLI::App& app) {
     o.language = a->language;
     o.task = a->task;
     o.timestamps = !a->no_timestamps;
+    o.word_timestamps = a->word_timestamps;
     if (!a->temperatures.empty()) o.temperatures = a->temperatures;
     o.no_speech_threshold = a->no_speech;
     o.logprob_threshold = a->logprob;
@@ -69,7 +72,10 @@ void add_transcribe_command(CLI::App& app) {
       const Transcript r = t.transcribe(
           audio, o,
           [&](const TranscriptSegment& s) {
-            if (a->verbose) std::fprintf(stderr, "[%8.2f --> %8.2f]%s\n", s.start, s.end, s.text.c_str());
+            if (!a->verbose) return;
+            std::fprintf(stderr, "[%8.2f --> %8.2f]%s\n", s.start, s.end, s.text.c_str());
+            for (const WordTiming& w : s.words)
+              std::fprintf(stderr, "    [%8.2f --> %8.2f]%s (%.2f)\n", w.start, w.end, w.word.c_str(), w.probability);
           },
           [&](double done, double total) {
             if (long_form) std::fprintf(stderr, "\r%s: %.0f / %.0f s", file.c_str(), done, total);

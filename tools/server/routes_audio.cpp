@@ -1,7 +1,7 @@
 // OpenAI's audio API on a Whisper-style model: POST /v1/audio/transcriptions and
 // /v1/audio/translations take a multipart upload (file, model, language, prompt,
-// response_format, temperature, timestamp_granularities[]) and answer json, text, srt, vtt or
-// verbose_json. The upload is decoded in memory (any format libsndfile reads); a bad file is
+// response_format, temperature, timestamp_granularities[]: segment and word) and answer json,
+// text, srt, vtt or verbose_json (with "words" when asked for). The upload is decoded in memory (any format libsndfile reads); a bad file is
 // a 400 naming it, and the server keeps serving.
 #include <cmath>
 
@@ -37,10 +37,17 @@ void audio_route(ServerContext& cx, const httplib::Request& req, httplib::Respon
   const std::string format = field(req, "response_format").value_or("json");
   if (format != "json" && format != "text" && format != "srt" && format != "vtt" && format != "verbose_json")
     bad_param("response_format", "response_format must be json, text, srt, vtt or verbose_json");
-  for (const auto& [name, part] : req.files)
-    if (name.rfind("timestamp_granularities", 0) == 0 && part.content != "segment")
-      bad_param(name.c_str(), "timestamp_granularities: only 'segment' is supported (no word timestamps)");
+  // timestamp_granularities: "segment" (always there) and "word" (word timestamps), each a
+  // repeated field; OpenAI's API gives them with verbose_json only.
   TranscribeOptions o;
+  for (const auto& [name, part] : req.files) {
+    if (name.rfind("timestamp_granularities", 0) != 0) continue;
+    if (part.content != "segment" && part.content != "word")
+      bad_param(name.c_str(), "timestamp_granularities: each is 'segment' or 'word', got '" + part.content + "'");
+    if (part.content == "word") o.word_timestamps = true;
+  }
+  if (o.word_timestamps && format != "verbose_json")
+    bad_param("timestamp_granularities[]", "word timestamps come with response_format verbose_json");
   o.task = task;
   o.beam_size = cx.opt.beam_size;
   o.best_of = cx.opt.best_of;
