@@ -117,12 +117,7 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
 
 void PipelineParallel::shard(Model& m) const {
   if (!on()) return;
-  Model::PipeComm comm;
-  const dist::Group g = pp_;
-  comm.send = [g](const Tensor& x, int to) { dist::send(x.data<float>(), static_cast<std::size_t>(x.numel()), to, g); };
-  comm.recv = [g](Tensor& x, int from) { dist::recv(x.data<float>(), static_cast<std::size_t>(x.numel()), from, g); };
-  comm.broadcast = [g](Tensor& x, int root) { dist::broadcast(x.data<float>(), x.nbytes(), root, g); };
-  m.shard_pipeline(stage_, stages_, std::move(comm));
+  m.shard_pipeline(stage_, stages_, pipe_comm_over(pp_));
 }
 
 std::map<std::string, Tensor> PipelineParallel::slice_state(const Model& stage,

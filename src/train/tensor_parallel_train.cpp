@@ -32,12 +32,26 @@ TensorParallel::TensorParallel(const TrainConfig& cfg) {
   }
 }
 
+Model::PartialSum partial_sum_over(const dist::Group& g) {
+  return [g](Tensor& x) {
+    TFM_CHECK(x.is_contiguous() && x.dtype() == DType::f32, "tensor parallel", "summing ", x.str());
+    dist::allreduce_sum_ordered(x.data<float>(), static_cast<std::size_t>(x.numel()), g);
+  };
+}
+
+Model::PipeComm pipe_comm_over(const dist::Group& g) {
+  Model::PipeComm comm;
+  comm.send = [g](const Tensor& x, int to) { dist::send(x.data<float>(), static_cast<std::size_t>(x.numel()), to, g); };
+  comm.recv = [g](Tensor& x, int from) { dist::recv(x.data<float>(), static_cast<std::size_t>(x.numel()), from, g); };
+  comm.broadcast = [g](Tensor& x, int root) { dist::broadcast(x.data<float>(), x.nbytes(), root, g); };
+  return comm;
+}
+
 void TensorParallel::shard(Model& m) const {
   if (!on()) return;
   const dist::Group g = tp_;
-  m.shard_tensor_parallel(tp_.rank, tp_.size, [g, counts = counts_](Tensor& x) {
-    TFM_CHECK(x.is_contiguous() && x.dtype() == DType::f32, "tensor parallel", "summing ", x.str());
-    dist::allreduce_sum_ordered(x.data<float>(), static_cast<std::size_t>(x.numel()), g);
+  m.shard_tensor_parallel(tp_.rank, tp_.size, [sum = partial_sum_over(g), counts = counts_](Tensor& x) {
+    sum(x);
     ++counts->sums;
     counts->floats += x.numel();
   });

@@ -26,6 +26,13 @@ struct WholeModel {
 // configured and stepped as `like`.
 WholeModel whole_model(Model whole, const std::map<std::string, Tensor>& state, const Optimizer& like);
 
+// Model's hooks over an MPI group: the in-place sum of a shard's partial products
+// (Model::shard_tensor_parallel) and a pipeline stage's send, receive and broadcast
+// (Model::shard_pipeline), f32 tensors, ranks within g. The CLI's inference and the trainers
+// use the same ones.
+Model::PartialSum partial_sum_over(const dist::Group& g);
+Model::PipeComm pipe_comm_over(const dist::Group& g);
+
 class TensorParallel {
  public:
   // Splits the job (a collective over every rank); fails when T does not divide the ranks or

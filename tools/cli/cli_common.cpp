@@ -6,6 +6,7 @@
 #include <iostream>
 
 #include "dist/comm.h"
+#include "train/tensor_parallel_train.h"
 #include "tfm/adapter.h"
 #include "tfm/error.h"
 #include "tfm/load.h"
@@ -62,15 +63,12 @@ void set_model_parallel(LoadOptions& o, const ModelParallel& parallel) {
   if (parallel.tensor > 1) {
     o.tp_ranks = static_cast<int>(parallel.tensor);
     o.tp_rank = dist::rank();
-    o.tp_sum = [](Tensor& t) { dist::allreduce_sum_ordered(t.data<float>(), static_cast<std::size_t>(t.numel())); };
+    o.tp_sum = train_detail::partial_sum_over(dist::world());
   }
   if (parallel.pipeline > 1) {
     o.pp_stages = static_cast<int>(parallel.pipeline);
     o.pp_stage = dist::rank();
-    const auto floats = [](const Tensor& t) { return static_cast<std::size_t>(t.numel()); };
-    o.pp_comm.send = [floats](const Tensor& t, int to) { dist::send(t.data<float>(), floats(t), to); };
-    o.pp_comm.recv = [floats](Tensor& t, int from) { dist::recv(t.data<float>(), floats(t), from); };
-    o.pp_comm.broadcast = [floats](Tensor& t, int root) { dist::broadcast(t.data<float>(), floats(t) * sizeof(float), root); };
+    o.pp_comm = train_detail::pipe_comm_over(dist::world());
   }
 }
 
