@@ -303,6 +303,9 @@ struct EvalOptions {
   std::string adapter_dir = "";     // an adapter to attach (adapter.h: LoRA, bottleneck, prefix), or empty
   std::string weight_type{}, weight_recipe{};  // --dtype / --recipe: weights converted at load (quantize.h)
   std::string bleu_tokenize{};      // seq2seq: sacreBLEU tokenizer or "auto" (empty: the training config's)
+  // A CLIP model is scored zero-shot on --data (a folder of class folders): each class name put
+  // into this text where "{}" stands (CLIP's paper prompt by default).
+  std::string zero_shot_template = "a photo of a {}.";
   std::int64_t max_memory_bytes = 0;  // > 0: refuse (before loading weights) when the memory plan for
                                       // the eval batch (plan_memory: batch x context) exceeds it
   // Model parallelism (mpirun; tfm/load.h): only these LoadOptions fields are used — tp_* for a

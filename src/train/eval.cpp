@@ -19,6 +19,7 @@ namespace fs = std::filesystem;
 using namespace train_detail;
 
 TaskKind task_of(const ModelConfig& c) {
+  if (c.text_tower.enabled()) return TaskKind::image_classifier;  // CLIP, zero-shot over the data's classes
   if (c.head == HeadKind::classifier) return c.reads_images() ? TaskKind::image_classifier : TaskKind::classifier;
   return c.architecture == Architecture::encoder_decoder ? TaskKind::seq2seq : TaskKind::lm;
 }
@@ -56,8 +57,11 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   lo.repack = false;
   LoadedModel lm = load_model(dir, lo);
   const TaskKind task = task_of(lm.config);
-  TFM_CHECK(lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir, " holds a model with a ",
-            to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");
+  const bool zero_shot = lm.config.text_tower.enabled();
+  TFM_CHECK(zero_shot || lm.config.head == HeadKind::lm || lm.config.head == HeadKind::classifier, "eval", dir,
+            " holds a model with a ", to_string(lm.config.head), " head: tfm eval scores lm and classifier heads");
+  TFM_CHECK(!zero_shot || opt.zero_shot_template.find("{}") != std::string::npos, "eval", "the zero-shot template '",
+            opt.zero_shot_template, "' has no {} where the class name goes");
   const std::string cfg_path = (fs::path(dir) / "train_config.json").string();
   TrainConfig cfg;
   if (fs::exists(cfg_path)) {
@@ -85,6 +89,13 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   rep.task = task;
   TaskData d = opt.data_file.empty() ? make_task_data(cfg, tok) : make_eval_data(cfg, *tok, opt.data_file, opt.header);
   d.tok = &*tok;
+  if (zero_shot) {
+    for (const std::string& name : d.label_names) {
+      std::string text = opt.zero_shot_template;
+      text.replace(text.find("{}"), 2, name);
+      d.zero_shot_texts.push_back(std::move(text));
+    }
+  }
   rep.data = !opt.data_file.empty() ? opt.data_file
              : !cfg.test_file.empty() ? "test split " + cfg.test_file
              : "held-out split of " + cfg.train_file;

@@ -26,6 +26,9 @@ struct TaskData {
   std::vector<std::string> test_refs;  // seq2seq: raw target text of the test pairs (BLEU references)
   const Tokenizer* tok = nullptr;      // seq2seq: decodes the greedy outputs
   std::int64_t positive = 0;
+  // A CLIP model scored zero-shot (tfm eval): each class's label text, in class order; the
+  // logits are its similarities to them (evaluate reads the tokens through tok).
+  std::vector<std::string> zero_shot_texts;
   // RETRO: the chunk database (training split, or with the held-out text: retrieval_db), in
   // the training stream's positions.
   std::optional<ChunkDatabase> retro;

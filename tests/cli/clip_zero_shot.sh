@@ -3,7 +3,8 @@
 # written by tools/reference/ref_clip.py (torch) with a tokenizer.json in CLIP's layout
 # (tools/reference/hf-tokenizers/clip_bpe.js); the label texts' ids come from Hugging Face
 # tokenizers and the probabilities from the PyTorch reference, and tfm classify --labels must
-# give the same. Then tfm embed (texts and pictures in one space), tfm serve's /v1/classify with
+# give the same. Then tfm embed (texts and pictures in one space), tfm eval zero-shot on a
+# folder of class folders (equal to classify --labels picture by picture), tfm serve's /v1/classify with
 # "labels" (twice: the second answer comes from the label cache and must be the same) and
 # /v1/embeddings, and wrong uses named in one line.
 #   usage: clip_zero_shot.sh TFM SOURCE_DIR
@@ -65,6 +66,26 @@ assert all(abs(a - b) < 1e-4 for a, b in zip(p, want)), (p, want)
 PY
 echo "tfm embed: texts and pictures in one space"
 
+# tfm eval, zero-shot over a folder of class folders: its confusion matrix is that of tfm
+# classify --labels with the classes' label texts ("a photo of a {}." by default).
+"$TFM" -t 1 eval -m "$DIR/clip" --data "$DIR/pictures" --json > "$DIR/eval.json" || fail "tfm eval on a CLIP model"
+ALL=("$DIR"/pictures/*/*.png)
+"$TFM" -t 1 classify -m "$DIR/clip" --image "${ALL[@]}" --json \
+  --labels "a photo of a diagonal.,a photo of a left.,a photo of a top." > "$DIR/each.jsonl"
+/usr/bin/python3 - "$DIR/eval.json" "$DIR/each.jsonl" <<'PY' || fail "tfm eval's zero-shot scores"
+import json, sys
+ev = json.load(open(sys.argv[1]))
+classes = ["diagonal", "left", "top"]
+confusion = [[0] * 3 for _ in classes]
+for line in open(sys.argv[2]):
+    o = json.loads(line)
+    truth = classes.index(o["image"].split("/")[-2])
+    confusion[truth][o["predictions"][0]["id"]] += 1
+assert ev["task"] == "image_classifier" and ev["examples"] == 6 and ev["confusion"] == confusion, (ev, confusion)
+assert abs(ev["accuracy"] - sum(confusion[i][i] for i in range(3)) / 6) < 1e-9, ev
+PY
+echo "tfm eval: zero-shot accuracy and confusion == tfm classify --labels"
+
 # Wrong uses: one line each, non-zero exit.
 expect_error() {  # expected message, then the command
   local want=$1; shift
@@ -74,6 +95,7 @@ expect_error() {  # expected message, then the command
 }
 expect_error "a CLIP model classifies pictures against label texts" "$TFM" -t 1 classify -m "$DIR/clip" --image "$PIC"
 expect_error "--labels classifies pictures: give them with --image" "$TFM" -t 1 classify -m "$DIR/clip" --labels "a,b" "text"
+expect_error "has no {} where the class name goes" "$TFM" -t 1 eval -m "$DIR/clip" --data "$DIR/pictures" --template "a photo"
 LONG=$(printf 'word %.0s' $(seq 40))
 expect_error "missing.png] cannot open the image file" "$TFM" -t 1 classify -m "$DIR/clip" --image "$DIR/missing.png" --labels "a"
 

@@ -5,6 +5,8 @@
 // greedy or beam decoding; --hyps writes the translations scored, one a line (the same text
 // tfm translate prints for those sources). Without --data: the held-out split that
 // DIR/train_config.json names (the same seeded split the training run evaluated on).
+// A CLIP model is scored zero-shot on --data FOLDER (class folders): each picture against every
+// class's label text (--template "a photo of a {}.").
 // mpirun -np N tfm eval ... --tensor-parallel N (or --pipeline-parallel N): each rank holds a
 // shard (stage) and they score in lockstep; rank 0 prints.
 #include <chrono>
@@ -112,6 +114,8 @@ void add_eval_command(CLI::App& app) {
                   "seq2seq: BLEU tokenizer 13a, intl, zh, char, none or auto (default: the training config's eval.bleu_tokenize, "
                   "auto: zh for Chinese targets, else 13a)")
       ->check(CLI::IsMember({"auto", "13a", "intl", "zh", "char", "none"}));
+  cmd->add_option("--template", args->opt.zero_shot_template,
+                  "CLIP, zero-shot on --data FOLDER: the label text of a class, {} for its name (default \"a photo of a {}.\")");
   cmd->add_option("--hyps", args->hyps_file, "seq2seq: write the scored translations to this file, one a line");
   add_max_memory_option(cmd, args->max_memory);
   cmd->add_option("--stride", args->stride,
