@@ -42,9 +42,14 @@ class TextEmbeddingCache {
   std::map<std::string, std::pair<std::vector<float>, std::list<std::string>::iterator>> entries_;
 };
 
-// The ids CLIP's text tower reads for `text`: the tokenizer's with its special tokens, cut to
-// the tower's positions (the last one kept: the end token the embedding is read at).
-std::vector<std::int32_t> contrastive_text_ids(const LoadedModel& m, const std::string& text);
+// What CLIP's text tower reads for texts: ids (B, T) and valid lengths (B). Each text is the
+// tokenizer's ids with its special tokens, cut to the tower's positions (the last one kept: the
+// end token the embedding is read at), padded with the end token as CLIP's tokenizer pads.
+// (tfm eval's zero-shot labels go through it too.)
+struct TextTowerInput {
+  Tensor ids, lens;
+};
+TextTowerInput text_tower_input(const Tokenizer& tok, const TextTowerConfig& tower, const std::vector<std::string>& texts);
 // Each text's embedding in the shared space (get_text_features), unit length when normalize.
 // With a cache (normalize only), texts it holds are not recomputed and new ones are added.
 std::vector<std::vector<float>> contrastive_text_embeddings(LoadedModel& m, const std::vector<std::string>& texts,

@@ -7,6 +7,7 @@
 #include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
+#include "tfm/sentence_embed.h"
 
 namespace tfm {
 
@@ -56,33 +57,35 @@ std::vector<std::vector<float>> rows_of(const Tensor& t, bool normalize) {
   const std::int64_t B = c.size(0), D = c.size(1);
   const std::vector<float> v = c.to_floats();
   std::vector<std::vector<float>> out;
-  for (std::int64_t b = 0; b < B; ++b) {
-    std::vector<float> row(v.begin() + b * D, v.begin() + (b + 1) * D);
-    if (normalize) {
-      double n = 0;
-      for (float x : row) n += static_cast<double>(x) * x;
-      n = std::sqrt(n);
-      if (n > 0)
-        for (float& x : row) x = static_cast<float>(x / n);
-    }
-    out.push_back(std::move(row));
-  }
+  for (std::int64_t b = 0; b < B; ++b) out.emplace_back(v.begin() + b * D, v.begin() + (b + 1) * D);
+  if (normalize) normalize_embeddings(out);
   return out;
 }
 
 }  // namespace
 
-std::vector<std::int32_t> contrastive_text_ids(const LoadedModel& m, const std::string& text) {
-  check_contrastive(m, "text");
-  std::vector<std::int32_t> ids = m.tokenizer.encode_full(text, true).ids;
-  TFM_CHECK(!ids.empty(), "text", "'", text, "' gives no tokens");
-  const auto P = static_cast<std::size_t>(m.config.text_tower.max_positions);
-  if (ids.size() > P) {
-    const std::int32_t last = ids.back();
-    ids.resize(P);
-    ids.back() = last;
+TextTowerInput text_tower_input(const Tokenizer& tok, const TextTowerConfig& tower, const std::vector<std::string>& texts) {
+  std::vector<std::vector<std::int32_t>> seqs;
+  std::int64_t T = 1;
+  for (const std::string& text : texts) {
+    std::vector<std::int32_t> ids = tok.encode_full(text, true).ids;
+    TFM_CHECK(!ids.empty(), "text", "'", text, "' gives no tokens");
+    if (static_cast<std::int64_t>(ids.size()) > tower.max_positions) {
+      const std::int32_t last = ids.back();
+      ids.resize(static_cast<std::size_t>(tower.max_positions));
+      ids.back() = last;
+    }
+    T = std::max<std::int64_t>(T, static_cast<std::int64_t>(ids.size()));
+    seqs.push_back(std::move(ids));
   }
-  return ids;
+  const auto B = static_cast<std::int64_t>(seqs.size());
+  std::vector<std::int64_t> ids(static_cast<std::size_t>(B * T), tower.eos_token_id), lens;
+  for (std::int64_t b = 0; b < B; ++b) {
+    const auto& s = seqs[static_cast<std::size_t>(b)];
+    std::copy(s.begin(), s.end(), ids.begin() + b * T);
+    lens.push_back(static_cast<std::int64_t>(s.size()));
+  }
+  return {Tensor::from_ints(ids, {B, T}), Tensor::from_ints(lens, {B})};
 }
 
 std::vector<std::vector<float>> contrastive_text_embeddings(LoadedModel& m, const std::vector<std::string>& texts,
@@ -93,20 +96,12 @@ std::vector<std::vector<float>> contrastive_text_embeddings(LoadedModel& m, cons
   for (std::size_t i = 0; i < texts.size(); ++i)
     if (cache == nullptr || !normalize || !cache->find(texts[i], out[i])) todo.push_back(i);
   if (todo.empty()) return out;
-  std::vector<std::vector<std::int32_t>> seqs;
-  for (std::size_t i : todo) seqs.push_back(contrastive_text_ids(m, texts[i]));
+  std::vector<std::string> missing;
+  for (std::size_t i : todo) missing.push_back(texts[i]);
+  const TextTowerInput in = text_tower_input(m.tokenizer, m.config.text_tower, missing);
   NoGradGuard no_grad;
   m.model.set_training(false);
-  // Padded with the end token, as CLIP's tokenizer pads; valid_lens masks the padding.
-  std::int64_t T = 1;
-  for (const auto& s : seqs) T = std::max<std::int64_t>(T, static_cast<std::int64_t>(s.size()));
-  const auto B = static_cast<std::int64_t>(seqs.size());
-  std::vector<std::int64_t> ids(static_cast<std::size_t>(B * T), m.config.text_tower.eos_token_id), lens;
-  for (std::int64_t b = 0; b < B; ++b) {
-    std::copy(seqs[static_cast<std::size_t>(b)].begin(), seqs[static_cast<std::size_t>(b)].end(), ids.begin() + b * T);
-    lens.push_back(static_cast<std::int64_t>(seqs[static_cast<std::size_t>(b)].size()));
-  }
-  const auto rows = rows_of(m.model.text_features(Tensor::from_ints(ids, {B, T}), Tensor::from_ints(lens, {B})), normalize);
+  const auto rows = rows_of(m.model.text_features(in.ids, in.lens), normalize);
   for (std::size_t k = 0; k < todo.size(); ++k) {
     out[todo[k]] = rows[k];
     if (cache != nullptr && normalize) cache->put(texts[todo[k]], rows[k]);

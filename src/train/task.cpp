@@ -8,6 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "tfm/autograd.h"
+#include "tfm/contrastive.h"
 #include "tfm/error.h"
 #include "tfm/metrics.h"
 #include "tfm/ops.h"
@@ -685,40 +686,18 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
   } else {
     std::vector<std::int64_t> pred, truth;
     const std::int64_t n = d.images ? d.images->test_size() : d.cls->test_size();
-    // CLIP, zero-shot: every batch of pictures against the classes' label texts (their ids with
-    // the tokenizer's specials, cut to the text tower with the end token kept, padded with it).
-    Tensor label_ids, label_lens;
+    // CLIP, zero-shot: every batch of pictures against the classes' label texts.
+    TextTowerInput labels;
     if (m.config().text_tower.enabled()) {
-      const TextTowerConfig& t = m.config().text_tower;
       TFM_CHECK(d.tok != nullptr && d.zero_shot_texts.size() == d.label_names.size(), "eval",
                 "a CLIP model is scored against a label text per class");
-      std::vector<std::vector<std::int32_t>> seqs;
-      std::int64_t T = 1;
-      for (const std::string& text : d.zero_shot_texts) {
-        std::vector<std::int32_t> ids = d.tok->encode_full(text, true).ids;
-        TFM_CHECK(!ids.empty(), "eval", "the label text '", text, "' gives no tokens");
-        if (static_cast<std::int64_t>(ids.size()) > t.max_positions) {
-          const std::int32_t last = ids.back();
-          ids.resize(static_cast<std::size_t>(t.max_positions));
-          ids.back() = last;
-        }
-        T = std::max<std::int64_t>(T, static_cast<std::int64_t>(ids.size()));
-        seqs.push_back(std::move(ids));
-      }
-      std::vector<std::int64_t> flat(seqs.size() * static_cast<std::size_t>(T), t.eos_token_id), lens;
-      for (std::size_t k = 0; k < seqs.size(); ++k) {
-        std::copy(seqs[k].begin(), seqs[k].end(), flat.begin() + static_cast<std::ptrdiff_t>(k * static_cast<std::size_t>(T)));
-        lens.push_back(static_cast<std::int64_t>(seqs[k].size()));
-      }
-      const auto L = static_cast<std::int64_t>(seqs.size());
-      label_ids = Tensor::from_ints(flat, {L, T});
-      label_lens = Tensor::from_ints(lens, {L});
+      labels = text_tower_input(*d.tok, m.config().text_tower, d.zero_shot_texts);
     }
     for (std::int64_t first = 0; first < n; first += cfg.batch_size) {  // the whole test split
       ModelInputs in;
       Tensor y;
-      in.input_ids = label_ids;  // (CLIP's label texts; undefined otherwise)
-      in.valid_lens = label_lens;
+      in.input_ids = labels.ids;  // (CLIP's label texts; undefined otherwise)
+      in.valid_lens = labels.lens;
       if (d.images) d.images->test_batch(first, cfg.batch_size, in.pixel_values, y);
       else d.cls->test_batch(first, cfg.batch_size, in.input_ids, in.valid_lens, y);
       const Tensor logits = m.forward(in).logits;
