@@ -210,8 +210,9 @@ class Model {
   // The whole tensor from every rank's slice of parameter `name` (f32; a collective: every
   // rank calls it for the same names in the same order); the slice itself when not split.
   Tensor tensor_parallel_gather(const std::string& name, const Tensor& slice) const;
-  // The whole model, gathered (a collective, as above): what a checkpoint saves.
+  // The whole model, gathered (a collective, as above), and its config.
   Model tensor_parallel_whole() const;
+  const ModelConfig& tensor_parallel_whole_config() const;
 
   // ---- pipeline parallelism (docs/distributed.md; inference) -------------------------------
   // Makes this decoder-only model stage `stage` of `stages`: it keeps a contiguous run of the

@@ -69,6 +69,9 @@ struct LoadedWeights {
 // the safetensors header's __metadata__.
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
                     const std::map<std::string, std::string>& metadata = {{"format", "pt"}});
+// config.json and tokenizer.json alone (save_model_dir's first two; a sharded checkpoint's
+// ranks write the weights).
+void save_model_description(const std::string& dir, const ModelConfig& config, const Tokenizer& tok);
 // Loads a directory of either layout; throws naming the bad file (missing, malformed, or
 // weights that do not match config.json: the first missing, unexpected or mis-shaped tensor).
 LoadedModel load_model_dir(const std::string& dir);

@@ -187,6 +187,18 @@ void broadcast(void* data, std::size_t bytes, int root, const Group& g) {
 #endif
 }
 
+std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g) {
+  std::vector<std::string> out;
+  for (int r = 0; r < g.size; ++r) {
+    std::int64_t n = r == g.rank ? static_cast<std::int64_t>(mine.size()) : 0;
+    broadcast(&n, sizeof n, r, g);
+    std::string b = r == g.rank ? mine : std::string(static_cast<std::size_t>(n), '\0');
+    broadcast(b.data(), b.size(), r, g);
+    out.push_back(std::move(b));
+  }
+  return out;
+}
+
 void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g) {
   if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI

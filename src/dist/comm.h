@@ -44,6 +44,8 @@ std::int64_t allreduce_max(std::int64_t v, const Group& g = world());
 // different tokens.)
 void allreduce_sum_ordered(float* data, std::size_t n, const Group& g = world());
 void broadcast(void* data, std::size_t bytes, int root, const Group& g = world());
+// Every rank's bytes, in rank order, on every rank (each broadcasts its own in turn).
+std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g = world());
 // send to and receive from `partner` at once (n floats each way).
 void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g = world());
 // n floats to rank `to`, and from rank `from` (blocking; a pipeline stage's activations).

@@ -39,12 +39,16 @@ Model build_model(ModelSource& src) {
 
 }  // namespace
 
+void save_model_description(const std::string& dir, const ModelConfig& config, const Tokenizer& tok) {
+  fs::create_directories(dir);
+  write_file_atomic(join(dir, "config.json"), model_config_to_json(config));
+  // An image model reads no text: it has no tokenizer unless one was given (CLIP's text tower).
+  if (!config.reads_images() || tok.vocab_size() > 0) write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
+}
+
 void save_model_dir(const std::string& dir, const Model& model, const Tokenizer& tok,
                     const std::map<std::string, std::string>& metadata) {
-  fs::create_directories(dir);
-  write_file_atomic(join(dir, "config.json"), model_config_to_json(model.config()));
-  // An image model reads no text: it has no tokenizer unless one was given (CLIP's text tower).
-  if (!model.config().reads_images() || tok.vocab_size() > 0) write_file_atomic(join(dir, "tokenizer.json"), tok.to_json());
+  save_model_description(dir, model.config(), tok);
   if (!model.has_lora() && !model.has_bottleneck() && !model.has_prefix()) {
     // Compact weights (bf16, f16, q8_0, ...) as U8 bytes, their type in __metadata__
     // (docs/formats.md, "Quantized weights"; decode_compact_tensors reads them back).

@@ -269,6 +269,11 @@ Model Model::tensor_parallel_whole() const {
   return Model::from_parameters(impl_->tp_whole_cfg, std::move(whole));
 }
 
+const ModelConfig& Model::tensor_parallel_whole_config() const {
+  TFM_CHECK(impl_->tp_ranks > 1, "tensor parallel", "the model is not a shard");
+  return impl_->tp_whole_cfg;
+}
+
 int Model::tensor_parallel_rank() const { return impl_->tp_rank; }
 int Model::tensor_parallel_ranks() const { return impl_->tp_ranks; }
 

@@ -15,14 +15,21 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <algorithm>
+#include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <sstream>
 #include <nlohmann/json.hpp>
+#include <set>
+#include <vector>
 
 #include "tfm/error.h"
+#include "tfm/model_dir.h"
 #include "tfm/runtime.h"
 #include "tfm/safetensors.h"
 #include "tfm/train.h"
+#include "train/sharded_checkpoint.h"
 #include "train/train_internal.h"
 
 namespace tfm {
@@ -58,16 +65,35 @@ constexpr const char* kDirFiles[] = {"config.json", "tokenizer.json", "model.saf
                                      "metrics.jsonl", "curves.svg", "confusion.svg", "preprocessor_config.json",
                                      "generation_config.json", "retrieval_db.safetensors"};
 
+// A sharded set's file: STEM-0000k-of-0000N.safetensors (Hugging Face's names), and its index.
+std::string shard_file(const char* stem, int k, int n) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%s-%05d-of-%05d.safetensors", stem, k, n);
+  return buf;
+}
+bool is_shard_file(const std::string& name, const std::string& stem) {
+  const std::string tail = ".safetensors";
+  const std::size_t n = stem.size() + 1 + 5 + 4 + 5 + tail.size();
+  if (name.size() != n || name.compare(0, stem.size() + 1, stem + "-") != 0 ||
+      name.compare(n - tail.size(), tail.size(), tail) != 0 || name.compare(stem.size() + 6, 4, "-of-") != 0)
+    return false;
+  const std::string digits = name.substr(stem.size() + 1, 5) + name.substr(stem.size() + 10, 5);
+  return digits.find_first_not_of("0123456789") == std::string::npos;
+}
+std::string index_file(const std::string& stem) { return stem + ".safetensors.index.json"; }
+
 void remove_stale_temp_files(const fs::path& out) {
   std::error_code ec;
   for (const auto& e : fs::directory_iterator(out, ec)) {
     const std::string name = e.path().filename().string();
-    for (const char* f : kDirFiles) {
-      const std::string prefix = std::string(f) + ".tmp.";
-      if (name.size() > prefix.size() && name.compare(0, prefix.size(), prefix) == 0 &&
-          name.find_first_not_of("0123456789", prefix.size()) == std::string::npos)
-        fs::remove(e.path(), ec);
-    }
+    const std::size_t tmp = name.find(".tmp.");
+    if (tmp == std::string::npos || name.find_first_not_of("0123456789", tmp + 5) != std::string::npos ||
+        tmp + 5 == name.size())
+      continue;
+    const std::string file = name.substr(0, tmp);
+    bool ours = is_shard_file(file, "model") || file == index_file("model");
+    for (const char* f : kDirFiles) ours = ours || file == f;
+    if (ours) fs::remove(e.path(), ec);
   }
 }
 
@@ -85,21 +111,19 @@ void publish(const fs::path& out, const fs::path& ckpt, const char* name) {
   fs::rename(tmp, dst);
 }
 
-// Sets `committed` once DIR/checkpoint/ is the new one (what follows only refreshes copies).
-void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& tok, const Optimizer& opt,
-                      const TrainState& state, bool& committed) {
-  const fs::path final_dir = out / "checkpoint", tmp = out / "checkpoint.tmp", old = out / "checkpoint.old";
+// An empty DIR/checkpoint.tmp/ for the next checkpoint.
+fs::path begin_checkpoint(const fs::path& out) {
+  const fs::path tmp = out / "checkpoint.tmp";
   fs::remove_all(tmp);
   remove_stale_temp_files(out);
   fs::create_directories(tmp);
+  return tmp;
+}
+
+// The model directory's other files and train_state.json (beside the weights).
+void write_run_files(const fs::path& tmp, const TrainState& state) {
   const std::string dir = tmp.string();
-  const std::string step = std::to_string(state.step);
-  save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
-                   {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
-  save_model_dir(dir, model, tok, {{"format", "pt"}, {"step", step}});
   for (const auto& [name, text] : state.model_files) write_file_atomic(join(dir, name.c_str()), text);
-  if (!state.training_tensors.empty())  // distillation's projections: resumed, never part of the model
-    save_safetensors(join(dir, "training_tensors.safetensors"), state.training_tensors, {{"step", step}});
   json j;
   j["step"] = state.step;
   j["seed"] = state.seed;
@@ -107,6 +131,33 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   j["threads"] = state.threads;
   j["train_config"] = json::parse(state.train_config_json);
   write_file_atomic(join(dir, "train_state.json"), j.dump(2) + "\n");
+}
+
+// The inference copy of the weights: one file or a sharded set, and never both (a directory
+// holding model.safetensors is read as that file, so a stale one would hide the set).
+void publish_weights(const fs::path& out, const fs::path& ckpt) {
+  const bool sharded = fs::exists(ckpt / index_file("model"));
+  std::vector<std::string> fresh;
+  for (const auto& e : fs::directory_iterator(ckpt)) {
+    const std::string name = e.path().filename().string();
+    if (name == "model.safetensors" || name == index_file("model") || is_shard_file(name, "model")) fresh.push_back(name);
+  }
+  std::sort(fresh.begin(), fresh.end());  // the index after its shards, model.safetensors alone
+  for (const std::string& name : fresh) publish(out, ckpt, name.c_str());
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string name = e.path().filename().string();
+    const bool stale = sharded ? name == "model.safetensors" ||
+                                     (is_shard_file(name, "model") && !std::binary_search(fresh.begin(), fresh.end(), name))
+                               : name == index_file("model") || is_shard_file(name, "model");
+    if (stale) fs::remove(e.path(), ec);
+  }
+}
+
+// Swaps checkpoint.tmp/ in (sets `committed` once DIR/checkpoint/ is the new one; what
+// follows only refreshes copies) and refreshes the inference copy.
+void commit_checkpoint(const fs::path& out, const fs::path& tmp, const TrainState& state, bool& committed) {
+  const fs::path final_dir = out / "checkpoint", old = out / "checkpoint.old";
   sync_dir(tmp);
   if (fs::exists(final_dir)) {
     fs::remove_all(old);
@@ -119,12 +170,37 @@ void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& 
   // The inference copy; config.json last (see the top of the file).
   // Adapters exist for adapter runs only, tokenizer.json for text models only.
   for (const auto& [name, text] : state.model_files) publish(out, final_dir, name.c_str());
-  for (const char* name : {"tokenizer.json", "model.safetensors", "adapter_model.safetensors", "adapter_config.json",
-                           "config.json"})
+  publish_weights(out, final_dir);
+  for (const char* name : {"tokenizer.json", "adapter_model.safetensors", "adapter_config.json", "config.json"})
     if (fs::exists(final_dir / name)) publish(out, final_dir, name);
   // The training config beside it: tfm eval reproduces the held-out split from it.
   write_file_atomic(join(out.string(), "train_config.json"), json::parse(state.train_config_json).dump(2) + "\n");
   sync_dir(out);
+}
+
+void write_checkpoint(const fs::path& out, const Model& model, const Tokenizer& tok, const Optimizer& opt,
+                      const TrainState& state, bool& committed) {
+  const fs::path tmp = begin_checkpoint(out);
+  const std::string dir = tmp.string();
+  const std::string step = std::to_string(state.step);
+  save_safetensors(join(dir, "optimizer.safetensors"), opt.state(),
+                   {{"step", step}, {"optimizer_steps", std::to_string(opt.steps_taken())}});
+  save_model_dir(dir, model, tok, {{"format", "pt"}, {"step", step}});
+  if (!state.training_tensors.empty())  // distillation's projections: resumed, never part of the model
+    save_safetensors(join(dir, "training_tensors.safetensors"), state.training_tensors, {{"step", step}});
+  write_run_files(tmp, state);
+  commit_checkpoint(out, tmp, state, committed);
+}
+
+// After a failed save: removes checkpoint.tmp/ (never left to fill the disk further) and says
+// which earlier checkpoint is intact.
+std::string after_failed_save(const fs::path& out, std::int64_t step, const std::string& why) {
+  std::error_code ec;
+  fs::remove_all(out / "checkpoint.tmp", ec);
+  const std::string ckpt = (out / "checkpoint").string(), old = (out / "checkpoint.old").string();
+  const std::string kept = fs::is_directory(ckpt, ec) ? ckpt : fs::is_directory(old, ec) ? old : "";
+  return "step " + std::to_string(step) + " was not saved: " + why +
+         (kept.empty() ? std::string("; no earlier checkpoint exists") : "; the previous checkpoint in " + kept + " is intact");
 }
 
 }  // namespace
@@ -142,19 +218,110 @@ void save_checkpoint(const std::string& out_dir, const Model& model, const Token
   } catch (const fs::filesystem_error& e) {  // create_directories, rename, remove_all
     why = e.what();
   }
-  const std::string ckpt = (out / "checkpoint").string();
-  TFM_CHECK(!committed, "checkpoint", "step ", state.step, " is saved in ", ckpt,
+  TFM_CHECK(!committed, "checkpoint", "step ", state.step, " is saved in ", (out / "checkpoint").string(),
             ", but refreshing the model files beside it failed: ", why);
-  // Never leave a half-written checkpoint.tmp/ behind (it would fill the disk further).
-  std::error_code ec;
-  fs::remove_all(out / "checkpoint.tmp", ec);
-  const std::string old = (out / "checkpoint.old").string();
-  const std::string kept = fs::is_directory(ckpt, ec) ? ckpt : fs::is_directory(old, ec) ? old : "";
-  fail("checkpoint", "step ", state.step, " was not saved: ", why,
-       kept.empty() ? std::string("; no earlier checkpoint exists") : "; the previous checkpoint in " + kept + " is intact");
+  fail("checkpoint", after_failed_save(out, state.step, why));
 }
 
 namespace train_detail {
+
+namespace {
+
+// Whether any rank of g failed (a collective); `why` is this rank's reason, if it has one.
+bool any_failed(const std::string& why, const dist::Group& g) {
+  return dist::allreduce_max(why.empty() ? 0 : 1, g) != 0;
+}
+
+// The index of a sharded set: {"metadata": {...}, "weight_map": {tensor: file}}.
+std::string index_json(const std::map<std::string, std::string>& weight_map, std::int64_t bytes,
+                       const std::map<std::string, std::string>& metadata) {
+  json j;
+  j["metadata"] = metadata;
+  j["metadata"]["total_size"] = bytes;
+  j["weight_map"] = weight_map;
+  return j.dump(2) + "\n";
+}
+
+}  // namespace
+
+void save_sharded_checkpoint(const std::string& out_dir, const dist::Group& g, const CheckpointPart& mine,
+                             const Tokenizer& tok, const TrainState& state) {
+  TFM_CHECK(state.training_tensors.empty(), "checkpoint", "training tensors are not saved by a model-parallel run");
+  const fs::path out(out_dir), tmp = out / "checkpoint.tmp";
+  const std::string step = std::to_string(state.step);
+  std::string why;
+  const auto attempt = [&](auto&& f) {
+    try {
+      f();
+    } catch (const Error& e) {
+      why = e.what();
+    } catch (const fs::filesystem_error& e) {
+      why = e.what();
+    }
+  };
+  // Every rank fails alike once rank 0 has cleaned up (the first rank to stop ends the job).
+  bool committed = false;
+  const auto check_all = [&](const char* doing) {
+    if (!any_failed(why, g)) return;
+    if (why.empty()) why = std::string("another rank failed ") + doing;
+    const std::string message = committed ? "step " + step + " is saved in " + (out / "checkpoint").string() +
+                                                ", but refreshing the model files beside it failed: " + why
+                                : g.rank == 0 ? after_failed_save(out, state.step, why)
+                                              : "step " + step + " was not saved: " + why;
+    dist::barrier(g);
+    fail("checkpoint", message);
+  };
+  if (g.rank == 0) attempt([&] { begin_checkpoint(out); });
+  check_all("to create checkpoint.tmp/");
+  // Each rank's shards; the lines "set name bytes file" tell rank 0 what went where.
+  const auto part_file = [&](const char* stem) { return shard_file(stem, g.rank + 1, g.size); };
+  std::string listing;
+  attempt([&] {
+    for (const auto& [set, tensors] : {std::pair{"model", &mine.params}, std::pair{"optimizer", &mine.state}}) {
+      if (tensors->empty()) continue;
+      std::map<std::string, std::string> meta{{"step", step}};
+      if (set == std::string("model")) meta["format"] = "pt";
+      else meta["optimizer_steps"] = std::to_string(mine.optimizer_steps);
+      for (const auto& [name, t] : *tensors)
+        TFM_CHECK(t.dtype() == DType::f32, "checkpoint", name, " is ", dtype_name(t.dtype()), "; a sharded checkpoint "
+                  "holds f32 tensors");
+      save_safetensors((tmp / part_file(set)).string(), *tensors, meta);
+      for (const auto& [name, t] : *tensors)
+        listing += std::string(set) + '\t' + name + '\t' + std::to_string(t.nbytes()) + '\t' + part_file(set) + '\n';
+    }
+  });
+  check_all("to write its shards");
+  const std::vector<std::string> listings = dist::allgather_bytes(listing, g);
+  if (g.rank == 0) attempt([&] {
+    std::map<std::string, std::map<std::string, std::string>> maps;  // set -> tensor -> file
+    std::map<std::string, std::int64_t> bytes;
+    for (std::size_t r = 0; r < listings.size(); ++r) {
+      std::istringstream lines(listings[r]);
+      for (std::string line; std::getline(lines, line);) {
+        const std::size_t a = line.find('\t'), b = line.find('\t', a + 1), c = line.find('\t', b + 1);
+        const std::string set = line.substr(0, a), file = line.substr(c + 1);
+        // Across machines the directory must be shared: say so rather than commit a set with holes.
+        TFM_CHECK(fs::exists(tmp / file), "checkpoint", "rank ", r, " wrote ", file, " but ", tmp.string(), " does not "
+                  "hold it here: every rank of a model-parallel run writes into one directory (put --out on a file "
+                  "system that all machines mount)");
+        TFM_CHECK(maps[set].emplace(line.substr(a + 1, b - a - 1), file).second, "checkpoint", "two ranks wrote ",
+                  line.substr(a + 1, b - a - 1));
+        bytes[set] += std::stoll(line.substr(b + 1, c - b - 1));
+      }
+    }
+    const std::map<std::string, std::string> ometa{{"step", step}, {"optimizer_steps", std::to_string(mine.optimizer_steps)}};
+    if (maps["optimizer"].empty())  // a stateless optimizer (SGD without momentum): one empty file, as one process writes
+      save_safetensors((tmp / "optimizer.safetensors").string(), {}, ometa);
+    else
+      write_file_atomic((tmp / index_file("optimizer")).string(), index_json(maps["optimizer"], bytes["optimizer"], ometa));
+    write_file_atomic((tmp / index_file("model")).string(),
+                      index_json(maps["model"], bytes["model"], {{"format", "pt"}, {"step", step}}));
+    save_model_description(tmp.string(), mine.config, tok);
+    write_run_files(tmp, state);
+    commit_checkpoint(out, tmp, state, committed);
+  });
+  check_all("to commit the checkpoint");  // the others wait for it, so a failure stops every rank
+}
 
 namespace {
 
@@ -215,6 +382,29 @@ OutputDirLock::~OutputDirLock() {
 
 }  // namespace train_detail
 
+namespace {
+
+// The files of a checkpoint's STEM set: STEM.safetensors, or the shards its index lists.
+std::vector<std::string> set_files(const std::string& dir, const std::string& stem) {
+  const std::string single = join(dir, (stem + ".safetensors").c_str()), index = join(dir, index_file(stem).c_str());
+  if (fs::exists(single) || !fs::exists(index)) return {single};  // (a missing single file fails by name)
+  std::set<std::string> files;
+  try {
+    const json j = json::parse(read_file(index));
+    for (const auto& [name, file] : j.at("weight_map").items()) {
+      const std::string f = file.get<std::string>();
+      TFM_CHECK(is_shard_file(f, stem), index, "names '", f, "' for ", name, ", not a shard of this set");
+      files.insert(join(dir, f.c_str()));
+    }
+  } catch (const json::exception& e) {
+    fail(index, "malformed index: ", e.what());
+  }
+  TFM_CHECK(!files.empty(), index, "lists no shard");
+  return {files.begin(), files.end()};
+}
+
+}  // namespace
+
 LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
   // checkpoint.old exists alone only when a save was cut between its two renames.
   std::string dir = join(out_dir, "checkpoint");
@@ -233,15 +423,21 @@ LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
   } catch (const json::exception& e) {
     fail(spath, "malformed train state: ", e.what());
   }
-  const std::string opath = join(dir, "optimizer.safetensors");
-  const SafetensorsFile o = load_safetensors(opath);
-  const std::int64_t ostep = step_of(o, opath);
-  const std::string wpath = join(dir, "model.safetensors");
-  const std::int64_t wstep = step_of(load_safetensors(wpath), wpath);
-  TFM_CHECK(ostep == c.state.step && wstep == c.state.step, "load_checkpoint",
-            dir, " mixes steps (train_state ", c.state.step, ", model ", wstep, ", optimizer ", ostep,
-            "): files were replaced by hand?");
-  for (const auto& [k, t] : o.tensors) c.optimizer_state[k] = t.clone();  // writable copies
+  const auto mixed = [&](const std::string& path, std::int64_t step) {
+    TFM_CHECK(step == c.state.step, "load_checkpoint", dir, " mixes steps (train_state ", c.state.step, ", ", path, " ",
+              step, "): files were replaced by hand?");
+  };
+  for (const std::string& wpath : set_files(dir, "model")) mixed(wpath, step_of(load_safetensors(wpath), wpath));
+  std::string optimizer_steps;
+  for (const std::string& opath : set_files(dir, "optimizer")) {
+    const SafetensorsFile o = load_safetensors(opath);
+    mixed(opath, step_of(o, opath));
+    for (const auto& [k, t] : o.tensors) c.optimizer_state[k] = t.clone();  // writable copies
+    const auto it = o.metadata.find("optimizer_steps");
+    TFM_CHECK(it != o.metadata.end() && (optimizer_steps.empty() || it->second == optimizer_steps), opath,
+              it == o.metadata.end() ? "metadata lacks optimizer_steps" : "optimizer_steps differs from its other shards'");
+    optimizer_steps = it->second;
+  }
   const std::string tpath = join(dir, "training_tensors.safetensors");
   if (fs::exists(tpath)) {
     const SafetensorsFile tt = load_safetensors(tpath);
@@ -251,9 +447,9 @@ LoadedCheckpoint load_checkpoint(const std::string& out_dir) {
     for (const auto& [k, t] : tt.tensors) c.state.training_tensors[k] = t.clone();
   }
   try {
-    c.optimizer_steps = std::stoll(o.metadata.at("optimizer_steps"));
+    c.optimizer_steps = std::stoll(optimizer_steps);
   } catch (const std::exception&) {
-    fail(opath, "metadata lacks a numeric optimizer_steps");
+    fail(dir, "the optimizer's metadata optimizer_steps '", optimizer_steps, "' is not a number");
   }
   return c;
 }

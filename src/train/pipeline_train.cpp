@@ -4,7 +4,6 @@
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <sstream>
 
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -33,58 +32,6 @@ Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPo
   std::memcpy(t.data<float>(), buf.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
   if (at != nullptr) *at = Model::StreamPosition::from_floats(buf.data() + t.numel());
   return t;
-}
-
-// Every stage's blob, in stage order, on every stage (each broadcasts its own in turn).
-std::vector<std::string> all_blobs(const std::string& mine, const dist::Group& g) {
-  const int stages = g.size, stage = g.rank;
-  std::vector<std::string> out;
-  for (int s = 0; s < stages; ++s) {
-    std::int64_t n = s == stage ? static_cast<std::int64_t>(mine.size()) : 0;
-    dist::broadcast(&n, sizeof n, s, g);
-    std::string b = s == stage ? mine : std::string(static_cast<std::size_t>(n), '\0');
-    dist::broadcast(b.data(), b.size(), s, g);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
-// Named f32 tensors of every stage, on rank 0 (names and shapes broadcast, data sent to 0).
-std::map<std::string, Tensor> gather_on_root(const std::map<std::string, Tensor>& mine, const dist::Group& g) {
-  const int stages = g.size, stage = g.rank;
-  std::string header;
-  for (const auto& [name, t] : mine) {
-    header += name + '\n' + std::to_string(t.dim());
-    for (std::int64_t d : t.shape()) header += ' ' + std::to_string(d);
-    header += '\n';
-  }
-  const std::vector<std::string> headers = all_blobs(header, g);
-  std::map<std::string, Tensor> out;
-  if (stage == 0) out = mine;
-  for (int s = 1; s < stages; ++s) {
-    if (stage == s)
-      for (const auto& [name, t] : mine) {
-        const Tensor c = contiguous(t);
-        dist::send(c.data<float>(), static_cast<std::size_t>(c.numel()), 0, g);
-      }
-    if (stage != 0) continue;
-    std::size_t at = 0;
-    const std::string& h = headers[static_cast<std::size_t>(s)];
-    while (at < h.size()) {
-      const std::size_t nl = h.find('\n', at), nl2 = h.find('\n', nl + 1);
-      const std::string name = h.substr(at, nl - at);
-      std::istringstream dims(h.substr(nl + 1, nl2 - nl - 1));
-      std::int64_t rank = 0;
-      dims >> rank;
-      Shape shape(static_cast<std::size_t>(rank));
-      for (auto& d : shape) dims >> d;
-      Tensor t = Tensor::empty(shape);
-      dist::recv(t.data<float>(), static_cast<std::size_t>(t.numel()), s, g);
-      out[name] = t;
-      at = nl2 + 1;
-    }
-  }
-  return out;
 }
 
 }  // namespace
@@ -285,7 +232,7 @@ SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
       blob.append(reinterpret_cast<const char*>(&v), sizeof v);
     }
     std::map<std::string, double> all;  // the whole model's names, in its order
-    for (const std::string& b : all_blobs(blob, g)) {
+    for (const std::string& b : dist::allgather_bytes(blob, g)) {
       for (std::size_t at = 0; at < b.size();) {
         const std::size_t end = b.find('\0', at);
         double v = 0;
@@ -301,21 +248,21 @@ SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
   return sp;
 }
 
-std::optional<WholeModel> PipelineParallel::gather(const Model& stage, const Optimizer& opt) const {
-  if (!on()) return std::nullopt;
-  std::map<std::string, Tensor> mine, state;
+CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optimizer& opt) const {
+  CheckpointPart part{stage.pipeline_whole_config(), {}, {}, opt.steps_taken()};
   for (const auto& [name, p] : stage.parameters())
-    if (stage_ == 0 || !stage.pipeline_shared(name)) mine[stage.pipeline_global_name(name)] = p;
+    if (stage_ == 0 || !stage.pipeline_shared(name)) part.params[stage.pipeline_global_name(name)] = p;
   for (const auto& [key, t] : opt.state()) {
     const auto dot = key.find('.');
+    if (dot == std::string::npos) {
+      if (stage_ == 0) part.state[key] = t;
+      continue;
+    }
     const std::string name = key.substr(dot + 1);
-    if (dot != std::string::npos && (stage_ == 0 || !stage.pipeline_shared(name)))
-      state[key.substr(0, dot + 1) + stage.pipeline_global_name(name)] = t;
+    if (stage_ == 0 || !stage.pipeline_shared(name))
+      part.state[key.substr(0, dot + 1) + stage.pipeline_global_name(name)] = t;
   }
-  std::map<std::string, Tensor> params = gather_on_root(mine, pp_);
-  std::map<std::string, Tensor> whole_state = gather_on_root(state, pp_);
-  if (stage_ != 0) return std::nullopt;
-  return whole_model(Model::from_parameters(stage.pipeline_whole_config(), std::move(params)), whole_state, opt);
+  return part;
 }
 
 std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {

@@ -17,7 +17,6 @@
 
 #include <functional>
 #include <map>
-#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,9 +64,10 @@ class PipelineParallel {
   // The gradient norm as one process adds it up (every parameter's square in the whole model's
   // name order), for clip_grad_norm.
   SplitParameters norm_terms(const Model& stage) const;
-  // The whole model and optimizer state on rank 0 (a collective); nullopt when P = 1 and on
-  // the other ranks.
-  std::optional<WholeModel> gather(const Model& stage, const Optimizer& opt) const;
+  // This stage's part of a checkpoint: its layers and their optimizer state under the whole
+  // model's names; stage 0 adds what every stage holds (embeddings, final norm, head).
+  CheckpointPart checkpoint_part(const Model& stage, const Optimizer& opt) const;
+  const dist::Group& stage_group() const { return pp_; }  // this pipeline's stages
   std::string summary(const Model& stage, std::int64_t micros) const;
   std::string timing() const;  // the measured bubble
 

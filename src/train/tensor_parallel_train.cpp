@@ -1,6 +1,8 @@
 #include "train/tensor_parallel_train.h"
 
+#include <algorithm>
 #include <cstdio>
+#include <vector>
 
 #include "tfm/error.h"
 
@@ -68,21 +70,39 @@ std::map<std::string, Tensor> TensorParallel::slice_state(const Model& shard,
   return out;
 }
 
-WholeModel whole_model(Model whole, const std::map<std::string, Tensor>& state, const Optimizer& like) {
-  Optimizer o(like.config());
-  o.load_state(state, like.steps_taken(), whole.parameters());
-  return WholeModel{std::move(whole), std::move(o)};
-}
-
-std::optional<WholeModel> TensorParallel::gather(const Model& shard, const Optimizer& opt) const {
-  if (!on()) return std::nullopt;
-  Model whole = shard.tensor_parallel_whole();
-  std::map<std::string, Tensor> state;
+CheckpointPart TensorParallel::checkpoint_part(const Model& shard, const Optimizer& opt) const {
+  CheckpointPart part{shard.tensor_parallel_whole_config(), {}, {}, opt.steps_taken()};
+  const std::map<std::string, Tensor> params = shard.parameters();
+  // The whole sizes, summed over the shards: every shard then computes the same owners.
+  std::vector<double> size;
+  for (const auto& [name, t] : params)
+    size.push_back(static_cast<double>(t.numel()) / (shard.tensor_parallel_split(name) ? 1.0 : tp_.size));
+  dist::allreduce_sum(size.data(), size.size(), tp_);
+  std::vector<std::size_t> order(size.size());
+  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(), [&](std::size_t a, std::size_t b) { return size[a] > size[b]; });
+  std::vector<double> load(static_cast<std::size_t>(tp_.size), 0.0);
+  std::vector<int> owner_of(size.size(), 0);
+  for (const std::size_t i : order) {
+    const auto least = std::min_element(load.begin(), load.end()) - load.begin();
+    owner_of[i] = static_cast<int>(least);
+    load[static_cast<std::size_t>(least)] += size[i];
+  }
+  std::map<std::string, int> owner;
+  std::size_t i = 0;
+  for (const auto& [name, t] : params) {
+    owner[name] = owner_of[i++];
+    Tensor whole = shard.tensor_parallel_gather(name, t);  // collective for a split one
+    if (owner[name] == tp_.rank) part.params[name] = std::move(whole);
+  }
   for (const auto& [key, t] : opt.state()) {  // the same keys in the same order on every shard
     const auto dot = key.find('.');
-    state[key] = dot == std::string::npos ? t : shard.tensor_parallel_gather(key.substr(dot + 1), t);
+    const std::string name = dot == std::string::npos ? std::string() : key.substr(dot + 1);
+    const auto it = owner.find(name);
+    Tensor whole = it == owner.end() ? t : shard.tensor_parallel_gather(name, t);
+    if ((it == owner.end() ? 0 : it->second) == tp_.rank) part.state[key] = std::move(whole);
   }
-  return whole_model(std::move(whole), state, opt);
+  return part;
 }
 
 SplitParameters TensorParallel::split_parameters(const Model& shard) const {

@@ -8,23 +8,14 @@
 
 #include <map>
 #include <memory>
-#include <optional>
 #include <string>
 
 #include "dist/comm.h"
 #include "tfm/model.h"
 #include "tfm/train.h"
+#include "train/sharded_checkpoint.h"
 
 namespace tfm::train_detail {
-
-// A model-parallel run's whole model and optimizer state, put together for a checkpoint.
-struct WholeModel {
-  Model model;
-  Optimizer optimizer;
-};
-// The whole model `whole` with the optimizer state `state` (keys "kind.name" of its parameters),
-// configured and stepped as `like`.
-WholeModel whole_model(Model whole, const std::map<std::string, Tensor>& state, const Optimizer& like);
 
 // Model's hooks over an MPI group: the in-place sum of a shard's partial products
 // (Model::shard_tensor_parallel) and a pipeline stage's send, receive and broadcast
@@ -50,9 +41,10 @@ class TensorParallel {
   void shard(Model& m) const;
   // A whole model's optimizer state ("kind.name" -> tensor), sliced for this shard.
   std::map<std::string, Tensor> slice_state(const Model& shard, const std::map<std::string, Tensor>& state) const;
-  // The whole model and optimizer state from this replica's shards (a collective over the
-  // shard group); nullopt when T = 1.
-  std::optional<WholeModel> gather(const Model& shard, const Optimizer& opt) const;
+  // This shard's part of a checkpoint (a collective over the shard group): every split
+  // parameter and its optimizer state gathered whole to the shard that owns it, the owners
+  // chosen largest first to even out the bytes each writes; the whole ones likewise.
+  CheckpointPart checkpoint_part(const Model& shard, const Optimizer& opt) const;
   // The split parameters' squared gradient norms summed over the shards (clip_grad_norm).
   SplitParameters split_parameters(const Model& shard) const;
   std::string summary(const Model& shard) const;

@@ -284,18 +284,18 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (const std::string tps = tp.summary(model); !tps.empty()) progress.message(tps);
   if (const std::string pps = pp.summary(model, cfg.grad_accum); !pps.empty()) progress.message(pps);
   std::int64_t saved_step = -1;
-  auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state); rank 0 writes
+  auto checkpoint = [&] {  // every rank calls it (ZeRO-1 gathers the optimizer state)
     if (saved_step == r.state.step) return;
     const std::optional<Optimizer> whole = dp.gathered_optimizer(*r.opt, params);
-    // Tensor parallelism: the first replica's shards put the whole model together, so the
-    // directory is an ordinary one that any layout resumes and every command loads.
-    // Pipelines: the first pipeline's stages send their layers and state to rank 0.
     const Optimizer& state = whole ? *whole : *r.opt;
-    const std::optional<WholeModel> joined = !first_replica ? std::nullopt
-                                             : pp.on()      ? pp.gather(model, state)
-                                                            : tp.gather(model, state);
-    if (writer)
-      save_checkpoint(opt.out_dir, joined ? joined->model : model, *r.tok, joined ? joined->optimizer : state, r.state);
+    // Model parallelism: the first replica's shards (stages) each write the whole tensors they
+    // own into one sharded directory, which any layout resumes and every command loads.
+    if (pp.on() && first_replica)
+      save_sharded_checkpoint(opt.out_dir, pp.stage_group(), pp.checkpoint_part(model, state), *r.tok, r.state);
+    else if (tp.on() && first_replica)
+      save_sharded_checkpoint(opt.out_dir, tp.shard_group(), tp.checkpoint_part(model, state), *r.tok, r.state);
+    else if (writer && !pp.on() && !tp.on())
+      save_checkpoint(opt.out_dir, model, *r.tok, state, r.state);
     saved_step = r.state.step;
   };
 

@@ -2,9 +2,12 @@
 # Pipeline-parallel training under mpirun (1 thread per rank): a 4-layer pre-norm decoder with
 # RoPE, GQA, SwiGLU and every dropout on (stochastic depth too), 4 micro-batches per step:
 #  1. untied embeddings: 2 stages (1F1B and GPipe; also in bf16 with activation checkpointing)
-#     and 4 stages print metrics.jsonl and write model.safetensors byte-identical to one process's;
+#     and 4 stages print metrics.jsonl byte-identical to one process's, and each stage writes
+#     its part of the weights and optimizer state (a sharded set with its index), together
+#     byte-identical to one process's single files;
 #  2. 3 steps on 2 stages resumed on one process for 3 more, and the reverse: byte-identical
-#     to an uninterrupted run (the checkpoint is the whole model and optimizer state); 4 ranks
+#     to an uninterrupted run (the checkpoint is the whole model and optimizer state; the
+#     other layout's weight files do not stay beside the new ones); 4 ranks
 #     as 2 data-parallel pipelines of 2 stages with the bit-exact reduction and ZeRO-1:
 #     byte-identical to one process with the bit-exact reduction;
 #  3. tied embeddings (used by the first and the last stage): losses within 1e-5; the shipped
@@ -38,8 +41,9 @@ config() {  # config NAME TIE MAX_STEPS [DISTRIBUTED_JSON]
   "sample": { "tokens": 0 } }
 JSON
 }
-same_run() {  # same_run A B WHAT: byte-identical metrics and weights
+same_run() {  # same_run A B WHAT [STAGES]: byte-identical metrics and weights (B's written by STAGES stages)
   cmp "$DIR/$1/metrics.jsonl" "$DIR/$2/metrics.jsonl" || { echo "FAIL: $3: metrics differ"; diff "$DIR/$1/metrics.jsonl" "$DIR/$2/metrics.jsonl"; exit 1; }
+  if [ -n "${4:-}" ]; then sharded_as "$DIR/$1" "$DIR/$2" "$4" 0 "$3"; return; fi
   cmp "$DIR/$1/model.safetensors" "$DIR/$2/model.safetensors" || { echo "FAIL: $3: weights differ"; exit 1; }
   echo "$3: metrics and weights byte-identical to one process"
 }
@@ -51,28 +55,29 @@ run "$DIR/p2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p2" --pi
 grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 4 micro-batches per step per pipeline, 1 pipeline; stage 0 holds layers 0-1" "$DIR/p2.log" ||
   { echo "FAIL: no pipeline summary"; cat "$DIR/p2.log"; exit 1; }
 grep -q "^pipeline: stage 0 spent" "$DIR/p2.log" || { echo "FAIL: no bubble measurement"; exit 1; }
-same_run one p2 "2 stages, 1F1B"
+same_run one p2 "2 stages, 1F1B" 2
 run "$DIR/g2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/g2" --pipeline-parallel 2 --pipeline-schedule gpipe
-same_run one g2 "2 stages, GPipe"
+same_run one g2 "2 stages, GPipe" 2
 run "$DIR/b1.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/b1" --precision bf16 --checkpoint-activations
 run "$DIR/b2.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/b2" --precision bf16 --checkpoint-activations --pipeline-parallel 2
-same_run b1 b2 "2 stages, bf16 and activation checkpointing"
+same_run b1 b2 "2 stages, bf16 and activation checkpointing" 2
 run "$DIR/p4.log" $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p4" --pipeline-parallel 4
-same_run one p4 "4 stages, 1F1B"
+same_run one p4 "4 stages, 1F1B" 4
 
 # 2. resumes across layouts
 run "$DIR/r1.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --pipeline-parallel 2 --max-steps 3
 run "$DIR/r2.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --resume "$DIR/r21"
 same_run one r21 "2 stages for 3 steps, then one process"
+! ls "$DIR/r21" | grep -q '^model-' || { echo "FAIL: the shards of the 2-stage checkpoint stayed beside model.safetensors"; exit 1; }
 run "$DIR/r3.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --max-steps 3
 run "$DIR/r4.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r12" --resume "$DIR/r12" --pipeline-parallel 2
-same_run one r12 "one process for 3 steps, then 2 stages"
+same_run one r12 "one process for 3 steps, then 2 stages" 2
 config exact false 6 '{ "bit_exact": true, "zero_optimizer": true }'
 run "$DIR/e1.log" "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e1"
 run "$DIR/e4.log" $MPI4 "$TFM" -t 1 train "$DIR/exact.json" --out "$DIR/e4" --pipeline-parallel 2
 grep -q "^data-parallel replicas: 2 " "$DIR/e4.log" && grep -q "2 pipelines; stage 0 holds" "$DIR/e4.log" ||
   { echo "FAIL: no 2 x 2 layout in the summary"; cat "$DIR/e4.log"; exit 1; }
-same_run e1 e4 "2 pipelines x 2 stages, bit-exact reduction and ZeRO-1"
+same_run e1 e4 "2 pipelines x 2 stages, bit-exact reduction and ZeRO-1" 2
 
 # 3. tied embeddings; the shipped config; memory of the schedules
 config tied true 6

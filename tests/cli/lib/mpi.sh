@@ -63,3 +63,46 @@ kill_rank_and_resume() {
     { echo "FAIL: the last checkpoint does not resume"; cat "$DIR/resume.log"; exit 1; }
   echo "killed rank 1 ($*): mpirun exit $rc, checkpoint at step $step resumed on one process"
 }
+# sharded_as ONE OUT N TOL WHAT: OUT (a model-parallel run's output directory) holds its weights
+# as N shards with model.safetensors.index.json, in checkpoint/ (with the optimizer state's N
+# shards and index) and as the inference copy, with no model.safetensors beside them, every
+# shard holding a part; and the tensors the indexes list equal ONE's (a one-process run's
+# single files) within TOL, absolute. Needs $SRC.
+sharded_as() {
+  /usr/bin/python3 - "$SRC/tools/reference" "$@" <<'PY' || { echo "FAIL: $5: the sharded checkpoint"; exit 1; }
+import json, os, sys
+sys.path.insert(0, sys.argv[1])
+import fixtures
+one, out, n, tol, what = sys.argv[2], sys.argv[3], int(sys.argv[4]), float(sys.argv[5]), sys.argv[6]
+def tensors(d, stem):
+    single = os.path.join(d, stem + ".safetensors")
+    if os.path.exists(single):
+        return fixtures.load(single)
+    wmap = json.load(open(os.path.join(d, stem + ".safetensors.index.json")))["weight_map"]
+    all = {}
+    for f in sorted(set(wmap.values())):
+        part = fixtures.load(os.path.join(d, f))
+        assert set(part) == {k for k, v in wmap.items() if v == f}, (d, f, "holds other tensors than its index says")
+        all.update(part)
+    return all
+worst = 0.0
+for d, stems in ((out, ["model"]), (os.path.join(out, "checkpoint"), ["model", "optimizer"])):
+    names = os.listdir(d)
+    assert "model.safetensors" not in names, (d, "a single model.safetensors beside the shards")
+    for stem in stems:
+        shards = [f"{stem}-{k:05d}-of-{n:05d}.safetensors" for k in range(1, n + 1)]
+        for f in shards + [stem + ".safetensors.index.json"]:
+            assert f in names, (d, "lacks", f, sorted(names))
+        sizes = [os.path.getsize(os.path.join(d, f)) for f in shards]
+        assert min(sizes) > 0.1 * sum(sizes) / n, (d, "a shard holds almost nothing", sizes)
+        base = os.path.join(one, "checkpoint") if stem == "optimizer" or d != out else one
+        a, b = tensors(base, stem), tensors(d, stem)
+        assert sorted(a) == sorted(b), (d, stem, sorted(set(a) ^ set(b)))
+        for k in a:
+            assert a[k].shape == b[k].shape, (k, a[k].shape, b[k].shape)
+            worst = max(worst, float((a[k] - b[k]).abs().max()) if a[k].numel() else 0.0)
+assert worst <= tol, (what, "differs from one process by", worst)
+print(f"{what}: {n} shards of the weights and optimizer state with their indexes, no single file; "
+      f"largest difference from one process {worst:.3g}")
+PY
+}

@@ -9,6 +9,7 @@
 #include "support/test_support.h"
 #include "tfm/tfm.h"
 #include "tfm/train.h"
+#include "train/sharded_checkpoint.h"
 #include "train/train_internal.h"
 #include "support/train_helpers.h"
 
@@ -139,20 +140,39 @@ TEST(TrainConfigParse, RejectsUnknownKeysAndBadValues) {
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
 }
 
-TEST(Checkpoint, RoundTripIsBitExactAndDefectsAreRejected) {
-  const std::string dir = tmp_dir("ckpt");
+// What a checkpoint holds after one optimiser step of a tiny model (step 5 of a run).
+ModelConfig tiny_lm_config() {
   ModelConfig mc;
   mc.vocab_size = 40, mc.d_model = 16, mc.n_heads = 2, mc.n_layers = 1, mc.d_ff = 32, mc.max_positions = 16;
+  return mc;
+}
+struct SavedRun {
+  ModelConfig mc = tiny_lm_config();
   Model m = Model::create(mc, 3);
-  for (auto& [name, p] : m.parameters()) p.requires_grad_();
-  for (auto& [k, p] : m.parameters()) autograd::accumulate(p, Tensor::randn(p.shape(), 9));
-  Optimizer opt(OptimizerConfig{});
-  opt.step(m.parameters(), 0.01);
+  Optimizer opt{OptimizerConfig{}};
+  Tokenizer tok;
+  TrainState st;
+};
+SavedRun saved_run() {
+  SavedRun r;
+  for (auto& [name, p] : r.m.parameters()) p.requires_grad_();
+  for (auto& [k, p] : r.m.parameters()) autograd::accumulate(p, Tensor::randn(p.shape(), 9));
+  r.opt.step(r.m.parameters(), 0.01);
   TokenizerTrainOptions to;
   to.kind = TokenizerKind::char_level;
-  const Tokenizer tok = Tokenizer::train({"hello world, the quick brown fox"}, to);
-  TrainState st;
-  st.step = 5, st.seed = 11, st.data_cursor = 123, st.threads = 2, st.train_config_json = R"({"a":1})";
+  r.tok = Tokenizer::train({"hello world, the quick brown fox"}, to);
+  r.st.step = 5, r.st.seed = 11, r.st.data_cursor = 123, r.st.threads = 2, r.st.train_config_json = R"({"a":1})";
+  return r;
+}
+
+TEST(Checkpoint, RoundTripIsBitExactAndDefectsAreRejected) {
+  const std::string dir = tmp_dir("ckpt");
+  SavedRun r = saved_run();
+  ModelConfig& mc = r.mc;
+  Model& m = r.m;
+  Optimizer& opt = r.opt;
+  const Tokenizer& tok = r.tok;
+  TrainState& st = r.st;
   save_checkpoint(dir, m, tok, opt, st);
   const LoadedCheckpoint ck = load_checkpoint(dir);
   EXPECT_EQ(ck.state.step, 5);
@@ -190,6 +210,47 @@ TEST(Checkpoint, RoundTripIsBitExactAndDefectsAreRejected) {
   mc.d_ff = 48;
   write_file_atomic(dir + "/config.json", model_config_to_json(mc));
   EXPECT_NE(expect_error([&] { load_model_dir(dir); }).find("does not match config.json"), std::string::npos);
+  fs::remove_all(dir);
+}
+
+// A model-parallel run's checkpoint, written by a group of one (the layout is the same for N
+// ranks: tests/cli/mpi_*_parallel_train.sh): the sharded set round-trips bit for bit, replaces
+// an earlier single file in the inference copy, and a shard from another step is named.
+TEST(Checkpoint, ShardedSetRoundTripsAndReplacesTheSingleFile) {
+  const std::string dir = tmp_dir("ckpt-sharded");
+  SavedRun r = saved_run();
+  save_checkpoint(dir, r.m, r.tok, r.opt, r.st);  // one process first: model.safetensors
+  ASSERT_TRUE(fs::exists(dir + "/model.safetensors"));
+  r.st.step = 6;
+  const train_detail::CheckpointPart all{r.mc, r.m.parameters(), r.opt.state(), r.opt.steps_taken()};
+  train_detail::save_sharded_checkpoint(dir, dist::world(), all, r.tok, r.st);
+  for (const char* f : {"model-00001-of-00001.safetensors", "model.safetensors.index.json",
+                        "optimizer-00001-of-00001.safetensors", "optimizer.safetensors.index.json", "train_state.json"})
+    EXPECT_TRUE(fs::exists(dir + "/checkpoint/" + f)) << f;
+  EXPECT_FALSE(fs::exists(dir + "/model.safetensors"));  // it would hide the set from load_model_dir
+  EXPECT_FALSE(fs::exists(dir + "/checkpoint.tmp"));
+  const LoadedCheckpoint ck = load_checkpoint(dir);
+  EXPECT_EQ(ck.state.step, 6);
+  EXPECT_EQ(ck.optimizer_steps, 1);
+  for (const auto& [k, p] : r.m.parameters()) test::expect_bitwise_equal(ck.model.model.parameters().at(k), p, k);
+  for (const auto& [k, t] : r.opt.state()) test::expect_bitwise_equal(ck.optimizer_state.at(k), t, k);
+  const LoadedModel copy = load_model_dir(dir);  // the inference copy
+  for (const auto& [k, p] : r.m.parameters()) test::expect_bitwise_equal(copy.model.parameters().at(k), p, k);
+  // Back to one process: the shards leave the inference copy.
+  r.st.step = 7;
+  save_checkpoint(dir, r.m, r.tok, r.opt, r.st);
+  EXPECT_TRUE(fs::exists(dir + "/model.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/model-00001-of-00001.safetensors"));
+  EXPECT_FALSE(fs::exists(dir + "/model.safetensors.index.json"));
+  // A shard from another step is named.
+  train_detail::save_sharded_checkpoint(dir + "/a", dist::world(), all, r.tok, r.st);
+  r.st.step = 8;
+  train_detail::save_sharded_checkpoint(dir + "/b", dist::world(), all, r.tok, r.st);
+  fs::copy_file(dir + "/b/checkpoint/optimizer-00001-of-00001.safetensors",
+                dir + "/a/checkpoint/optimizer-00001-of-00001.safetensors", fs::copy_options::overwrite_existing);
+  const std::string e = expect_error([&] { load_checkpoint(dir + "/a"); });
+  EXPECT_NE(e.find("mixes steps"), std::string::npos) << e;
+  EXPECT_NE(e.find("optimizer-00001-of-00001.safetensors"), std::string::npos) << e;
   fs::remove_all(dir);
 }
 
