@@ -188,6 +188,7 @@ class Model {
   // projections then produce partial sums, which `sum` must add over the ranks in place, giving
   // every rank the same result (every rank runs the same inputs in lockstep). The config
   // becomes the shard's (n_heads / ranks, ...), so a KV cache made for it holds its heads only.
+  // A pipeline stage (shard_pipeline first) splits the same way: its layers' heads and units.
   // Refused with LoRA, bottleneck adapters or a prefix attached, or when the heads, KV heads
   // or FFN width do not divide by `ranks`. Compact weights are sliced as stored (a block type
   // needs each rank's columns to be whole blocks); repack after sharding. The pages of
@@ -223,9 +224,9 @@ class Model {
   // layers on what the previous one sends and sends its output on, and the last stage's logits
   // come back from every stage's call (broadcast). forward() works the same way, without
   // gradients (evaluation): every stage calls it with the same inputs and gets the logits (no
-  // hidden states). The other entry points are refused on a stage. Refused
-  // for other architectures, RETRO, attached adapters, a tensor-parallel shard, or more stages
-  // than layers.
+  // hidden states). The other entry points are refused on a stage. Refused for other
+  // architectures, RETRO, attached adapters, a tensor-parallel shard (shard the stage
+  // instead), or more stages than layers.
   struct PipeComm {
     std::function<void(const Tensor& x, int to)> send;   // a contiguous f32 tensor
     std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's

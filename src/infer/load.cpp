@@ -29,21 +29,23 @@ LoadedModel load_model(const std::string& path, const LoadOptions& o, std::vecto
   TFM_CHECK(o.recipe.empty() || !o.dtype.empty(), "recipe", "a recipe (", o.recipe, ") needs a dtype");
   if (o.max_memory > 0) {
     const ModelConfig whole = config_only(path);
-    const ModelConfig part = o.tp_ranks > 1    ? tensor_parallel_config(whole, o.tp_ranks)
-                             : o.pp_stages > 1 ? pipeline_config(whole, o.pp_stage, o.pp_stages)
-                                               : whole;
+    ModelConfig part = o.pp_stages > 1 ? pipeline_config(whole, o.pp_stage, o.pp_stages) : whole;
+    if (o.tp_ranks > 1) part = tensor_parallel_config(part, o.tp_ranks);
+    const std::string stage = o.pp_stages > 1 ? "stage " + std::to_string(o.pp_stage) : std::string();
     const MemoryPlan p = plan_memory(part, o.ctx, std::max<std::int64_t>(o.batch, 1));
     check_memory_limit(p.total_bytes, o.max_memory,
-                       o.tp_ranks > 1    ? "rank " + std::to_string(o.tp_rank) + "'s shard of the model in " + path
-                       : o.pp_stages > 1 ? "stage " + std::to_string(o.pp_stage) + " of the model in " + path
+                       o.tp_ranks > 1 ? "rank " + std::to_string(o.tp_rank) + "'s shard of " +
+                                            (stage.empty() ? "the model" : stage + " of the model") + " in " + path
+                       : o.pp_stages > 1 ? stage + " of the model in " + path
                                          : "the model in " + path,
                        summary(p),
                        "lower the context size or the batch (tfm info -m " + path + " prints the plan)");
   }
   LoadedModel lm = load_model_dir(path);
   if (!o.adapter.empty()) load_adapter(o.adapter, lm.model);
-  if (o.tp_ranks > 1) lm.model.shard_tensor_parallel(o.tp_rank, o.tp_ranks, o.tp_sum);
+  // By depth first, then a stage's layers by heads and units (both: a stage of shards).
   if (o.pp_stages > 1) lm.model.shard_pipeline(o.pp_stage, o.pp_stages, o.pp_comm);
+  if (o.tp_ranks > 1) lm.model.shard_tensor_parallel(o.tp_rank, o.tp_ranks, o.tp_sum);
   if (!o.dtype.empty()) {
     QuantizeOptions q;
     q.type = parse_weight_type(o.dtype, "dtype");

@@ -167,7 +167,6 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
   Impl& m = *impl_;
   TFM_CHECK(ranks >= 1 && rank >= 0 && rank < ranks, "tensor parallel", "rank ", rank, " of ", ranks, " ranks");
   TFM_CHECK(m.tp_ranks == 1, "tensor parallel", "the model is already rank ", m.tp_rank, "'s shard of ", m.tp_ranks);
-  TFM_CHECK(m.pp_stages == 1, "tensor parallel", "a pipeline stage is not split into shards as well");
   TFM_CHECK(!m.cfg.text_tower.enabled(), "tensor parallel", "a CLIP model's two towers are not split into shards");
   if (ranks == 1) return;
   TFM_CHECK(static_cast<bool>(sum), "tensor parallel", "no function to sum the partial products");

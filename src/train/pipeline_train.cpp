@@ -40,24 +40,28 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
   stages_ = static_cast<int>(cfg.pipeline_parallel);
   one_f_one_b_ = cfg.pipeline_schedule == "1f1b";
   if (stages_ == 1) return;
-  const int n = dist::size();
-  TFM_CHECK(n % stages_ == 0, cfg.source, ".distributed.pipeline_parallel ", stages_, " does not divide the ", n,
-            " ranks (the ranks form pipelines of ", stages_, " stages each)");
-  const int replicas = n / stages_;
+  const int n = dist::size(), t = shards_ = static_cast<int>(cfg.tensor_parallel), model_ranks = stages_ * t;
+  TFM_CHECK(n % model_ranks == 0, cfg.source, ".distributed.pipeline_parallel ", stages_,
+            t > 1 ? " x tensor_parallel " + std::to_string(t) : std::string(), " does not divide the ", n,
+            " ranks (the ranks form pipelines of ", stages_, " stages each", t > 1 ? ", each stage " + std::to_string(t) +
+            " shards" : std::string(), ")");
+  const int replicas = n / model_ranks;
   TFM_CHECK(cfg.grad_accum % replicas == 0, cfg.source, ".training.grad_accum ", cfg.grad_accum, " is not a multiple of "
             "the ", replicas, " pipelines (each takes whole micro-batches)");
-  TFM_CHECK(cfg.tensor_parallel == 1, cfg.source, ": distributed.pipeline_parallel with tensor_parallel is not built");
   TFM_CHECK(cfg.task == TaskKind::lm, cfg.source, ": pipeline parallelism trains language models (task \"lm\")");
   TFM_CHECK(cfg.gradient_noise == 0, cfg.source, ".training.gradient_noise cannot be used with pipeline_parallel");
   TFM_CHECK(!cfg.distill, cfg.source, ": distillation with distributed.pipeline_parallel is not supported");
   TFM_CHECK(!cfg.lora && !cfg.bottleneck && !cfg.prefix, cfg.source, ": adapters with distributed.pipeline_parallel "
             "are not supported");
+  // rank = replica * (P T) + stage * T + shard: a stage's T shards are consecutive (they talk
+  // every sub-layer), a pipeline's stages hand activations between the same shard of each.
   const int r = dist::rank();
-  if (replicas == 1) {
-    pp_ = dist::world();
+  if (n == stages_) {
+    pp_ = model_ = dist::world();
   } else {
-    pp_ = dist::split(r / stages_, r % stages_);
-    dp_ = dist::split(r % stages_, r / stages_);
+    pp_ = dist::split((r / model_ranks) * t + r % t, (r / t) % stages_);
+    dp_ = dist::split(r % model_ranks, r / model_ranks);
+    model_ = t == 1 ? pp_ : dist::split(r / model_ranks, r % model_ranks);
   }
   stage_ = pp_.rank;
 }
@@ -219,13 +223,14 @@ void PipelineParallel::sum_shared_gradients(const Model& m, std::map<std::string
   }
 }
 
-SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
+SplitParameters PipelineParallel::norm_terms(const Model& stage, const SplitParameters& shards) const {
   SplitParameters sp;
   const int me = stage_;
   const dist::Group g = pp_;
-  sp.combine = [&stage, me, g](const std::map<std::string, double>& mine) {
+  sp.combine = [&stage, me, g, shards](const std::map<std::string, double>& mine) {
     std::string blob;
-    for (const auto& [name, v] : mine) {
+    for (auto [name, v] : mine) {
+      if (shards.split(name)) v = shards.sum_split(v);  // a tensor-parallel stage: the whole parameter's (every shard the same)
       if (me != 0 && stage.pipeline_shared(name)) continue;  // every stage holds the same: count stage 0's
       blob += stage.pipeline_global_name(name);
       blob += '\0';
@@ -248,11 +253,13 @@ SplitParameters PipelineParallel::norm_terms(const Model& stage) const {
   return sp;
 }
 
-CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optimizer& opt) const {
+CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optimizer& opt,
+                                                 const TensorParallel& tp) const {
+  const CheckpointPart shard = tp.checkpoint_part(stage, opt);  // this stage's, under its names
   CheckpointPart part{stage.pipeline_whole_config(), {}, {}, opt.steps_taken()};
-  for (const auto& [name, p] : stage.parameters())
+  for (const auto& [name, p] : shard.params)
     if (stage_ == 0 || !stage.pipeline_shared(name)) part.params[stage.pipeline_global_name(name)] = p;
-  for (const auto& [key, t] : opt.state()) {
+  for (const auto& [key, t] : shard.state) {
     const auto dot = key.find('.');
     if (dot == std::string::npos) {
       if (stage_ == 0) part.state[key] = t;
@@ -268,7 +275,7 @@ CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optim
 std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {
   if (!on()) return "";
   const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_);
-  const int replicas = dist::size() / stages_;
+  const int replicas = dist::size() / (stages_ * shards_);
   const std::int64_t micros = grad_accum / replicas;
   char buf[320];
   std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step per pipeline, "

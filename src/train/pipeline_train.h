@@ -1,5 +1,6 @@
 // Pipeline parallelism in the training loop (distributed.pipeline_parallel P; docs/distributed.md).
-// The job's N ranks form N / P pipelines of P consecutive ranks (rank = replica * P + stage):
+// The job's N ranks form N / P pipelines of P consecutive ranks (rank = replica * P + stage;
+// with tensor_parallel T each stage is T shards: rank = replica * P T + stage * T + shard):
 // each rank is a stage of a decoder-only LM (Model::shard_pipeline: a contiguous run of its
 // layers; every stage keeps the embeddings, final norm and head), and the pipelines split each
 // step's micro-batches as data-parallel replicas, each stage summing its gradients with the
@@ -62,18 +63,21 @@ class PipelineParallel {
   // stages (rank order; stages that do not use one add zeros), so every stage updates them alike.
   void sum_shared_gradients(const Model& m, std::map<std::string, Tensor>& params) const;
   // The gradient norm as one process adds it up (every parameter's square in the whole model's
-  // name order), for clip_grad_norm.
-  SplitParameters norm_terms(const Model& stage) const;
-  // This stage's part of a checkpoint: its layers and their optimizer state under the whole
-  // model's names; stage 0 adds what every stage holds (embeddings, final norm, head).
-  CheckpointPart checkpoint_part(const Model& stage, const Optimizer& opt) const;
-  const dist::Group& stage_group() const { return pp_; }  // this pipeline's stages
+  // name order), for clip_grad_norm; `shards` sums a split parameter's square over the shards
+  // of a tensor-parallel stage (TensorParallel::split_parameters).
+  SplitParameters norm_terms(const Model& stage, const SplitParameters& shards) const;
+  // This rank's part of a checkpoint: its stage's layers and their optimizer state under the
+  // whole model's names (on a tensor-parallel stage, those its shard owns: tp.checkpoint_part);
+  // stage 0 adds what every stage holds (embeddings, final norm, head).
+  CheckpointPart checkpoint_part(const Model& stage, const Optimizer& opt, const TensorParallel& tp) const;
+  // Every rank of this pipeline (its stages and their shards): the ranks that write a checkpoint.
+  const dist::Group& model_group() const { return model_; }
   std::string summary(const Model& stage, std::int64_t micros) const;
   std::string timing() const;  // the measured bubble
 
  private:
-  dist::Group pp_, dp_;  // this pipeline's stages; the same stage of every pipeline
-  int stage_ = 0, stages_ = 1;
+  dist::Group pp_, dp_, model_;  // this pipeline's stages; the same stage of every pipeline; the whole pipeline
+  int stage_ = 0, stages_ = 1, shards_ = 1;  // shards: of each stage (tensor_parallel)
   bool one_f_one_b_ = true;
   double step_s_ = 0, wait_s_ = 0;
   std::int64_t steps_ = 0, micros_ = 0;

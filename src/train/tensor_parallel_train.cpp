@@ -10,7 +10,7 @@ namespace tfm::train_detail {
 
 TensorParallel::TensorParallel(const TrainConfig& cfg) {
   const auto t = static_cast<int>(cfg.tensor_parallel);
-  const int n = dist::size();
+  const int n = dist::size(), model_ranks = t * static_cast<int>(cfg.pipeline_parallel);
   TFM_CHECK(n % t == 0, cfg.source, ".distributed.tensor_parallel ", t, " does not divide the ", n, " ranks (the ranks "
             "form replicas of ", t, " shards each)");
   if (t > 1) {
@@ -22,15 +22,16 @@ TensorParallel::TensorParallel(const TrainConfig& cfg) {
               "adapters are not split)");
   }
   // Consecutive ranks share a replica: its shards talk every sub-layer, so they should sit on
-  // one machine (mpirun places consecutive ranks together).
+  // one machine (mpirun places consecutive ranks together). With pipeline_parallel P a replica
+  // is P stages of T shards (rank = replica * P T + stage * T + shard; pipeline_train.h).
   const int r = dist::rank();
   if (t == n) {  // one replica (a default group is this rank alone)
     tp_ = dist::world();
-  } else if (t == 1) {
+  } else if (model_ranks == 1) {
     dp_ = dist::world();
   } else {
-    tp_ = dist::split(r / t, r % t);
-    dp_ = dist::split(r % t, r / t);
+    if (t > 1) tp_ = dist::split(r / t, r % t);
+    if (n % model_ranks == 0) dp_ = dist::split(r % model_ranks, r / model_ranks);  // (else PipelineParallel says why)
   }
 }
 
@@ -71,7 +72,7 @@ std::map<std::string, Tensor> TensorParallel::slice_state(const Model& shard,
 }
 
 CheckpointPart TensorParallel::checkpoint_part(const Model& shard, const Optimizer& opt) const {
-  CheckpointPart part{shard.tensor_parallel_whole_config(), {}, {}, opt.steps_taken()};
+  CheckpointPart part{on() ? shard.tensor_parallel_whole_config() : shard.config(), {}, {}, opt.steps_taken()};
   const std::map<std::string, Tensor> params = shard.parameters();
   // The whole sizes, summed over the shards: every shard then computes the same owners.
   std::vector<double> size;
@@ -123,7 +124,7 @@ std::string TensorParallel::summary(const Model& shard) const {
   return "tensor parallel: " + std::to_string(tp_.size) + " shards per replica, " + std::to_string(dp_.size) +
          (dp_.size == 1 ? " replica" : " replicas") + "; shard " + std::to_string(tp_.rank) + " holds " +
          std::to_string(split) + " split and " + std::to_string(whole) + " whole parameters (" +
-         std::to_string(split * tp_.size + whole) + " in the model)";
+         std::to_string(split * tp_.size + whole) + (shard.pipeline_stages() > 1 ? " in the stage)" : " in the model)");
 }
 
 void TensorParallel::step_end() {

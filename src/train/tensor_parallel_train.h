@@ -41,7 +41,8 @@ class TensorParallel {
   void shard(Model& m) const;
   // A whole model's optimizer state ("kind.name" -> tensor), sliced for this shard.
   std::map<std::string, Tensor> slice_state(const Model& shard, const std::map<std::string, Tensor>& state) const;
-  // This shard's part of a checkpoint (a collective over the shard group): every split
+  // This shard's part of a checkpoint (a collective over the shard group; the whole model
+  // when T = 1): every split
   // parameter and its optimizer state gathered whole to the shard that owns it, the owners
   // chosen largest first to even out the bytes each writes; the whole ones likewise.
   CheckpointPart checkpoint_part(const Model& shard, const Optimizer& opt) const;

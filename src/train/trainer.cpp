@@ -127,10 +127,9 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
                              : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
-    // Under model parallelism, one shard's (its heads and FFN units) or one stage's (its layers).
-    const ModelConfig planned = tp.on()   ? tensor_parallel_config(mc, tp.shards())
-                             : pp.on() ? pipeline_config(mc, pp.stage(), pp.stages())
-                                       : mc;
+    // Under model parallelism, one stage's (its layers), one shard's (its heads and FFN units).
+    ModelConfig planned = pp.on() ? pipeline_config(mc, pp.stage(), pp.stages()) : mc;
+    if (tp.on()) planned = tensor_parallel_config(planned, tp.shards());
     const TrainingMemoryPlan plan = plan_training_memory(planned, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;
     std::string breakdown = summary(plan);
@@ -158,14 +157,14 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     TFM_CHECK(model_config_to_json(ck->model.config) == model_config_to_json(mc), "resume", opt.resume_dir,
               "/config.json differs from the config's model");
     r.model.emplace(std::move(ck->model.model));
-    tp.shard(*r.model);  // a checkpoint is the whole model, whatever layout wrote it
-    pp.shard(*r.model);
+    pp.shard(*r.model);  // a checkpoint is the whole model, whatever layout wrote it
+    tp.shard(*r.model);  // (a stage's shards split the stage)
     std::map<std::string, Tensor> all = r.model->parameters();
     if (r.distill) {
       r.distill->load(ck->state.training_tensors, opt.resume_dir);
       all.insert(r.distill->parameters().begin(), r.distill->parameters().end());
     }
-    r.opt->load_state(pp.slice_state(*r.model, tp.slice_state(*r.model, ck->optimizer_state)), ck->optimizer_steps, all);
+    r.opt->load_state(tp.slice_state(*r.model, pp.slice_state(*r.model, ck->optimizer_state)), ck->optimizer_steps, all);
     r.state = ck->state;
     TFM_CHECK(r.state.step <= r.max_steps, "resume", "checkpoint is at step ", r.state.step,
               ", beyond max_steps ", r.max_steps);
@@ -178,8 +177,8 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     if (cfg.prefix) r.model->add_prefix(*cfg.prefix, cfg.seed ^ 0x50726566ull);
   }
   if (!ck) {  // every shard or stage starts from the same whole initialisation
-    tp.shard(*r.model);
     pp.shard(*r.model);
+    tp.shard(*r.model);
   }
   if (mc.retrieval.enabled()) {  // RETRO: its chunk database, for training, evaluation and the model directory
     r.data.retro.emplace(retro_database(task_cfg, r.data, mc.retrieval));
@@ -248,7 +247,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (writer) out_lock.emplace(opt.out_dir);
   dp.check_same_model(params, opt.resume_dir.empty() ? "start" : "resume " + opt.resume_dir);
   dp.shard_optimizer_state(*r.opt, params);
-  const SplitParameters split = pp.on() ? pp.norm_terms(model) : tp.split_parameters(model);
+  const SplitParameters split = pp.on() ? pp.norm_terms(model, tp.split_parameters(model)) : tp.split_parameters(model);
   const std::string metrics_path = (fs::path(opt.out_dir) / "metrics.jsonl").string();
   const std::string svg_path = (fs::path(opt.out_dir) / "curves.svg").string();
   const std::string confusion_path = (fs::path(opt.out_dir) / "confusion.svg").string();
@@ -267,7 +266,16 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
                                             std::to_string(model.bottleneck_config().size(model.config().d_model)) + ")"
                                       : model.has_prefix() ? " (prefix tuning, " + std::to_string(model.prefix_length()) +
                                             " virtual tokens)" : ""));
-  progress.message("training " + std::to_string(model.parameter_count()) + " parameters, " +
+  // Under model parallelism the whole model's count, and what this rank holds of it.
+  std::int64_t whole_count = model.parameter_count();
+  if (pp.on() || tp.on()) {
+    whole_count = 0;
+    for (const ParamSpec& p : parameter_specs(pp.on() ? model.pipeline_whole_config() : model.tensor_parallel_whole_config()))
+      whole_count += shape_numel(p.shape);
+  }
+  progress.message("training " + std::to_string(whole_count) + " parameters" +
+                   (whole_count != model.parameter_count() ? " (rank 0 holds " + std::to_string(model.parameter_count()) + ")"
+                                                           : std::string()) + ", " +
                    (r.data.images ? std::to_string(r.data.images->train_size()) + " training images"
                                   : "vocab " + std::to_string(r.tok->vocab_size())) + ", steps " + std::to_string(r.state.step) + " -> " + std::to_string(r.max_steps) +
                    ", " + std::to_string(num_threads()) + " threads" +
@@ -291,7 +299,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
     // Model parallelism: the first replica's shards (stages) each write the whole tensors they
     // own into one sharded directory, which any layout resumes and every command loads.
     if (pp.on() && first_replica)
-      save_sharded_checkpoint(opt.out_dir, pp.stage_group(), pp.checkpoint_part(model, state), *r.tok, r.state);
+      save_sharded_checkpoint(opt.out_dir, pp.model_group(), pp.checkpoint_part(model, state, tp), *r.tok, r.state);
     else if (tp.on() && first_replica)
       save_sharded_checkpoint(opt.out_dir, tp.shard_group(), tp.checkpoint_part(model, state), *r.tok, r.state);
     else if (writer && !pp.on() && !tp.on())

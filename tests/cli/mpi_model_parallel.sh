@@ -2,7 +2,8 @@
 # Model-parallel inference under mpirun (2 ranks on localhost, 1 thread each): tiny Llama
 # (RoPE, GQA, SwiGLU) and GPT-2 (fused c_attn, Conv1D layout, biases) models trained here for a
 # few steps, then
-#  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2`, and `--pipeline-parallel 2`, print
+#  1. `mpirun -np 2 tfm generate ... --tensor-parallel 2`, `--pipeline-parallel 2`, and
+#     `mpirun -np 4 ... --tensor-parallel 2 --pipeline-parallel 2` (2 stages of 2 shards) print
 #     exactly what one process prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
 #     (converted per shard) against one process's q8_0; so does `tfm translate` (greedy in
 #     batches and beam 4 over stdin, which mpirun gives to rank 0 only) with an En->Zh
@@ -12,7 +13,7 @@
 #     shard's loads with --tensor-parallel 2 (and --pipeline-parallel 2) and is refused without
 #     it; tfm info --tensor-parallel/--pipeline-parallel 2 print plans under it;
 #  4. errors: --tensor-parallel 2 without mpirun, or on 1 rank of 2 ... 3, a model whose heads
-#     do not divide, both flags at once, pipeline stages of an encoder-decoder: one line,
+#     do not divide, both flags on 2 ranks, pipeline stages of an encoder-decoder: one line,
 #     non-zero exit, no hang.
 #   usage: mpi_model_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
@@ -37,15 +38,18 @@ train llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 12
                "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 96 }'
 train gpt2 '{ "model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 96 }'
 
-same() {  # same NAME ARGS...: one process, 2 tensor-parallel ranks and 2 pipeline stages print the same
+MPI4="${MPI/-np 2/-np 4}"
+same() {  # same NAME ARGS...: one process, 2 tensor-parallel ranks, 2 pipeline stages and 2 stages of 2 shards print the same
   local name=$1 kind
   shift
   "$TFM" -t 1 generate "$@" > "$DIR/$name.one" 2> "$DIR/$name.one.err" || { echo "FAIL: $name, one process"; cat "$DIR/$name.one.err"; exit 1; }
   [ -s "$DIR/$name.one" ] || { echo "FAIL: $name printed nothing"; exit 1; }
-  for kind in tensor pipeline; do
-    $MPI "$TFM" -t 1 generate "$@" --$kind-parallel 2 > "$DIR/$name.$kind" 2> "$DIR/$name.$kind.err" ||
-      { echo "FAIL: $name, 2 ranks, --$kind-parallel"; cat "$DIR/$name.$kind.err"; exit 1; }
-    cmp -s "$DIR/$name.one" "$DIR/$name.$kind" || { echo "FAIL: $name differs with --$kind-parallel 2"; diff "$DIR/$name.one" "$DIR/$name.$kind"; exit 1; }
+  for kind in tensor pipeline both; do
+    local mpi=$MPI flags="--$kind-parallel 2"
+    [ $kind != both ] || { mpi=$MPI4; flags="--tensor-parallel 2 --pipeline-parallel 2"; }
+    $mpi "$TFM" -t 1 generate "$@" $flags > "$DIR/$name.$kind" 2> "$DIR/$name.$kind.err" ||
+      { echo "FAIL: $name, $flags"; cat "$DIR/$name.$kind.err"; exit 1; }
+    cmp -s "$DIR/$name.one" "$DIR/$name.$kind" || { echo "FAIL: $name differs with $flags"; diff "$DIR/$name.one" "$DIR/$name.$kind"; exit 1; }
   done
 }
 printf 'ROMEO:\nFirst Citizen:\nTo be\n' > "$DIR/prompts.txt"
@@ -59,6 +63,10 @@ done
 for r in 0 1; do  # each rank holds its shard or stage (the start-up line of each, on stderr)
   grep -q "parameters in rank $r's shard of 2" "$DIR/llama.greedy.tensor.err" || { echo "FAIL: rank $r holds no shard"; cat "$DIR/llama.greedy.tensor.err"; exit 1; }
   grep -q "parameters in stage $r of 2" "$DIR/llama.greedy.pipeline.err" || { echo "FAIL: rank $r holds no stage"; cat "$DIR/llama.greedy.pipeline.err"; exit 1; }
+  for s in 0 1; do
+    grep -q "parameters in rank $r's shard of 2 of stage $s of 2" "$DIR/llama.greedy.both.err" ||
+      { echo "FAIL: no rank holds shard $r of stage $s"; cat "$DIR/llama.greedy.both.err"; exit 1; }
+  done
 done
 # An encoder-decoder through tfm translate, sources on stdin.
 head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
@@ -83,7 +91,7 @@ echo "translate (encoder-decoder, greedy and beam 4, stdin): 2 ranks print what 
 
 # One copy of the text: rank 1's stdout goes nowhere.
 [ "$(wc -l < "$DIR/llama.file.tensor")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.tensor"; exit 1; }
-echo "2 ranks print what one process prints (tensor and pipeline parallel): llama and gpt2, greedy, sampled, beam, --file, q8_0"
+echo "2 ranks (tensor or pipeline parallel) and 4 (2 stages x 2 shards) print what one process prints: llama and gpt2, greedy, sampled, beam, --file, q8_0"
 
 # 3. --max-memory on the shard: between the shard's plan and the whole model's.
 whole=$("$TFM" info -m "$DIR/llama" --ctx-size 96 | sed -n 's/^  total *\([0-9]*\) bytes.*/\1/p')
@@ -117,6 +125,6 @@ train odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size": 96, 
              "num_attention_heads": 3, "max_position_embeddings": 64 }'
 expect_error "3 attention heads and 3 key/value heads must divide by the 2 ranks" \
   $MPI "$TFM" generate -m "$DIR/odd" -p "A" --tensor-parallel 2
-expect_error "not both" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2 --pipeline-parallel 2
+expect_error "needs 4 processes" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2 --pipeline-parallel 2
 expect_error "splits decoder-only language models" $MPI "$TFM" translate -m "$DIR/s2s" "Hello" --pipeline-parallel 2
-echo "errors: without mpirun, a rank count that differs, heads that do not divide, both kinds, stages of an encoder-decoder"
+echo "errors: without mpirun, a rank count that differs (also for both kinds), heads that do not divide, stages of an encoder-decoder"

@@ -14,8 +14,12 @@
 #     configs/shakespeare-gpt.json trains on 2 stages and prints its sample; 1F1B's peak of the
 #     steps (the allocator's count) is below GPipe's; a stage killed with SIGKILL stops the job
 #     (no hang) and the last checkpoint resumes;
-#  4. errors: stages other than the ranks, a classifier, tensor and pipeline at once: one line,
-#     non-zero exit, no hang.
+#  3b. tensor x pipeline parallelism: 4 ranks as 2 stages of 2 shards and 8 as 2 pipelines of
+#     them, with gradient clipping: losses and gradient norms within 1e-5 of one process, the
+#     shards' weights and optimizer state too; resumes across layouts both ways; the shipped
+#     config's sample is one process's;
+#  4. errors: stages (times shards) other than the ranks, a classifier: one line, non-zero
+#     exit, no hang.
 #   usage: mpi_pipeline_parallel_train.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
@@ -91,6 +95,38 @@ peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }
 python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
   "$(peak "$DIR/p2.log")" "$(peak "$DIR/g2.log")"
 
+# 3b. tensor x pipeline: 4 ranks as 2 stages of 2 shards, 8 as 2 pipelines of them; losses
+# and gradient norms (clipped) within 1e-5 of one process, the 4 ranks' shards of the weights
+# and optimizer state within 1e-5 of its files; resumes across layouts; the shipped config's
+# end-of-training sample is one process's
+MPI8="${MPI/-np 2/-np 8}"
+config clip false 6
+sed -i 's/"max_steps": 6 }/"max_steps": 6, "clip_grad_norm": 1.0 }/' "$DIR/clip.json"
+run "$DIR/c1.log" "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/c1"
+run "$DIR/tpp.log" $MPI4 "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/tpp" --pipeline-parallel 2 --tensor-parallel 2
+grep -q "^tensor parallel: 2 shards per replica, 1 replica; shard 0 holds .* in the stage)" "$DIR/tpp.log" &&
+  grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 4 micro-batches per step per pipeline, 1 pipeline;" "$DIR/tpp.log" ||
+  { echo "FAIL: no 2 x 2 tensor x pipeline summary"; cat "$DIR/tpp.log"; exit 1; }
+metrics_within "$DIR/c1/metrics.jsonl" "$DIR/tpp/metrics.jsonl" 8 "2 stages x 2 shards"
+sharded_as "$DIR/c1" "$DIR/tpp" 4 1e-5 "2 stages x 2 shards"
+run "$DIR/t8.log" $MPI8 "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/t8" --pipeline-parallel 2 --tensor-parallel 2
+grep -q "^pipeline parallel: 2 stages, schedule 1F1B, 2 micro-batches per step per pipeline, 2 pipelines;" "$DIR/t8.log" ||
+  { echo "FAIL: no 2 x 2 x 2 summary"; cat "$DIR/t8.log"; exit 1; }
+metrics_within "$DIR/c1/metrics.jsonl" "$DIR/t8/metrics.jsonl" 8 "2 pipelines x 2 stages x 2 shards"
+run "$DIR/tr1.log" $MPI4 "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/tr41" --pipeline-parallel 2 --tensor-parallel 2 --max-steps 3
+run "$DIR/tr2.log" "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/tr41" --resume "$DIR/tr41"
+metrics_within "$DIR/c1/metrics.jsonl" "$DIR/tr41/metrics.jsonl" 8 "2 x 2 for 3 steps, then one process"
+run "$DIR/tr3.log" "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/tr14" --max-steps 3
+run "$DIR/tr4.log" $MPI4 "$TFM" -t 1 train "$DIR/clip.json" --out "$DIR/tr14" --resume "$DIR/tr14" --pipeline-parallel 2 --tensor-parallel 2
+metrics_within "$DIR/c1/metrics.jsonl" "$DIR/tr14/metrics.jsonl" 8 "one process for 3 steps, then 2 x 2"
+(cd "$SRC" && "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt1" --max-steps 2) > "$DIR/gpt1.out" \
+  2> "$DIR/gpt1.log" || { echo "FAIL: shakespeare-gpt, one process"; cat "$DIR/gpt1.log"; exit 1; }
+(cd "$SRC" && $MPI4 "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt4" --max-steps 2 --pipeline-parallel 2 \
+  --tensor-parallel 2) > "$DIR/gpt4.out" 2> "$DIR/gpt4.log" || { echo "FAIL: shakespeare-gpt on 2 x 2"; cat "$DIR/gpt4.log"; exit 1; }
+[ -s "$DIR/gpt1.out" ] && cmp -s "$DIR/gpt1.out" "$DIR/gpt4.out" ||
+  { echo "FAIL: the sample of 2 stages x 2 shards differs"; diff "$DIR/gpt1.out" "$DIR/gpt4.out"; exit 1; }
+echo "configs/shakespeare-gpt.json: the same sample from 2 stages x 2 shards as from one process"
+
 # A stage killed: the job stops, the last checkpoint resumes
 config long false 100000
 kill_rank_and_resume "$DIR/long.json" "$DIR/k" --pipeline-parallel 2
@@ -98,7 +134,7 @@ kill_rank_and_resume "$DIR/long.json" "$DIR/k" --pipeline-parallel 2
 # 4. errors
 expect_error "3 stages on 2 ranks" "pipeline_parallel 3 does not divide the 2 ranks" \
   $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 3
-expect_error "tensor and pipeline" "with tensor_parallel is not built" \
+expect_error "4 stages of 2 shards on 4 ranks" "pipeline_parallel 4 x tensor_parallel 2 does not divide the 4 ranks" \
   $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/bad" --pipeline-parallel 4 --tensor-parallel 2
 expect_error "a classifier" "trains language models" \
   bash -c 'cd "$0" && exec "$@"' "$SRC" $MPI "$TFM" -t 1 train configs/sms-spam-bert.json --out "$DIR/bad" --pipeline-parallel 2

@@ -60,15 +60,20 @@ LoadedModel load_model(const std::string& path, const std::string& adapter, cons
 }
 
 void set_model_parallel(LoadOptions& o, const ModelParallel& parallel) {
-  if (parallel.tensor > 1) {
-    o.tp_ranks = static_cast<int>(parallel.tensor);
-    o.tp_rank = dist::rank();
-    o.tp_sum = train_detail::partial_sum_over(dist::world());
+  // rank = stage * T + shard: a stage's shards (which sum every sub-layer) are consecutive;
+  // shard k of each stage hands activations to shard k of the next.
+  const auto t = static_cast<int>(parallel.tensor), p = static_cast<int>(parallel.pipeline);
+  const int r = dist::rank();
+  const bool both = t > 1 && p > 1;
+  if (t > 1) {
+    o.tp_ranks = t;
+    o.tp_rank = r % t;
+    o.tp_sum = train_detail::partial_sum_over(both ? dist::split(r / t, r % t) : dist::world());
   }
-  if (parallel.pipeline > 1) {
-    o.pp_stages = static_cast<int>(parallel.pipeline);
-    o.pp_stage = dist::rank();
-    o.pp_comm = train_detail::pipe_comm_over(dist::world());
+  if (p > 1) {
+    o.pp_stages = p;
+    o.pp_stage = r / t;
+    o.pp_comm = train_detail::pipe_comm_over(both ? dist::split(r % t, r / t) : dist::world());
   }
 }
 
@@ -86,11 +91,12 @@ void run_model_parallel(const ModelParallel& p, const std::function<void()>& bod
     body();
     return;
   }
-  const char* flag = p.tensor > 1 ? "--tensor-parallel" : "--pipeline-parallel";
-  TFM_CHECK(p.tensor == 1 || p.pipeline == 1, "--pipeline-parallel", "give --tensor-parallel or --pipeline-parallel, "
-            "not both (their composition is not built yet)");
   const std::int64_t ranks = p.ranks();
-  TFM_CHECK(dist::launched() && dist::size() == ranks, flag, ranks, " needs ", ranks,
+  const std::string flag = p.tensor > 1 && p.pipeline > 1 ? "--tensor-parallel " + std::to_string(p.tensor) +
+                                                                " x --pipeline-parallel " + std::to_string(p.pipeline)
+                           : p.tensor > 1 ? "--tensor-parallel " + std::to_string(ranks)
+                                          : "--pipeline-parallel " + std::to_string(ranks);
+  TFM_CHECK(dist::launched() && dist::size() == ranks, flag, "needs ", ranks,
             " processes started together: mpirun -np ", ranks, " tfm ... (this is ", dist::size(),
             dist::launched() ? " of an MPI job)" : ", started without mpirun)");
   // Every rank computes the same tokens; rank 0 speaks for them.
@@ -153,9 +159,11 @@ void add_max_memory_option(CLI::App* cmd, std::string& spec) {
 void report_model(const std::string& dir, const LoadedModel& lm, const KVCache& cache, bool verbose) {
   const double mib = 1.0 / (1024.0 * 1024.0);
   const int tp = lm.model.tensor_parallel_ranks(), pp = lm.model.pipeline_stages();
+  const std::string stage = pp > 1 ? " stage " + std::to_string(lm.model.pipeline_stage()) + " of " + std::to_string(pp) : "";
   const std::string shard =
-      tp > 1   ? " in rank " + std::to_string(lm.model.tensor_parallel_rank()) + "'s shard of " + std::to_string(tp)
-      : pp > 1 ? " in stage " + std::to_string(lm.model.pipeline_stage()) + " of " + std::to_string(pp)
+      tp > 1 ? " in rank " + std::to_string(lm.model.tensor_parallel_rank()) + "'s shard of " + std::to_string(tp) +
+                   (pp > 1 ? " of" + stage : "")
+      : pp > 1 ? " in" + stage
                : "";
   std::fprintf(stderr, "tfm: %s: %s, %.2fM parameters%s; context %lld x %lld sequence(s), KV cache %.1f MiB\n", dir.c_str(),
                to_string(lm.config.architecture), static_cast<double>(lm.model.parameter_count()) / 1e6, shard.c_str(),

@@ -75,25 +75,31 @@ void print_stored_tensor_types(const std::string& dir) {
 
 }  // namespace
 
-// The config whose plan one process of a model-parallel job holds (tfm/model.h): a tensor-
-// parallel shard, or pipeline stage 0 (the first stages hold the most layers).
+// The config whose plan one process of a model-parallel job holds (tfm/model.h): pipeline
+// stage 0 (the first stages hold the most layers), and of it, or of the whole model, one
+// tensor-parallel shard.
 ModelConfig planned_part(const ModelConfig& c, std::int64_t tp, std::int64_t pp) {
-  TFM_CHECK(tp == 1 || pp == 1, "info", "give --tensor-parallel or --pipeline-parallel, not both");
+  ModelConfig part = c;
+  if (pp > 1) {
+    TFM_CHECK(c.architecture == Architecture::decoder_only && c.n_layers >= pp, "--pipeline-parallel",
+              "splits the layers of decoder-only models with at least ", pp, " layers");
+    part = pipeline_config(c, 0, static_cast<int>(pp));
+  }
   if (tp > 1) {
     TFM_CHECK(c.n_heads % tp == 0 && c.kv_heads() % tp == 0 && c.d_ff % tp == 0, "--tensor-parallel", "the model's ",
               c.n_heads, " attention heads, ", c.kv_heads(), " key/value heads and FFN width ", c.d_ff,
               " must divide by ", tp);
-    std::printf("\n(the plan of one rank's shard: --tensor-parallel %lld)", static_cast<long long>(tp));
-    return tensor_parallel_config(c, static_cast<int>(tp));
+    part = tensor_parallel_config(part, static_cast<int>(tp));
   }
-  if (pp > 1) {
-    TFM_CHECK(c.architecture == Architecture::decoder_only && c.n_layers >= pp, "--pipeline-parallel",
-              "splits the layers of decoder-only models with at least ", pp, " layers");
+  if (tp > 1 && pp > 1)
+    std::printf("\n(the plan of one shard of pipeline stage 0: --tensor-parallel %lld --pipeline-parallel %lld)",
+                static_cast<long long>(tp), static_cast<long long>(pp));
+  else if (tp > 1)
+    std::printf("\n(the plan of one rank's shard: --tensor-parallel %lld)", static_cast<long long>(tp));
+  else if (pp > 1)
     std::printf("\n(the plan of pipeline stage 0, which holds the most layers: --pipeline-parallel %lld)",
                 static_cast<long long>(pp));
-    return pipeline_config(c, 0, static_cast<int>(pp));
-  }
-  return c;
+  return part;
 }
 
 void add_info_command(CLI::App& app) {

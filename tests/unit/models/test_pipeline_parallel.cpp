@@ -289,7 +289,7 @@ TEST(PipelineParallel, ChainedStagesTrainAsTheWholeModelBitForBit) {
   for (const auto& [global, n] : holders) EXPECT_EQ(n, 1) << global;
 }
 
-TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReason) {
+TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReasonAndAStageSplitsIntoShards) {
   Mailboxes mail(3);
   const ModelConfig llama = test::small_family_config(model_family("llama"), 4, 2, 2);
   Model two_layers = Model::create(llama, 1);
@@ -301,10 +301,15 @@ TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReason) {
   tp.shard_tensor_parallel(0, 2, [](Tensor&) {});
   EXPECT_NE(test::error_message([&] { tp.shard_pipeline(0, 2, mail.comm_for(0)); }).find("tensor-parallel shard"),
             std::string::npos);
+  // The other order composes: a stage splits into shards of its layers (run under mpirun by
+  // tests/cli/mpi_model_parallel.sh and mpi_pipeline_parallel_train.sh).
   Model pp = Model::create(llama, 1);
   pp.shard_pipeline(0, 2, mail.comm_for(0));
-  EXPECT_NE(test::error_message([&] { pp.shard_tensor_parallel(0, 2, [](Tensor&) {}); }).find("pipeline stage"),
-            std::string::npos);
+  pp.shard_tensor_parallel(0, 2, [](Tensor&) {});
+  EXPECT_EQ(pp.config().n_layers, 1);
+  EXPECT_EQ(pp.config().n_heads, llama.n_heads / 2);
+  EXPECT_EQ(pp.pipeline_whole_config().n_heads, llama.n_heads);
+  EXPECT_EQ(pp.tensor_parallel_whole_config().n_layers, 1);  // the stage's
   Model none = Model::create(llama, 1);
   EXPECT_NE(test::error_message([&] { none.shard_pipeline(0, 2, Model::PipeComm{}); }).find("no functions"), std::string::npos);
 }
