@@ -5,7 +5,10 @@
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <algorithm>
+#include <chrono>
 #include <exception>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -40,7 +43,7 @@ Job& group() {
     if (!x.launched) return x;
 #ifdef TFM_HAVE_MPI
     int provided = 0;
-    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_FUNNELED, &provided);
+    MPI_Init_thread(nullptr, nullptr, MPI_THREAD_SERIALIZED, &provided);
     // Errors come back as codes (checked below) instead of killing the job from inside MPI,
     // so each one is reported with what was being done.
     MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
@@ -197,6 +200,26 @@ std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g
     out.push_back(std::move(b));
   }
   return out;
+}
+
+std::string broadcast_bytes(const std::string& mine, int root, const Group& g, bool idle) {
+  if (g.size <= 1) return mine;
+  std::int64_t n = g.rank == root ? static_cast<std::int64_t>(mine.size()) : 0;
+#ifdef TFM_HAVE_MPI
+  // The length goes non-blocking on every rank (a blocking and a non-blocking collective never
+  // match), so that an idle rank can wait for it without spinning a core.
+  MPI_Request req = MPI_REQUEST_NULL;
+  check(MPI_Ibcast(&n, 1, MPI_INT64_T, root, comm(g), &req), "broadcast");
+  // Sleeps growing from 10 us to 2 ms: prompt while a server decodes, near-idle while it waits.
+  for (int done = 0, pause_us = 10;; pause_us = std::min(2 * pause_us, 2000)) {
+    check(MPI_Test(&req, &done, MPI_STATUS_IGNORE), "broadcast");
+    if (done) break;
+    if (idle && g.rank != root) std::this_thread::sleep_for(std::chrono::microseconds(pause_us));
+  }
+#endif
+  std::string b = g.rank == root ? mine : std::string(static_cast<std::size_t>(n), '\0');
+  broadcast(b.data(), b.size(), root, g);
+  return b;
 }
 
 void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g) {

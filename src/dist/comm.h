@@ -4,7 +4,8 @@
 // MPI is initialised only when the process was started by an MPI launcher (mpirun sets
 // OMPI_COMM_WORLD_SIZE / PMIX_RANK / PMI_SIZE): a plain `tfm ...` is a group of one, and no
 // function here then makes an MPI call. Collectives must be called by every rank in the same
-// order. Calls come from one thread (MPI_THREAD_FUNNELED).
+// order. Calls come from one thread at a time (MPI_THREAD_SERIALIZED: a server's scheduler
+// thread makes them while the main thread waits).
 #pragma once
 
 #include <cstddef>
@@ -44,6 +45,9 @@ std::int64_t allreduce_max(std::int64_t v, const Group& g = world());
 // different tokens.)
 void allreduce_sum_ordered(float* data, std::size_t n, const Group& g = world());
 void broadcast(void* data, std::size_t bytes, int root, const Group& g = world());
+// Root's bytes on every rank. idle: the others wait for them sleeping between polls rather
+// than spinning (a server's ranks waiting for requests).
+std::string broadcast_bytes(const std::string& mine, int root, const Group& g = world(), bool idle = false);
 // Every rank's bytes, in rank order, on every rank (each broadcasts its own in turn).
 std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g = world());
 // send to and receive from `partner` at once (n floats each way).

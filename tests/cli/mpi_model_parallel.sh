@@ -22,21 +22,9 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 source "$SRC/tests/cli/lib/mpi.sh"
 
-train() {  # train NAME MODEL_JSON
-  cat > "$DIR/$1.json" <<JSON
-{ "task": "lm", "seed": 5, "model": $2,
-  "tokenizer": { "kind": "char" },
-  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
-  "optimizer": { "name": "adamw", "lr": 0.003 },
-  "training": { "batch_size": 8, "max_steps": 60 },
-  "eval": { "every": 60, "batches": 1, "log_every": 30 },
-  "checkpoint": { "every": 0 }, "sample": { "tokens": 0 } }
-JSON
-  "$TFM" -t 2 train "$DIR/$1.json" --out "$DIR/$1" > "$DIR/$1.train.log" 2>&1 || { cat "$DIR/$1.train.log"; exit 1; }
-}
-train llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+train_tiny llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 96 }'
-train gpt2 '{ "model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 96 }'
+train_tiny gpt2 '{ "model_type": "gpt2", "n_embd": 64, "n_head": 4, "n_layer": 2, "n_positions": 96 }'
 
 MPI4="${MPI/-np 2/-np 4}"
 same() {  # same NAME ARGS...: one process, 2 tensor-parallel ranks, 2 pipeline stages and 2 stages of 2 shards print the same
@@ -121,7 +109,7 @@ expect_error() {  # expect_error PATTERN COMMAND...
 }
 expect_error "started without mpirun" "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2
 expect_error "needs 3 processes" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 3
-train odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 1,
+train_tiny odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size": 96, "num_hidden_layers": 1,
              "num_attention_heads": 3, "max_position_embeddings": 64 }'
 expect_error "3 attention heads and 3 key/value heads must divide by the 2 ranks" \
   $MPI "$TFM" generate -m "$DIR/odd" -p "A" --tensor-parallel 2

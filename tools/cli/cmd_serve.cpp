@@ -1,11 +1,18 @@
 // tfm serve -m DIR [--host H] [--port P] [--parallel N] [--ctx-size C] [--api-key K | --api-key-file F]
 //           [--max-body-bytes B] [--timeout S] [--cors ORIGIN] — the OpenAI-compatible HTTP
-// server (tools/server, docs/server.md).
+// server (tools/server, docs/server.md). Under mpirun with --tensor-parallel / --pipeline-parallel
+// rank 0 serves and the others repeat its batch steps (tools/server/lockstep.h).
 #include <fstream>
 #include <sstream>
 
+#include <pthread.h>
+
+#include <csignal>
+
 #include "cli_common.h"
 #include "commands.h"
+#include "dist/comm.h"
+#include "lockstep.h"
 #include "server.h"
 #include "tfm/error.h"
 
@@ -17,6 +24,7 @@ void add_serve_command(CLI::App& app) {
     server::ServeOptions o;
     std::string adapter, api_key_file, max_memory;
     WeightOptions weights;
+    ModelParallel model_parallel;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->o.model_dir, "Model directory")->required();
@@ -63,6 +71,7 @@ void add_serve_command(CLI::App& app) {
   cmd->add_option("--cors", a->o.cors_origin, "Allow this browser origin (CORS headers); default: none");
   cmd->add_flag("--no-log", a->o.quiet, "No access log lines on stderr");
   add_max_memory_option(cmd, a->max_memory);
+  add_model_parallel_options(cmd, a->model_parallel);
   add_weight_options(cmd, a->weights);
   cmd->add_option("--cache-type", a->o.cache_type, "KV cache type: f32, f16 or q8_0")
       ->check(CLI::IsMember({"f32", "f16", "q8_0"}));
@@ -74,8 +83,23 @@ void add_serve_command(CLI::App& app) {
       while (!a->o.api_key.empty() && (a->o.api_key.back() == '\r' || a->o.api_key.back() == ' ')) a->o.api_key.pop_back();
       TFM_CHECK(!a->o.api_key.empty(), "serve", "--api-key-file '", a->api_key_file, "' holds no key on its first line");
     }
-    LoadedModel lm = load_model(a->o.model_dir, a->adapter, a->weights, a->max_memory, a->o.ctx_size, a->o.parallel);
-    server::serve(lm, a->o);
+    run_model_parallel(a->model_parallel, [&] {
+      LoadedModel lm = load_model(a->o.model_dir, a->adapter, a->weights, a->max_memory, a->o.ctx_size, a->o.parallel,
+                                  a->model_parallel);
+      if (a->model_parallel.ranks() == 1) {
+        server::serve(lm, a->o);
+      } else if (dist::rank() == 0) {  // serves HTTP; hands every batch operation to the others
+        server::LockstepLeader leader([](const std::string& record) { dist::broadcast_bytes(record, 0); });
+        server::serve(lm, a->o, &leader);
+      } else {  // repeats rank 0's batch operations until it stops (a signal to this rank waits for that)
+        sigset_t stop_signals;
+        sigemptyset(&stop_signals);
+        sigaddset(&stop_signals, SIGINT);
+        sigaddset(&stop_signals, SIGTERM);
+        pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+        server::follow_lockstep(lm, a->o, [] { return dist::broadcast_bytes("", 0, dist::world(), /*idle=*/true); });
+      }
+    });
   });
 }
 

@@ -4,19 +4,25 @@
 #include <algorithm>
 
 #include "api_error.h"
+#include "lockstep.h"
 
 namespace tfm::server {
 
-Scheduler::Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue,
-                     Metrics& metrics, std::int64_t cache_ram_bytes, const SpeculativeOptions* speculative)
-    : lm_(lm), max_queue_(max_queue), metrics_(metrics) {
+void build_serving_batch(std::optional<ContinuousBatch>& into, LoadedModel& lm, SessionOptions so,
+                         std::int64_t prefill_chunk, std::int64_t cache_ram_bytes, const SpeculativeOptions* speculative) {
   const ModelConfig& c = lm.model.config();
-  if (c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) {
-    batch_.emplace(lm.model, lm.tokenizer, so, prefill_chunk);
-    batch_->enable_prompt_cache(cache_ram_bytes);
-    if (speculative) batch_->enable_speculative(*speculative);
-    metrics_.slots_total = batch_->slots();
-  }
+  if (c.architecture != Architecture::decoder_only || c.head != HeadKind::lm) return;
+  into.emplace(lm.model, lm.tokenizer, so, prefill_chunk);
+  into->enable_prompt_cache(cache_ram_bytes);
+  if (speculative) into->enable_speculative(*speculative);
+}
+
+Scheduler::Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue,
+                     Metrics& metrics, std::int64_t cache_ram_bytes, const SpeculativeOptions* speculative,
+                     BatchMirror* mirror)
+    : lm_(lm), max_queue_(max_queue), metrics_(metrics), mirror_(mirror) {
+  build_serving_batch(batch_, lm, so, prefill_chunk, cache_ram_bytes, speculative);
+  if (batch_) metrics_.slots_total = batch_->slots();
   thread_ = std::thread([this] { loop(); });
 }
 
@@ -52,6 +58,11 @@ void Scheduler::cancel(const std::shared_ptr<Generation>& g) {
 }
 
 void Scheduler::run_job(const std::function<void()>& fn) {
+  // The other ranks of a split model repeat batch operations only: a job's model calls would
+  // wait for partial sums they never send.
+  if (mirror_ != nullptr)
+    throw ApiError(400, "invalid_request_error", "unsupported", "this endpoint is not served by a model split over "
+                   "processes (--tensor-parallel, --pipeline-parallel): completions and chat completions are");
   std::packaged_task<void()> task(fn);
   auto done = task.get_future();
   {
@@ -98,7 +109,10 @@ void Scheduler::fail_all(const std::string& message) {
     busy_slots_ = 0;
   }
   for (const auto& [id, r] : running_)
-    if (batch_) batch_->cancel(id);
+    if (batch_) {
+      batch_->cancel(id);
+      if (mirror_) mirror_->cancel(id);
+    }
   running_.clear();
   for (const auto& g : gens) {
     std::lock_guard lk(g->mu);
@@ -114,6 +128,7 @@ void Scheduler::drop_cancelled() {
       continue;
     }
     batch_->cancel(it->first);
+    if (mirror_) mirror_->cancel(it->first);
     ++metrics_.cancelled;
     {
       std::lock_guard lk(mu_);
@@ -183,6 +198,7 @@ void Scheduler::loop() {
         }
         const auto c = static_cast<std::int64_t>(p.next_choice);
         const std::int64_t id = batch_->add(p.gen->choices[p.next_choice]);
+        if (mirror_) mirror_->add(id, p.gen->choices[p.next_choice]);
         metrics_.prompt_tokens += p.gen->choices[p.next_choice].prompt.size();
         running_.push_back({id, Running{p.gen, c}});
         if (++p.next_choice == p.gen->choices.size()) pending_.pop_front();
@@ -195,6 +211,7 @@ void Scheduler::loop() {
     metrics_.slots_busy = batch_->active();
     if (!batch_->idle()) {
       try {
+        if (mirror_) mirror_->step();
         const std::vector<BatchEvent> events = batch_->step();
         ++metrics_.steps;
         // Before the handlers hear of a finish, so /metrics never lags what a client has seen.
@@ -211,6 +228,7 @@ void Scheduler::loop() {
     metrics_.slots_busy = batch_->active();
   }
   fail_all("the server is shutting down");
+  if (mirror_) mirror_->stop();
 }
 
 }  // namespace tfm::server

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "metrics.h"
+#include "serve_options.h"
 #include "tfm/continuous_batch.h"
 #include "tfm/model_dir.h"
 
@@ -52,12 +53,28 @@ struct Generation {
   std::atomic<bool> cancelled{false};  // set by the handler: the client left or timed out
 };
 
+class BatchMirror;  // lockstep.h
+
+// The decoding session of `tfm serve` (slots, context, KV cache type from the options, the
+// model's defaults), and its speculative decoding (--lookup; a draft model is loaded by
+// serve() itself; nullopt: none).
+SessionOptions serving_session(const LoadedModel& lm, const ServeOptions& opt);
+std::optional<SpeculativeOptions> serving_speculation(const LoadedModel& lm, const ServeOptions& opt);
+
+// The batch serve() decodes with, for a model that generates (else `into` stays empty): slots
+// per `so`, the prompt cache (cache_ram_bytes; 0: none), speculative decoding (null: none).
+// The other ranks of a model-parallel server build theirs with the same call.
+void build_serving_batch(std::optional<ContinuousBatch>& into, LoadedModel& lm, SessionOptions so,
+                         std::int64_t prefill_chunk, std::int64_t cache_ram_bytes, const SpeculativeOptions* speculative);
+
 class Scheduler {
  public:
   // cache_ram_bytes: the prompt cache's budget (0: none); speculative: decoding with drafts
-  // (null: none).
+  // (null: none); mirror: the other ranks of a model split over processes, told every batch
+  // operation (null: none; jobs are then refused).
   Scheduler(LoadedModel& lm, SessionOptions so, std::int64_t prefill_chunk, std::int64_t max_queue, Metrics& metrics,
-            std::int64_t cache_ram_bytes = 0, const SpeculativeOptions* speculative = nullptr);
+            std::int64_t cache_ram_bytes = 0, const SpeculativeOptions* speculative = nullptr,
+            BatchMirror* mirror = nullptr);
   ~Scheduler();
   bool generates() const { return batch_.has_value(); }
   const ContinuousBatch& batch() const { return *batch_; }
@@ -103,6 +120,7 @@ class Scheduler {
   std::int64_t busy_slots_ = 0;        // choices admitted or waiting, not yet finished
   std::atomic<bool> cancel_seen_{false};
   std::vector<std::pair<std::int64_t, Running>> running_;  // engine id -> choice (scheduler thread only)
+  BatchMirror* mirror_ = nullptr;
   std::thread thread_;
 };
 

@@ -91,7 +91,23 @@ void on_stop_signal(int sig) {
 
 }  // namespace
 
-int serve(LoadedModel& lm, const ServeOptions& opt) {
+SessionOptions serving_session(const LoadedModel& lm, const ServeOptions& opt) {
+  SessionOptions so;
+  so.ctx_size = opt.ctx_size;
+  so.max_batch = opt.parallel;
+  so.cache_type = dtype_from_name(opt.cache_type);
+  return session_for(lm, so);
+}
+
+std::optional<SpeculativeOptions> serving_speculation(const LoadedModel& lm, const ServeOptions& opt) {
+  TFM_CHECK(opt.draft_model.empty() || !opt.lookup, "serve", "give --draft-model or --lookup, not both");
+  if (opt.draft_model.empty() && !opt.lookup) return std::nullopt;
+  TFM_CHECK(lm.config.architecture == Architecture::decoder_only && lm.config.head == HeadKind::lm, "serve",
+            "speculative decoding (--draft-model, --lookup) drafts for models that generate (decoder-only)");
+  return SpeculativeOptions{nullptr, opt.draft_max, opt.lookup_ngram};
+}
+
+int serve(LoadedModel& lm, const ServeOptions& opt, BatchMirror* mirror) {
   TFM_CHECK(opt.parallel >= 1 && opt.parallel <= 256, "serve", "--parallel must be in [1, 256], got ", opt.parallel);
   TFM_CHECK(opt.queue >= 0, "serve", "--queue must be >= 0, got ", opt.queue);
   TFM_CHECK(opt.timeout_s >= 1, "serve", "--timeout must be >= 1 second, got ", opt.timeout_s);
@@ -118,19 +134,15 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
   sigaction(SIGTERM, &on_stop_action, nullptr);
 
   Metrics metrics;
-  SessionOptions so;
-  so.ctx_size = opt.ctx_size;
-  so.max_batch = opt.parallel;
-  so.cache_type = dtype_from_name(opt.cache_type);
-  so = session_for(lm, so);
+  const SessionOptions so = serving_session(lm, opt);
   // Speculative decoding: a draft model loaded beside the model (same tokenizer), or prompt lookup.
   std::unique_ptr<LoadedModel> draft;
-  std::optional<SpeculativeOptions> spec;
-  TFM_CHECK(opt.draft_model.empty() || !opt.lookup, "serve", "give --draft-model or --lookup, not both");
-  if (!opt.draft_model.empty() || opt.lookup) {
-    TFM_CHECK(lm.config.architecture == Architecture::decoder_only && lm.config.head == HeadKind::lm, "serve",
-              "speculative decoding (--draft-model, --lookup) drafts for models that generate (decoder-only)");
-    spec = SpeculativeOptions{nullptr, opt.draft_max, opt.lookup_ngram};
+  std::optional<SpeculativeOptions> spec = serving_speculation(lm, opt);
+  if (mirror != nullptr)
+    TFM_CHECK(opt.draft_model.empty() && opt.retrieve_dir.empty(), "serve", opt.draft_model.empty() ? "--retrieve" :
+              "--draft-model", " is not served with a model split over processes (its model calls would run on rank 0 "
+              "alone); --lookup drafts without a model");
+  if (spec) {
     if (!opt.draft_model.empty()) {
       LoadOptions lo;
       lo.dtype = opt.draft_dtype;
@@ -144,7 +156,7 @@ int serve(LoadedModel& lm, const ServeOptions& opt) {
     std::fprintf(stderr, "tfm serve: speculative decoding: %s, drafts up to %lld tokens\n",
                  draft ? ("draft model " + opt.draft_model).c_str() : "prompt lookup", static_cast<long long>(opt.draft_max));
   }
-  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20, spec ? &*spec : nullptr);
+  Scheduler sched(lm, so, opt.prefill_chunk, opt.queue, metrics, opt.cache_ram_mib << 20, spec ? &*spec : nullptr, mirror);
   ServerContext cx{opt, lm, sched, metrics, {}, 0, {}, {}, {}, {}};
   cx.model_id = opt.model_name.empty() ? last_component(opt.model_dir) : opt.model_name;
   if (!opt.retrieve_dir.empty()) {

@@ -106,3 +106,17 @@ print(f"{what}: {n} shards of the weights and optimizer state with their indexes
       f"largest difference from one process {worst:.3g}")
 PY
 }
+# train_tiny NAME MODEL_JSON: a character model trained for 60 steps on tiny Shakespeare into
+# $DIR/NAME (its config $DIR/NAME.json). Needs $TFM, $SRC and $DIR.
+train_tiny() {
+  cat > "$DIR/$1.json" <<JSON
+{ "task": "lm", "seed": 5, "model": $2,
+  "tokenizer": { "kind": "char" },
+  "data": { "train": "$SRC/data/tinyshakespeare.txt", "val_fraction": 0.1, "block_size": 32 },
+  "optimizer": { "name": "adamw", "lr": 0.003 },
+  "training": { "batch_size": 8, "max_steps": 60 },
+  "eval": { "every": 60, "batches": 1, "log_every": 30 },
+  "checkpoint": { "every": 0 }, "sample": { "tokens": 0 } }
+JSON
+  "$TFM" -t 2 train "$DIR/$1.json" --out "$DIR/$1" > "$DIR/$1.train.log" 2>&1 || { cat "$DIR/$1.train.log"; exit 1; }
+}

@@ -1,0 +1,142 @@
+#!/usr/bin/env bash
+# `tfm serve` with the model split over processes (tools/server/lockstep.h): a tiny Llama
+# (RoPE, GQA, SwiGLU) trained here for a few steps, served by one process and, under mpirun,
+# by 2 shards (--tensor-parallel 2), 2 stages (--pipeline-parallel 2) and 2 stages of 2 shards:
+#  1. every server gives one process's answers: greedy and seeded sampled completions (n = 2),
+#     stop strings, log-probabilities (within 1e-5: shards add their partial sums in another
+#     order), a GBNF grammar in chat and completions, a streamed completion, and three
+#     requests at once (continuously batched);
+#  2. a client that leaves mid-stream is cancelled on every rank: the next request is answered;
+#  3. endpoints the other ranks cannot join (embeddings) are a 400 naming why; the server
+#     keeps serving;
+#  4. SIGTERM to rank 0 stops every rank (mpirun exits 0); refused set-ups: a draft model
+#     under --tensor-parallel, --tensor-parallel without mpirun.
+#   usage: mpi_serve.sh TFM SOURCE_DIR
+set -euo pipefail
+TFM=$1 SRC=$2
+DIR=$(mktemp -d)
+PIDS=()
+trap 'for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done; rm -rf "$DIR"' EXIT
+source "$SRC/tests/cli/lib/mpi.sh"
+MPI4="${MPI/-np 2/-np 4}"
+
+train_tiny llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
+                    "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128 }'
+
+# start NAME "LAUNCHER" ARGS...: a server on a free port (its port in PORT_NAME, rank 0's pid in
+# $DIR/NAME.pid.0, the launcher's in LAUNCHED_NAME)
+start() {
+  local name=$1 launcher=$2 port=
+  shift 2
+  $launcher sh -c 'echo $$ > "$0.pid.${OMPI_COMM_WORLD_RANK:-0}"; shift; exec "$@"' "$DIR/$name" - \
+    "$TFM" -t 1 serve -m "$DIR/llama" --port 0 --parallel 3 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
+  PIDS+=($!)
+  eval "LAUNCHED_$name=$!"
+  for _ in $(seq 300); do
+    port=$(sed -n 's|.*listening on http://127.0.0.1:\([0-9]*\).*|\1|p' "$DIR/$name.out" 2> /dev/null || true)
+    [ -n "$port" ] && { eval "PORT_$name=$port"; return 0; }
+    sleep 0.1
+  done
+  echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
+}
+start one env
+start tp "$MPI" --tensor-parallel 2
+start pp "$MPI" --pipeline-parallel 2
+start tpp "$MPI4" --tensor-parallel 2 --pipeline-parallel 2
+echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards"
+
+/usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" <<'PY' || { echo "FAIL: lockstep answers"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
+import json, socket, sys, threading, urllib.error, urllib.request
+ports = dict(zip(["one", "tp", "pp", "tpp"], sys.argv[1:]))
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+def answer(port, path, body):
+    status, text = post(port, path, body)
+    assert status == 200, (port, path, status, text)
+    if body.get("stream"):
+        out = []
+        for line in text.splitlines():
+            if line.startswith("data: ") and line != "data: [DONE]":
+                for c in json.loads(line[6:])["choices"]:
+                    out.append(c.get("text") or c.get("delta", {}).get("content") or "")
+        return "".join(out)
+    j = json.loads(text)
+    return [(c["text"] if "text" in c else c["message"]["content"], c.get("logprobs"), c["finish_reason"]) for c in j["choices"]]
+# (a character vocabulary has no braces: a grammar of its own letters constrains instead of a JSON schema)
+grammar = 'root ::= ("ROMEO" | "JULIET" | "KING") ": " [a-z ]+ "."'
+requests = [
+    ("/v1/completions", {"prompt": "ROMEO:", "max_tokens": 40, "temperature": 0}),
+    ("/v1/completions", {"prompt": "KING:", "max_tokens": 30, "temperature": 0.9, "seed": 7, "n": 2}),
+    ("/v1/completions", {"prompt": "First Citizen:", "max_tokens": 40, "temperature": 0, "stop": ["\n\n"], "logprobs": 2}),
+    ("/v1/chat/completions", {"messages": [{"role": "user", "content": "Who?"}], "max_tokens": 60, "temperature": 0.8,
+                              "seed": 9, "grammar": grammar}),
+    ("/v1/completions", {"prompt": "Speak:", "max_tokens": 50, "temperature": 0.8, "seed": 4, "grammar": grammar}),
+    ("/v1/completions", {"prompt": "JULIET:", "max_tokens": 30, "temperature": 0, "stream": True}),
+]
+want = [answer(ports["one"], p, b) for p, b in requests]
+import re
+assert re.fullmatch(r"(ROMEO|JULIET|KING): [a-z ]+\.", want[4][0][0]), want[4]  # the grammar held
+def same(got, w):  # shards add partial sums in another order than one process: logprobs within 1e-5
+    if isinstance(w, str) or got == w:
+        return got == w
+    for (gt, gl, gf), (wt, wl, wf) in zip(got, w):
+        if gt != wt or gf != wf or (gl is None) != (wl is None):
+            return False
+        if gl is not None:
+            if gl["tokens"] != wl["tokens"] or any(abs(a - b) > 1e-5 for a, b in zip(gl["token_logprobs"], wl["token_logprobs"])):
+                return False
+    return len(got) == len(w)
+for name in ("tp", "pp", "tpp"):
+    for (p, b), w in zip(requests, want):
+        got = answer(ports[name], p, b)
+        assert same(got, w), (name, p, b, got, w)
+    # three at once: continuously batched, each as alone
+    got = [None] * 3
+    def one(i):
+        got[i] = answer(ports[name], *requests[i])
+    ts = [threading.Thread(target=one, args=(i,)) for i in range(3)]
+    for t in ts: t.start()
+    for t in ts: t.join()
+    assert all(same(g, w) for g, w in zip(got, want[:3])), (name, got, want[:3])
+    # a client that leaves mid-stream: cancelled on every rank, and the next answer is right
+    s = socket.create_connection(("127.0.0.1", int(ports[name])))
+    body = json.dumps({"prompt": "HAMLET:", "max_tokens": 100, "temperature": 0, "stream": True}).encode()
+    s.sendall(b"POST /v1/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: "
+              + str(len(body)).encode() + b"\r\n\r\n" + body)
+    seen = b""
+    while b"data: " not in seen:  # the headers may come first
+        chunk = s.recv(4096)
+        assert chunk, (name, seen)
+        seen += chunk
+    s.close()
+    assert same(answer(ports[name], *requests[0]), want[0]), name
+    status, text = post(ports[name], "/v1/embeddings", {"input": "hello"})
+    assert status == 400 and "not served by a model split over processes" in text, (name, status, text)
+    assert same(answer(ports[name], *requests[1]), want[1]), name
+print("2 shards, 2 stages and 2 x 2 answer as one process: greedy, sampled n=2, stop + logprobs, a grammar (chat and "
+      "completion), streamed, three at once; a client gone mid-stream; embeddings refused (400), serving on")
+PY
+
+# SIGTERM to rank 0: every rank stops, mpirun exits 0
+for name in tp pp tpp; do
+  kill -TERM "$(cat "$DIR/$name.pid.0")"
+  pid=$(eval echo "\$LAUNCHED_$name")
+  for _ in $(seq 150); do kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done
+  ! kill -0 "$pid" 2> /dev/null || { echo "FAIL: $name: still running 30 s after SIGTERM to rank 0"; exit 1; }
+  rc=0; wait "$pid" || rc=$?
+  [ "$rc" -eq 0 ] && grep -q "tfm serve: stopped" "$DIR/$name.err" ||
+    { echo "FAIL: $name did not stop cleanly (mpirun exit $rc)"; cat "$DIR/$name.err"; exit 1; }
+done
+echo "SIGTERM to rank 0: every rank stopped, mpirun exit 0"
+
+expect_error "a draft model on 2 shards" "draft-model is not served with a model split over processes" \
+  $MPI "$TFM" -t 1 serve -m "$DIR/llama" --port 0 --tensor-parallel 2 --draft-model "$DIR/llama"
+expect_error "without mpirun" "started without mpirun" "$TFM" serve -m "$DIR/llama" --port 0 --tensor-parallel 2
+echo "errors: one line, no hang"
+echo "PASS"
