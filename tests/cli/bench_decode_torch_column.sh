@@ -20,15 +20,17 @@ cat > "$DIR/tiny.json" <<JSON
 JSON
 "$TFM" -t 1 train "$DIR/tiny.json" --out "$DIR/m" -q > /dev/null
 bench() { "$TFM" -t 1 bench decode -m "$DIR/m" --model-only --min-reps 1 --min-time 0 "$@" 2>&1; }
-# "decode b=8   256   <ours>   <torch>   <ratio> ...": the torch field is a number.
-torch_rate() { echo "$1" | awk '$1 == "decode" && $2 == "b=8" { print $5 }'; }
+# "decode b=8   256   <ours>   <torch>   <ratio> ...": the torch field is a number. (Here-strings,
+# not `echo | grep -q`: grep -q leaves at the first match, and under pipefail the echo's SIGPIPE
+# would fail the check.)
+torch_rate() { awk '$1 == "decode" && $2 == "b=8" { print $5 }' <<< "$1"; }
 OUT=$(bench)
-echo "$OUT" | grep -q "torch = PyTorch .* with its own KV cache" || fail "f32: no PyTorch run: $OUT"
-echo "$OUT" | grep -q "in bfloat16" && fail "f32: PyTorch ran in bfloat16"
+grep -q "torch = PyTorch .* with its own KV cache" <<< "$OUT" || fail "f32: no PyTorch run: $OUT"
+grep -q "in bfloat16" <<< "$OUT" && fail "f32: PyTorch ran in bfloat16"
 torch_rate "$OUT" | grep -cE '^[0-9]+\.[0-9]$' >/dev/null || fail "f32: no PyTorch rate: $OUT"
 OUT=$(bench --dtype bf16)
-echo "$OUT" | grep -q "torch = PyTorch .* in bfloat16 with its own KV cache" || fail "bf16: PyTorch not in bfloat16: $OUT"
+grep -q "torch = PyTorch .* in bfloat16 with its own KV cache" <<< "$OUT" || fail "bf16: PyTorch not in bfloat16: $OUT"
 torch_rate "$OUT" | grep -cE '^[0-9]+\.[0-9]$' >/dev/null || fail "bf16: no PyTorch rate: $OUT"
 OUT=$(bench --dtype q8_0)
-echo "$OUT" | grep -q "PyTorch column skipped (its CPU build has no kernels" || fail "q8_0: $OUT"
+grep -q "PyTorch column skipped (its CPU build has no kernels" <<< "$OUT" || fail "q8_0: $OUT"
 echo "ok"
