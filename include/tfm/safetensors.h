@@ -6,6 +6,7 @@
 
 #include <map>
 #include <string>
+#include <vector>
 
 #include "tfm/tensor.h"
 
@@ -20,6 +21,12 @@ struct SafetensorsFile {
 SafetensorsFile load_safetensors(const std::string& path);
 // Parse from memory (`where` names the source in errors).
 SafetensorsFile parse_safetensors(const std::string& bytes, const std::string& where);
+
+// A sharded set's index (model.safetensors.index.json: {"metadata": {...}, "weight_map":
+// {tensor: shard file}}): each shard file with the tensors assigned to it. Every file must be a
+// plain name in the index's directory (no '/', '.' or '..'); throws naming the index otherwise,
+// on malformed JSON, or when the map is empty.
+std::map<std::string, std::vector<std::string>> read_safetensors_index(const std::string& index_path);
 
 // Write atomically (temp file, fsync, rename): a crash leaves the old file or the new one.
 // Tensors are written contiguous, in name order, data aligned to 8 bytes.

@@ -190,18 +190,6 @@ void broadcast(void* data, std::size_t bytes, int root, const Group& g) {
 #endif
 }
 
-std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g) {
-  std::vector<std::string> out;
-  for (int r = 0; r < g.size; ++r) {
-    std::int64_t n = r == g.rank ? static_cast<std::int64_t>(mine.size()) : 0;
-    broadcast(&n, sizeof n, r, g);
-    std::string b = r == g.rank ? mine : std::string(static_cast<std::size_t>(n), '\0');
-    broadcast(b.data(), b.size(), r, g);
-    out.push_back(std::move(b));
-  }
-  return out;
-}
-
 std::string broadcast_bytes(const std::string& mine, int root, const Group& g, bool idle) {
   if (g.size <= 1) return mine;
   std::int64_t n = g.rank == root ? static_cast<std::int64_t>(mine.size()) : 0;
@@ -220,6 +208,12 @@ std::string broadcast_bytes(const std::string& mine, int root, const Group& g, b
   std::string b = g.rank == root ? mine : std::string(static_cast<std::size_t>(n), '\0');
   broadcast(b.data(), b.size(), root, g);
   return b;
+}
+
+std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g) {
+  std::vector<std::string> out;
+  for (int r = 0; r < g.size; ++r) out.push_back(broadcast_bytes(r == g.rank ? mine : std::string(), r, g));
+  return out;
 }
 
 void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g) {

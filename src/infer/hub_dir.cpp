@@ -28,25 +28,8 @@ std::string join(const std::string& dir, const std::string& file) { return (fs::
 // Every shard is a plain file name in the directory; every tensor of a shard must be listed
 // for that shard, and every listed tensor must be in its shard.
 void read_sharded(const std::string& dir, const std::string& index_path, ModelSource& src) {
-  json idx;
-  try {
-    idx = json::parse(read_file(index_path));
-  } catch (const json::exception& e) {
-    fail(index_path, "not valid JSON: ", e.what());
-  }
-  TFM_CHECK(idx.is_object() && idx.contains("weight_map") && idx["weight_map"].is_object(), index_path,
-            "needs an object \"weight_map\": {tensor name: shard file}");
-  std::map<std::string, std::set<std::string>> shards;  // file -> tensor names
-  for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
-    TFM_CHECK(it.value().is_string(), index_path, "weight_map entry '", it.key(), "' is not a file name");
-    const std::string f = it.value().get<std::string>();
-    TFM_CHECK(!f.empty() && f.find('/') == std::string::npos && f.find('\\') == std::string::npos && f != "." &&
-                  f != "..",
-              index_path, "weight_map entry '", it.key(), "' names '", f, "', not a file of this directory");
-    shards[f].insert(it.key());
-  }
-  TFM_CHECK(!shards.empty(), index_path, "weight_map is empty");
-  for (const auto& [file, names] : shards) {
+  for (const auto& [file, listed] : read_safetensors_index(index_path)) {
+    const std::set<std::string> names(listed.begin(), listed.end());
     const std::string path = join(dir, file);
     SafetensorsFile sf = load_safetensors(path);
     for (auto& [name, t] : sf.tensors) {

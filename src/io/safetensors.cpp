@@ -237,6 +237,28 @@ std::string serialize_safetensors(const std::map<std::string, Tensor>& tensors,
   return out;
 }
 
+std::map<std::string, std::vector<std::string>> read_safetensors_index(const std::string& index_path) {
+  nlohmann::json idx;
+  try {
+    idx = nlohmann::json::parse(read_file(index_path));
+  } catch (const nlohmann::json::exception& e) {
+    fail(index_path, "not valid JSON: ", e.what());
+  }
+  TFM_CHECK(idx.is_object() && idx.contains("weight_map") && idx["weight_map"].is_object(), index_path,
+            "needs an object \"weight_map\": {tensor name: shard file}");
+  std::map<std::string, std::vector<std::string>> shards;  // file -> tensor names
+  for (auto it = idx["weight_map"].begin(); it != idx["weight_map"].end(); ++it) {
+    TFM_CHECK(it.value().is_string(), index_path, "weight_map entry '", it.key(), "' is not a file name");
+    const std::string f = it.value().get<std::string>();
+    TFM_CHECK(!f.empty() && f.find('/') == std::string::npos && f.find('\\') == std::string::npos && f != "." &&
+                  f != "..",
+              index_path, "weight_map entry '", it.key(), "' names '", f, "', not a file of this directory");
+    shards[f].push_back(it.key());
+  }
+  TFM_CHECK(!shards.empty(), index_path, "weight_map is empty");
+  return shards;
+}
+
 void save_safetensors(const std::string& path, const std::map<std::string, Tensor>& tensors,
                       const std::map<std::string, std::string>& metadata) {
   write_file_atomic(path, serialize_safetensors(tensors, metadata));

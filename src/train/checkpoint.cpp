@@ -21,7 +21,6 @@
 #include <filesystem>
 #include <sstream>
 #include <nlohmann/json.hpp>
-#include <set>
 #include <vector>
 
 #include "tfm/error.h"
@@ -388,19 +387,12 @@ namespace {
 std::vector<std::string> set_files(const std::string& dir, const std::string& stem) {
   const std::string single = join(dir, (stem + ".safetensors").c_str()), index = join(dir, index_file(stem).c_str());
   if (fs::exists(single) || !fs::exists(index)) return {single};  // (a missing single file fails by name)
-  std::set<std::string> files;
-  try {
-    const json j = json::parse(read_file(index));
-    for (const auto& [name, file] : j.at("weight_map").items()) {
-      const std::string f = file.get<std::string>();
-      TFM_CHECK(is_shard_file(f, stem), index, "names '", f, "' for ", name, ", not a shard of this set");
-      files.insert(join(dir, f.c_str()));
-    }
-  } catch (const json::exception& e) {
-    fail(index, "malformed index: ", e.what());
+  std::vector<std::string> files;
+  for (const auto& [file, names] : read_safetensors_index(index)) {
+    TFM_CHECK(is_shard_file(file, stem), index, "names '", file, "', not a shard of this set");
+    files.push_back(join(dir, file.c_str()));
   }
-  TFM_CHECK(!files.empty(), index, "lists no shard");
-  return {files.begin(), files.end()};
+  return files;
 }
 
 }  // namespace

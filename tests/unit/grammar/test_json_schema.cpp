@@ -115,6 +115,25 @@ TEST(JsonSchema, RefusesWhatItDoesNotHandle) {
   EXPECT_EQ(error_of(R"({"type": "string", "title": "ok", "description": "annotations are fine"})"), "no error");
 }
 
+// A model split over processes sends a request's grammar to the other ranks as its GBNF
+// source (tools/server/lockstep.cpp): a schema's generated grammar, parsed again, must decide
+// every text as the schema's does.
+TEST(JsonSchema, TheGeneratedGbnfParsesToTheSameGrammar) {
+  const Grammar g = Grammar::from_json_schema(R"({"type": "object", "properties": {
+      "n": {"type": "integer"}, "s": {"type": "string", "pattern": "^[a-c]+$"},
+      "e": {"enum": ["x", 2, null]}, "l": {"type": "array", "items": {"type": "boolean"}, "maxItems": 2}},
+      "required": ["n", "s"]})");
+  for (const Grammar& from : {g, Grammar::json_object()}) {
+    const Grammar again = Grammar::parse(from.gbnf());
+    EXPECT_EQ(again.gbnf(), from.gbnf());
+    for (const char* text : {R"({"n":1,"s":"abc"})", R"({"n":-3,"s":"a","e":null,"l":[true,false]})", R"({"n":1})",
+                             R"({"n":1,"s":"abd"})", R"({"n":1,"s":"a","l":[true,true,true]})", R"({})", R"([1])"})
+      EXPECT_EQ(accepts(again, text), accepts(from, text)) << text;
+  }
+  EXPECT_TRUE(accepts(Grammar::parse(g.gbnf()), R"({"n":1,"s":"abc"})"));
+  EXPECT_FALSE(accepts(Grammar::parse(g.gbnf()), R"({"n":1,"s":"abd"})"));
+}
+
 TEST(JsonSchema, JsonObjectIsAnyObject) {
   const Grammar g = Grammar::json_object();
   EXPECT_TRUE(accepts(g, R"({"a": [1, {"b": null}, "c"], "d": -0.5e+10})"));
