@@ -54,6 +54,11 @@ struct ModelInputs {
   // of the sequence's chunks, chunk i's read by the positions of chunk i + 1 (L >= ceil(T/m) - 1).
   // Absent: the model's retriever (Model::set_retriever) finds them.
   Tensor neighbours;
+  // Fusion-in-Decoder (encoder-decoder models): input_ids and valid_lens hold fused_parts rows
+  // per example, each (input, passage) text encoded alone; the decoder's row b reads the valid
+  // positions of example b's parts joined in turn, as Translator::translate_fused decodes.
+  // 0: one source row per example.
+  std::int64_t fused_parts = 0;
 };
 
 // Each layer's output, recorded while capture is on (Model::set_hidden_capture), with its

@@ -124,6 +124,8 @@ class PassageIndex {
   // Reads and checks every file (sizes, checksums, count, dimension): a damaged directory is
   // a one-line error naming the file.
   static PassageIndex open(const std::string& dir);
+  // Whether dir holds an index whose build finished (false: none, or one to resume).
+  static bool complete(const std::string& dir);
   const std::string& encoder_path() const { return encoder_path_; }
   std::int64_t size() const { return static_cast<std::int64_t>(passages_.size()); }
   const std::vector<Passage>& passages() const { return passages_; }

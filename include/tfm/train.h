@@ -163,6 +163,22 @@ struct TrainConfig {
   // also the held-out text ("train+val": the leak RETRO's paper warns about, for measuring it).
   std::string retrieval_db = "train";
   bool no_retrieval = false;        // train the model without its retrieval block (tfm train --no-retrieval)
+  // data (seq2seq) "fusion": Fusion-in-Decoder (Izacard & Grave 2021). Each example reads the k
+  // passages nearest its source, found by a sentence encoder (a model directory, as `tfm index
+  // build -m` takes) in a FAISS index built before training into the model directory's
+  // fusion_index/ (tfm translate searches it again); each passage is joined with the source by
+  // `template` (Jinja over `prompt` and `document`) and encoded alone, and the decoder reads all
+  // k encodings. The passages are `passages` (a corpus file: .txt a passage a line, or .jsonl),
+  // or without it the training pairs themselves through `passage` (Jinja over `source` and
+  // `target`): a translation memory, where an example never reads its own pair.
+  // --no-retrieval trains the same model on the sources alone.
+  struct FusionConfig {
+    std::string encoder, passages;
+    std::string passage_template = "{{ source }} = {{ target }}";
+    std::string part_template = "question: {{ prompt }} context: {{ document.text }}";
+    std::int64_t k = 2;
+  };
+  std::optional<FusionConfig> fusion;
   // data (classifier): label<TAB>text lines; (seq2seq): source<TAB>target[<TAB>...] lines
   double test_fraction = 0.2;       // a seeded split, never trained on
   std::int64_t test_size = 0;       // > 0: this many examples in the test split instead

@@ -504,6 +504,41 @@ Tensor Model::forward_pipelined(const ModelInputs& in) {
   return out;
 }
 
+namespace {
+
+// Fusion-in-Decoder's memory: hidden (B * N, S, C), each example's N parts valid to lens, joined
+// into (B, L, C) rows of their valid positions (L the longest join; joined_lens the lengths), by
+// a row gather that passes gradients back to each part.
+Tensor join_fused_parts(const Tensor& hidden, const Tensor& lens, std::int64_t parts, Tensor& joined_lens) {
+  const std::int64_t rows = hidden.size(0), S = hidden.size(1), C = hidden.size(2);
+  TFM_CHECK(rows % parts == 0, "model", "fused_parts ", parts, " does not divide the ", rows, " encoder rows");
+  TFM_CHECK(!lens.defined() || lens.numel() == rows, "model", "valid_lens has ", lens.numel(), " entries for ", rows,
+            " encoder rows");
+  const std::int64_t B = rows / parts;
+  const std::vector<std::int64_t> n = lens.defined() ? lens.to_ints() : std::vector<std::int64_t>(static_cast<std::size_t>(rows), S);
+  std::vector<std::int64_t> total(static_cast<std::size_t>(B), 0);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    TFM_CHECK(n[static_cast<std::size_t>(r)] >= 1 && n[static_cast<std::size_t>(r)] <= S, "model", "valid_lens[", r, "] = ",
+              n[static_cast<std::size_t>(r)], " outside [1, ", S, "]");
+    total[static_cast<std::size_t>(r / parts)] += n[static_cast<std::size_t>(r)];
+  }
+  const std::int64_t L = *std::max_element(total.begin(), total.end());
+  Tensor index = Tensor::zeros({B, L}, DType::i64);  // row 0 where a join is shorter (masked by its length)
+  joined_lens = Tensor::empty({B}, DType::i64);
+  auto* ix = index.data<std::int64_t>();
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::int64_t at = 0;
+    for (std::int64_t p = 0; p < parts; ++p) {
+      const std::int64_t r = b * parts + p;
+      for (std::int64_t t = 0; t < n[static_cast<std::size_t>(r)]; ++t) ix[b * L + at++] = r * S + t;
+    }
+    joined_lens.data<std::int64_t>()[b] = at;
+  }
+  return embedding(index, reshape(contiguous(hidden), {rows * S, C}));
+}
+
+}  // namespace
+
 ModelOutputs Model::forward(const ModelInputs& in) {
   ModelOutputs out;
   switch (impl_->cfg.architecture) {
@@ -527,7 +562,13 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       break;
     case Architecture::encoder_decoder:
       out.encoder_hidden = encode(in);
-      out.hidden = decode(in, out.encoder_hidden);
+      if (in.fused_parts > 0) {
+        ModelInputs joined = in;
+        out.encoder_hidden = join_fused_parts(out.encoder_hidden, in.valid_lens, in.fused_parts, joined.valid_lens);
+        out.hidden = decode(joined, out.encoder_hidden);
+      } else {
+        out.hidden = decode(in, out.encoder_hidden);
+      }
       out.logits = head(out.hidden, in.decoder_valid_lens);
       break;
   }

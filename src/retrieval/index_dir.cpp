@@ -307,6 +307,10 @@ IndexReport build_index(LoadedModel& encoder, const std::string& encoder_path, c
   return report;
 }
 
+bool PassageIndex::complete(const std::string& dir) {
+  return fs::exists(join(dir, kManifest)) && read_manifest(dir).value("complete", false);
+}
+
 PassageIndex PassageIndex::open(const std::string& dir) {
   TFM_CHECK(fs::is_directory(dir), dir, "is not an index directory");
   const Json m = read_manifest(dir);

@@ -13,25 +13,36 @@ Seq2SeqData::Seq2SeqData(std::vector<PairExample> train, std::vector<PairExample
 void Seq2SeqData::pack(const std::vector<const PairExample*>& ex, Tensor& src, Tensor& src_lens, Tensor& dec_in,
                        Tensor& labels) const {
   const auto B = static_cast<std::int64_t>(ex.size());
-  std::int64_t S = 1, T = 1;
+  // The encoder's rows: each example's source, or its fused parts in turn.
+  std::vector<const std::vector<std::int32_t>*> rows;
   for (const auto* e : ex) {
-    S = std::max<std::int64_t>(S, static_cast<std::int64_t>(e->src.size()));
-    T = std::max<std::int64_t>(T, static_cast<std::int64_t>(e->tgt.size()));
+    TFM_CHECK(static_cast<std::int64_t>(e->parts.size()) == fused_parts_ || (fused_parts_ == 0 && e->parts.empty()), "seq2seq",
+              "an example holds ", e->parts.size(), " fused parts where every example holds ", fused_parts_);
+    if (fused_parts_ == 0) rows.push_back(&e->src);
+    for (const auto& p : e->parts) rows.push_back(&p);
   }
-  src = Tensor::empty({B, S}, DType::i64);
-  src_lens = Tensor::empty({B}, DType::i64);
+  const auto R = static_cast<std::int64_t>(rows.size());
+  std::int64_t S = 1, T = 1;
+  for (const auto* r : rows) S = std::max<std::int64_t>(S, static_cast<std::int64_t>(r->size()));
+  for (const auto* e : ex) T = std::max<std::int64_t>(T, static_cast<std::int64_t>(e->tgt.size()));
+  src = Tensor::empty({R, S}, DType::i64);
+  src_lens = Tensor::empty({R}, DType::i64);
   dec_in = Tensor::empty({B, T}, DType::i64);
   labels = Tensor::empty({B, T}, DType::i64);
   auto *s = src.data<std::int64_t>(), *d = dec_in.data<std::int64_t>(), *l = labels.data<std::int64_t>();
+  for (std::int64_t r = 0; r < R; ++r) {
+    const auto& row = *rows[static_cast<std::size_t>(r)];
+    const auto ns = static_cast<std::int64_t>(row.size());
+    for (std::int64_t t = 0; t < S; ++t) s[r * S + t] = t < ns ? row[static_cast<std::size_t>(t)] : pad_;
+    src_lens.data<std::int64_t>()[r] = ns;
+  }
   for (std::int64_t b = 0; b < B; ++b) {
     const auto& e = *ex[static_cast<std::size_t>(b)];
-    const auto ns = static_cast<std::int64_t>(e.src.size()), nt = static_cast<std::int64_t>(e.tgt.size());
-    for (std::int64_t t = 0; t < S; ++t) s[b * S + t] = t < ns ? e.src[static_cast<std::size_t>(t)] : pad_;
+    const auto nt = static_cast<std::int64_t>(e.tgt.size());
     for (std::int64_t t = 0; t < T; ++t) {
       d[b * T + t] = t == 0 ? bos_ : t < nt ? e.tgt[static_cast<std::size_t>(t - 1)] : pad_;
       l[b * T + t] = t < nt ? e.tgt[static_cast<std::size_t>(t)] : -100;
     }
-    src_lens.data<std::int64_t>()[b] = ns;
   }
 }
 

@@ -89,6 +89,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
   rep.task = task;
   TaskData d = opt.data_file.empty() ? make_task_data(cfg, tok) : make_eval_data(cfg, *tok, opt.data_file, opt.header);
   d.tok = &*tok;
+  if (cfg.fusion) attach_fusion(cfg, d, *tok, (fs::path(dir) / kFusionIndexDir).string(), /*training=*/false);
   if (zero_shot) {
     for (const std::string& name : d.label_names) {
       std::string text = opt.zero_shot_template;

@@ -73,6 +73,8 @@ ClsExample cls_example(const TrainConfig& cfg, const Tokenizer& tok, const std::
   return ClsExample{std::move(ids), label};
 }
 
+}  // namespace
+
 // The text's tokens truncated to max_length - 1, then <eos>.
 std::vector<std::int32_t> pair_side(const TrainConfig& cfg, const Tokenizer& tok, const std::string& s) {
   std::vector<std::int32_t> ids = tok.encode(s);
@@ -80,6 +82,8 @@ std::vector<std::int32_t> pair_side(const TrainConfig& cfg, const Tokenizer& tok
   ids.push_back(tok.eos_id());
   return ids;
 }
+
+namespace {
 
 // The class whose precision/recall/F1 are reported: data.positive_label, else the last.
 std::int64_t positive_class(const TrainConfig& cfg, const std::vector<std::string>& names) {
@@ -138,8 +142,9 @@ TaskData s2s_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   std::vector<PairExample> train, test;
   for (std::int64_t i = 0; i < n; ++i) {
     const auto& p = pairs[static_cast<std::size_t>(perm[static_cast<std::size_t>(i)])];
-    (i < n_test ? test : train).push_back({encode(p.first), encode(p.second)});
+    (i < n_test ? test : train).push_back({encode(p.first), encode(p.second), {}});
     if (i < n_test) d.test_refs.push_back(p.second);
+    if (cfg.fusion) (i < n_test ? d.test_pairs : d.train_pairs).push_back(p);
   }
   TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size, cfg.source, "the training split holds ",
             train.size(), " pairs: too few for one batch of ", cfg.batch_size);
@@ -359,22 +364,26 @@ TaskData speech_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
 }
 
 // Decoding for BLEU with the KV-cache Translator: greedy (batched) or beam search. Sources
-// are the rows of the padded batch src (B, S), each cut to its valid length.
+// are the rows of the padded batch src (B, S), each cut to its valid length; with fused parts,
+// each `parts` rows in turn are one example's (Fusion-in-Decoder, read as translate_fused reads).
 std::vector<std::vector<std::int32_t>> decode_for_bleu(Model& m, const Tokenizer& tok, const Tensor& src, const Tensor& lens,
-                                                       std::int64_t max_len, std::int64_t beam) {
-  const std::int64_t B = src.size(0), S = src.size(1);
+                                                       std::int64_t parts, std::int64_t max_len, std::int64_t beam) {
+  const std::int64_t R = src.size(0), S = src.size(1), per = std::max<std::int64_t>(parts, 1), B = R / per;
   const auto ids = src.to_ints(), n = lens.to_ints();
-  std::vector<std::vector<std::int32_t>> sources;
-  for (std::int64_t b = 0; b < B; ++b)
-    sources.emplace_back(ids.begin() + b * S, ids.begin() + b * S + n[static_cast<std::size_t>(b)]);
+  std::vector<std::vector<std::vector<std::int32_t>>> examples(static_cast<std::size_t>(B));
+  for (std::int64_t r = 0; r < R; ++r)
+    examples[static_cast<std::size_t>(r / per)].emplace_back(ids.begin() + r * S, ids.begin() + r * S + n[static_cast<std::size_t>(r)]);
   BeamOptions o;
   o.beam_size = beam;
   o.max_new_tokens = max_len;
   o.eos_id = tok.eos_id();
   const std::int64_t ctx = std::min(max_len + 1, m.config().max_positions);
-  Translator tr(m, tok, {.ctx_size = ctx, .max_batch = std::max(B, beam), .max_source = S});
+  Translator tr(m, tok, {.ctx_size = ctx, .max_batch = std::max(B, beam), .max_source = per * S});
+  std::vector<std::vector<std::int32_t>> sources;
+  if (parts == 0)
+    for (auto& e : examples) sources.push_back(std::move(e[0]));
   std::vector<std::vector<std::int32_t>> out;
-  for (const auto& r : tr.translate_ids(sources, o)) {
+  for (const auto& r : parts > 0 ? tr.translate_fused(examples, o) : tr.translate_ids(sources, o)) {
     std::vector<std::int32_t> t = r.hypotheses.empty() ? std::vector<std::int32_t>{} : r.hypotheses[0].tokens;
     if (!t.empty() && t.back() == o.eos_id) t.pop_back();
     out.push_back(std::move(t));
@@ -440,8 +449,9 @@ TaskData make_eval_data(const TrainConfig& cfg, const Tokenizer& tok, const std:
               "the tokenizer needs <bos>, <eos> and <pad> tokens");
     std::vector<PairExample> test;
     for (const auto& p : pairs) {
-      test.push_back({pair_side(cfg, tok, p.first), pair_side(cfg, tok, p.second)});
+      test.push_back({pair_side(cfg, tok, p.first), pair_side(cfg, tok, p.second), {}});
       d.test_refs.push_back(p.second);
+      if (cfg.fusion) d.test_pairs.push_back(p);
     }
     d.s2s.emplace(std::vector<PairExample>{}, std::move(test), cfg.seed, tok.pad_id(), tok.bos_id(), cfg.batch_size);
   }
@@ -554,6 +564,7 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
     tokens = in.input_ids.numel();
   } else if (d.kind == TaskKind::seq2seq) {
     d.s2s->train_batch(cursor, rows, in.input_ids, in.valid_lens, in.decoder_input_ids, targets);
+    in.fused_parts = d.s2s->fused_parts();
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::speech) {
     d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets);
@@ -658,11 +669,12 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
       ModelInputs in;
       Tensor labels;
       d.s2s->pack(ex, in.input_ids, in.valid_lens, in.decoder_input_ids, labels);
+      in.fused_parts = d.s2s->fused_parts();
       const Tensor logits = m.forward(in).logits;
       sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
       for (std::int64_t l : labels.to_ints()) count += l != -100;
       if (static_cast<std::int64_t>(first) >= cfg.bleu_examples) continue;
-      for (const auto& ids : decode_for_bleu(m, *d.tok, in.input_ids, in.valid_lens, cfg.max_length, cfg.bleu_beam)) {
+      for (const auto& ids : decode_for_bleu(m, *d.tok, in.input_ids, in.valid_lens, in.fused_parts, cfg.max_length, cfg.bleu_beam)) {
         if (static_cast<std::int64_t>(hyps.size()) >= cfg.bleu_examples) break;
         hyps.push_back(d.tok->decode(ids, /*skip_special=*/true));
         refs.push_back(d.test_refs[hyps.size() - 1]);

@@ -32,7 +32,23 @@ struct TaskData {
   // RETRO: the chunk database (training split, or with the held-out text: retrieval_db), in
   // the training stream's positions.
   std::optional<ChunkDatabase> retro;
+  // seq2seq with data.fusion: each example's (source, target) text, in the splits' order.
+  std::vector<std::pair<std::string, std::string>> train_pairs, test_pairs;
 };
+
+// A seq2seq example's side as training reads it: its tokens cut to data.max_length, then <eos>.
+std::vector<std::int32_t> pair_side(const TrainConfig& cfg, const Tokenizer& tok, const std::string& s);
+// A path of the config as given, else beside the config file; neither is an error naming `key`.
+std::string resolve_beside_config(const TrainConfig& cfg, const std::string& path, const std::string& key);
+// Fusion-in-Decoder (cfg.fusion): opens the passage index in index_dir, building it first when it
+// is absent or unfinished (under mpirun, rank 0 builds), and gives every seq2seq example its k
+// fused parts (training examples never read their own pair; `training` false: the test split's
+// only, as tfm eval needs). Returns the index's passage count.
+std::int64_t attach_fusion(const TrainConfig& cfg, TaskData& d, const Tokenizer& tok, const std::string& index_dir, bool training);
+// Where a Fusion-in-Decoder model directory keeps its passage index, and fusion.json: {"index",
+// "k", "template"}, which tfm translate reads as its --retrieve defaults.
+inline constexpr const char* kFusionIndexDir = "fusion_index";
+inline constexpr const char* kFusionFile = "fusion.json";
 
 // RETRO: builds the chunk database of a retrieval model's LM data (cfg.retrieval_db).
 ChunkDatabase retro_database(const TrainConfig& cfg, const TaskData& d, const RetrievalConfig& rc);

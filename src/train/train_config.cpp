@@ -240,7 +240,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
                                                                     "max_length", "header", "positive_label", "test_size", "labels",
                                                                     "train_labels", "test", "test_labels", "preprocessor",
                                                                     "augment", "chunk_length", "spec_augment",
-                                                                    "timestamps_fraction", "retrieval_db"});
+                                                                    "timestamps_fraction", "retrieval_db", "fusion"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -252,6 +252,20 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
             "must be \"train\" or \"train+val\", got \"", c.retrieval_db, "\"");
   TFM_CHECK(c.task == TaskKind::lm || !data.has("retrieval_db"), data.key("retrieval_db"), "applies to task \"lm\" only");
   data.get_int("max_length", c.max_length, 2, 1 << 20);
+  if (data.has("fusion")) {
+    TFM_CHECK(c.task == TaskKind::seq2seq, data.key("fusion"), "applies to task \"seq2seq\" only");
+    const Section f(data.at("fusion"), data.key("fusion"), {"encoder", "passages", "passage", "template", "k"});
+    TrainConfig::FusionConfig fc;
+    f.get_string("encoder", fc.encoder);
+    TFM_CHECK(!fc.encoder.empty(), f.key("encoder"), "is required: the sentence encoder's model directory that finds the passages");
+    f.get_string("passages", fc.passages);
+    TFM_CHECK(fc.passages.empty() || !f.has("passage"), f.key("passage"),
+              "renders the training pairs as passages; with \"passages\" (a corpus file) it has nothing to render");
+    f.get_string("passage", fc.passage_template);
+    f.get_string("template", fc.part_template);
+    f.get_int("k", fc.k, 1, 64);
+    c.fusion = fc;
+  }
   data.get_bool("header", c.header);
   data.get_int("test_size", c.test_size, 0);
   data.get_string("positive_label", c.positive_label);

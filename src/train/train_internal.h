@@ -190,6 +190,8 @@ ClassScores class_scores(const std::vector<std::int64_t>& predicted, const std::
 // still a function of (seed, epoch) only.
 struct PairExample {
   std::vector<std::int32_t> src, tgt;
+  // Fusion-in-Decoder: the source joined with each of its passages, encoded alone (replace src).
+  std::vector<std::vector<std::int32_t>> parts;
 };
 class Seq2SeqData {
  public:
@@ -197,8 +199,14 @@ class Seq2SeqData {
               std::int32_t bos_id, std::int64_t batch);
   std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
   const std::vector<PairExample>& test() const { return test_; }
+  std::vector<PairExample>& train_examples() { return train_; }
+  std::vector<PairExample>& test_examples() { return test_; }
+  // Fusion-in-Decoder: every example holds this many parts (0: plain sources).
+  std::int64_t fused_parts() const { return fused_parts_; }
+  void set_fused_parts(std::int64_t k) { fused_parts_ = k; }
   // input_ids (B, S), valid_lens (B), decoder_input_ids (B, T) = <bos> + target[:-1],
-  // labels (B, T) with -100 at padding.
+  // labels (B, T) with -100 at padding. With fused parts, input_ids (B * k, S) and valid_lens
+  // (B * k) hold each example's parts in turn (ModelInputs::fused_parts).
   void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& src, Tensor& src_lens, Tensor& dec_in, Tensor& labels);
   void pack(const std::vector<const PairExample*>& ex, Tensor& src, Tensor& src_lens, Tensor& dec_in,
             Tensor& labels) const;
@@ -209,6 +217,7 @@ class Seq2SeqData {
   std::int32_t pad_, bos_;
   std::int64_t batch_;
   std::int64_t cached_epoch_ = -1;
+  std::int64_t fused_parts_ = 0;
   std::vector<std::int64_t> order_;
 };
 

@@ -44,6 +44,7 @@ struct Run {
   TrainState state;
   std::int64_t max_steps = 0;
   std::string init_report;  // init_from: what was loaded, initialised and dropped
+  std::string fusion_report;  // data.fusion: the passage index the examples read
   std::optional<Distiller> distill;
   std::map<std::string, Tensor> params;  // what the optimizer updates: the model's + distillation's projections
 };
@@ -73,6 +74,12 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
   data["max_length"] = cfg.max_length;
   data["header"] = cfg.header;
   if (!cfg.positive_label.empty()) data["positive_label"] = cfg.positive_label;
+  if (!cfg.fusion) data.erase("fusion");  // (--no-retrieval)
+  if (cfg.fusion) {
+    data["fusion"]["encoder"] = absolute(resolve_beside_config(cfg, cfg.fusion->encoder, "data.fusion.encoder"));
+    if (!cfg.fusion->passages.empty())
+      data["fusion"]["passages"] = absolute(resolve_beside_config(cfg, cfg.fusion->passages, "data.fusion.passages"));
+  }
   if (d.kind == TaskKind::classifier || d.kind == TaskKind::image_classifier) data["labels"] = d.label_names;
   j["training"]["batch_size"] = cfg.batch_size;
   j["training"]["precision"] = precision_name(cfg.precision);
@@ -122,6 +129,14 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
     task_cfg.model_json = mj.dump();
   }
   r.data = make_task_data(task_cfg, r.tok);  // trains the tokenizer when none was given
+  if (task_cfg.fusion) {  // Fusion-in-Decoder: the passage index, kept in the model directory
+    const std::string index_dir = (fs::path(opt.out_dir) / kFusionIndexDir).string();
+    const std::int64_t passages = attach_fusion(task_cfg, r.data, *r.tok, index_dir, /*training=*/true);
+    r.fusion_report = "Fusion-in-Decoder: " + std::to_string(passages) + " passages in " + index_dir + "; each example reads " +
+                      std::to_string(task_cfg.fusion->k);
+    r.data.model_files[kFusionFile] =
+        json{{"index", kFusionIndexDir}, {"k", task_cfg.fusion->k}, {"template", task_cfg.fusion->part_template}}.dump(2) + "\n";
+  }
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
@@ -256,6 +271,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
   if (writer && r.state.step == 0 && fs::exists(metrics_path)) fs::remove(metrics_path);
   Progress progress(opt.quiet || !writer, r.max_steps, cfg.log_every);
   if (!r.init_report.empty()) progress.message(r.init_report);
+  if (!r.fusion_report.empty()) progress.message(r.fusion_report);
   std::int64_t trainable = 0;
   for (const auto& [name, p] : model.parameters()) trainable += p.requires_grad() ? p.numel() : 0;
   if (trainable != model.parameter_count())

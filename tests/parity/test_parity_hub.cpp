@@ -99,8 +99,40 @@ void check_encoder(const std::string& name) {
   }
 }
 
+// Fusion-in-Decoder training (ModelInputs::fused_parts): two examples of two parts each, padded
+// into one batch of four encoder rows; the logits, the summed loss and its gradient on the tied
+// table against ref_hub.fid_training_reference (each part encoded alone, the parts joined).
+void check_fusion_in_decoder_training() {
+  LoadedWeights w = load_model_weights(hub_dir("t5"));
+  const SafetensorsFile r = reference("t5");
+  ModelInputs in;
+  in.input_ids = test::fixture_tensor(r, "fid_input_ids");
+  in.valid_lens = test::fixture_tensor(r, "fid_valid_lens");
+  in.decoder_input_ids = test::fixture_tensor(r, "fid_decoder_input_ids");
+  in.fused_parts = 2;
+  const std::int64_t V = w.config.vocab_size, C = w.config.d_model;
+  Tensor table;
+  for (auto& [name, p] : w.model.parameters()) {
+    if (p.dim() == 2 && p.size(0) == V && p.size(1) == C) {
+      ASSERT_FALSE(table.defined()) << "a second (V, C) parameter: " << name;
+      table = p;
+    }
+  }
+  ASSERT_TRUE(table.defined());
+  table.requires_grad_();
+  w.model.set_training(false);  // no dropout; gradients still flow
+  const Tensor logits = w.model.forward(in).logits;
+  test::expect_close(logits, test::fixture_tensor(r, "fid_logits"), 1e-4, 1e-4, "fused logits");
+  const Tensor loss = cross_entropy(reshape(logits, {-1, V}), reshape(test::fixture_tensor(r, "fid_labels"), {-1}), -100, 0.0f,
+                                    LossReduction::sum);
+  EXPECT_NEAR(loss.item(), test::fixture_tensor(r, "fid_loss").to_floats()[0], 1e-4);
+  backward(loss);
+  test::expect_close(table.grad(), test::fixture_tensor(r, "fid_grad_shared"), 1e-4, 1e-4, "gradient of the shared table");
+}
+
 }  // namespace
 
+TEST(ParityHub, T5FusionInDecoderTrainingLossAndGradient) { check_fusion_in_decoder_training(); }
 TEST(ParityHub, Gpt2AsPublishedUnprefixedWithBuffersTied) { check_decoder("gpt2"); }
 TEST(ParityHub, Gpt2PrefixedUntiedF16Sharded) { check_decoder("gpt2_f16_sharded"); }
 TEST(ParityHub, LlamaBf16UntiedWithRotaryBuffers) { check_decoder("llama_bf16"); }

@@ -47,7 +47,8 @@ void add_train_command(CLI::App& app) {
   cmd->add_flag("--checkpoint-activations", args->checkpoint_activations,
                 "Recompute each layer's forward in the backward pass (less memory, same gradients)");
   cmd->add_flag("--no-retrieval", args->no_retrieval,
-                "A RETRO config without its retrieval: the same decoder, no chunked cross-attention or neighbours");
+                "A config without its retrieval: RETRO's decoder without chunked cross-attention and neighbours, a "
+                "Fusion-in-Decoder (data.fusion) model reading the sources alone");
   cmd->add_option("--retrieval-db", args->retrieval_db,
                   "Override data.retrieval_db: the RETRO chunk database is the training split (train) or also the "
                   "held-out text (train+val, the leak)")
@@ -74,7 +75,10 @@ void add_train_command(CLI::App& app) {
     if (cmd->count("--out") == 0 && !args->quiet && dist::rank() == 0)
       std::fprintf(stderr, "tfm train: writing the model to %s (no --out given)\n", args->out.c_str());
     if (args->checkpoint_activations) cfg.checkpoint_activations = true;
-    if (args->no_retrieval) cfg.no_retrieval = true;
+    if (args->no_retrieval) {
+      cfg.no_retrieval = true;
+      cfg.fusion.reset();
+    }
     if (!args->retrieval_db.empty()) cfg.retrieval_db = args->retrieval_db;
     if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);

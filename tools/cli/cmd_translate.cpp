@@ -4,9 +4,12 @@
 // --retrieve: Fusion-in-Decoder over the index's K nearest passages of each input: every
 // passage joined with the input by --retrieve-template (Jinja over `prompt` and `document`:
 // id, text, score; default "question: {{ prompt }} context: {{ document.text }}"), each encoded
-// apart, the decoder reading them all (Translator::translate_fused).
+// apart, the decoder reading them all (Translator::translate_fused). A model trained so
+// (data.fusion) keeps its index and template in its directory (fusion.json): they are the
+// defaults, and --no-retrieve translates from the input alone.
 #include <algorithm>
 #include <cstdio>
+#include <filesystem>
 #include <optional>
 
 #include "cli_common.h"
@@ -32,7 +35,7 @@ void add_translate_command(CLI::App& app) {
     std::string lp_form = "hf", max_memory, retrieve, retrieve_template;
     std::int64_t retrieve_k = 3;
     ModelParallel parallel;
-    bool verbose = false;
+    bool verbose = false, no_retrieve = false;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory")->required();
@@ -55,15 +58,34 @@ void add_translate_command(CLI::App& app) {
   cmd->add_option("-k", a->retrieve_k, "--retrieve: passages read with each input")->check(CLI::Range(1, 100));
   cmd->add_option("--retrieve-template", a->retrieve_template,
                   "--retrieve: a Jinja file joining `prompt` and one `document` (default: question: ... context: ...)");
+  cmd->add_flag("--no-retrieve", a->no_retrieve, "A Fusion-in-Decoder model (fusion.json) translating from the input alone");
   add_max_memory_option(cmd, a->max_memory);
   add_model_parallel_options(cmd, a->parallel);
   cmd->callback([a, cmd] { run_model_parallel(a->parallel, [a, cmd] {
-    TFM_CHECK(!a->retrieve.empty() || cmd->count("-k") + cmd->count("--retrieve-template") == 0, "-k",
-              "-k and --retrieve-template go with --retrieve");
+    std::string part_template = "question: {{ prompt }} context: {{ document.text }}";
+    // A model trained to read passages (tfm train's data.fusion): its index, k and template.
+    const std::string fusion_path = (std::filesystem::path(a->model) / "fusion.json").string();
+    if (!a->no_retrieve && std::filesystem::is_regular_file(fusion_path)) {
+      nlohmann::json f;
+      try {
+        f = nlohmann::json::parse(read_file(fusion_path));
+      } catch (const nlohmann::json::exception& e) {
+        fail(fusion_path, "not valid JSON: ", e.what());
+      }
+      TFM_CHECK(f.contains("index") && f["index"].is_string() && f.contains("k") && f["k"].is_number_integer() &&
+                    f.contains("template") && f["template"].is_string(),
+                fusion_path, "needs \"index\" (a folder name), \"k\" (an integer) and \"template\" (Jinja)");
+      if (a->retrieve.empty()) a->retrieve = (std::filesystem::path(a->model) / f["index"].get<std::string>()).string();
+      if (cmd->count("-k") == 0) a->retrieve_k = f["k"].get<std::int64_t>();
+      part_template = f["template"].get<std::string>();
+    } else {
+      TFM_CHECK(!a->retrieve.empty() || cmd->count("-k") + cmd->count("--retrieve-template") == 0, "-k",
+                "-k and --retrieve-template go with --retrieve");
+    }
+    TFM_CHECK(!a->no_retrieve || a->retrieve.empty(), "--no-retrieve", "and --retrieve exclude each other");
     std::optional<PassageIndex> index;
     std::optional<LoadedModel> retriever;
-    const std::string part_template = a->retrieve_template.empty() ? "question: {{ prompt }} context: {{ document.text }}"
-                                                                   : read_file(a->retrieve_template);
+    if (!a->retrieve_template.empty()) part_template = read_file(a->retrieve_template);
     if (!a->retrieve.empty()) {
       index.emplace(PassageIndex::open(a->retrieve));
       retriever.emplace(load_model(index->encoder_path(), ""));

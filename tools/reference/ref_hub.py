@@ -359,6 +359,24 @@ def t5_forward(cfg, p, src, tgt):
     return y @ p["lm_head.weight"].T
 
 
+def fid_training_reference(cfg, p):
+    """Fusion-in-Decoder training on the tied T5: two examples of two parts each, every part
+    encoded alone and the decoder reading each example's parts joined; the summed token loss and
+    its gradient on the shared table (which the encoder, the decoder and the head all read)."""
+    parts = [[[4, 12, 8, 1], [9, 3, 1]], [[5, 7, 1], [11, 2, 14, 6, 1]]]
+    tgt = torch.tensor([[0, 6, 15, 3], [0, 9, 2, 7]])
+    labels = torch.tensor([[6, 15, 3, 1], [9, 2, 7, -100]])
+    q = {k: (v.clone().requires_grad_() if k == "shared.weight" else v) for k, v in p.items()}
+    logits = torch.cat([t5_forward(cfg, q, [torch.tensor([x]) for x in ex], tgt[b:b + 1]) for b, ex in enumerate(parts)])
+    loss = F.cross_entropy(logits.reshape(-1, logits.shape[-1]), labels.reshape(-1), ignore_index=-100, reduction="sum")
+    loss.backward()
+    S = max(len(x) for ex in parts for x in ex)
+    return {"fid_input_ids": torch.tensor([x + [0] * (S - len(x)) for ex in parts for x in ex]),
+            "fid_valid_lens": torch.tensor([len(x) for ex in parts for x in ex]),
+            "fid_decoder_input_ids": tgt, "fid_labels": labels, "fid_logits": logits.detach().float(),
+            "fid_loss": loss.detach().float().reshape(1), "fid_grad_shared": q["shared.weight"].grad.float()}
+
+
 def t5_config(v11, **over):
     c = {"architectures": ["T5ForConditionalGeneration"], "d_ff": 32, "d_kv": 4, "d_model": 16,
          "decoder_start_token_id": 0, "dropout_rate": 0.1, "eos_token_id": 1, "initializer_factor": 1.0,
@@ -624,8 +642,11 @@ def make(out):
         write_dir(os.path.join(root, name), cfg, disk,
                   gen={"decoder_start_token_id": 0, "eos_token_id": 1, "pad_token_id": 0})
         run = lambda s, t: t5_forward(cfg, p, s, t)
-        ref(name, {"input_ids": src, "decoder_input_ids": tgt, "logits": run(src, tgt).float(),
-                   "greedy": seq2seq_greedy(run, src, 0, 5)})
+        tensors = {"input_ids": src, "decoder_input_ids": tgt, "logits": run(src, tgt).float(),
+                   "greedy": seq2seq_greedy(run, src, 0, 5)}
+        if name == "t5":
+            tensors.update(fid_training_reference(cfg, p))
+        ref(name, tensors)
 
     # Marian (OPUS-MT): the static tables, tied copies and lm_head in the file, as converted
     # checkpoints hold them; decoder_start_token_id = pad.
