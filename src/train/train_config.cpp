@@ -6,6 +6,7 @@
 #include "tfm/error.h"
 #include "tfm/image.h"
 #include "tfm/safetensors.h"
+#include "tfm/runtime.h"
 #include "tfm/train.h"
 
 namespace tfm {
@@ -96,6 +97,11 @@ const json& section(const json& root, const char* name) {
 }
 
 }  // namespace
+
+Precision training_precision(const std::string& name) {
+  if (name != "auto") return precision_from_name(name);
+  return std::string_view(bf16_path_description()).starts_with("emulated") ? Precision::fp32 : Precision::bf16;
+}
 
 const char* task_name(TaskKind k) {
   switch (k) {
@@ -346,8 +352,8 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
   t.get_bool("checkpoint_activations", c.checkpoint_activations);
   std::string precision = "fp32";
-  t.get_string("precision", precision, {"fp32", "bf16"});
-  c.precision = precision_from_name(precision);
+  t.get_string("precision", precision, {"fp32", "bf16", "auto"});
+  c.precision = training_precision(precision);
   t.get_double("gradient_noise", c.gradient_noise, 0.0, 100.0);
   t.get_double("gradient_noise_gamma", c.gradient_noise_gamma, 0.0, 10.0);
 

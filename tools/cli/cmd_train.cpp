@@ -54,8 +54,9 @@ void add_train_command(CLI::App& app) {
                   "held-out text (train+val, the leak)")
       ->check(CLI::IsMember({"train", "train+val"}));
   cmd->add_option("--precision", args->precision,
-                  "Override training.precision: fp32, or bf16 mixed precision (docs/training.md)")
-      ->check(CLI::IsMember({"fp32", "bf16"}));
+                  "Override training.precision: fp32, bf16 mixed precision, or auto (bf16 where the CPU has bf16 "
+                  "dot products, else fp32; docs/training.md)")
+      ->check(CLI::IsMember({"fp32", "bf16", "auto"}));
   cmd->add_option("--max-memory", args->max_memory,
                   "Refuse to start when the training memory plan exceeds BYTES (e.g. 2G; K/M/G = 1024^n)");
   cmd->add_option("--tensor-parallel", args->tensor_parallel,
@@ -80,7 +81,7 @@ void add_train_command(CLI::App& app) {
       cfg.fusion.reset();
     }
     if (!args->retrieval_db.empty()) cfg.retrieval_db = args->retrieval_db;
-    if (!args->precision.empty()) cfg.precision = precision_from_name(args->precision);
+    if (!args->precision.empty()) cfg.precision = training_precision(args->precision);
     if (args->seed >= 0) cfg.seed = static_cast<std::uint64_t>(args->seed);
     if (args->tensor_parallel > 0) cfg.tensor_parallel = args->tensor_parallel;
     if (args->pipeline_parallel > 0) cfg.pipeline_parallel = args->pipeline_parallel;

@@ -274,3 +274,24 @@ TEST(Bf16Training, ResumeIsBitExact) {
   for (const auto& [k, p] : x.model.parameters()) test::expect_bitwise_equal(y.model.parameters().at(k), p, k);
   fs::remove_all(dir);
 }
+
+// "auto" is bf16 where bf16 products run in hardware and fp32 where they would be emulated
+// (slower than fp32); the named precisions are what they say, and others are refused.
+TEST(Bf16Train, AutoPrecisionIsBf16OnlyWhereTheCpuMultipliesBf16) {
+  struct Restore {
+    kernels::Bf16Path path = kernels::bf16_path();
+    ~Restore() { kernels::set_bf16_path(path); }
+  } restore;
+  EXPECT_EQ(training_precision("fp32"), Precision::fp32);
+  EXPECT_EQ(training_precision("bf16"), Precision::bf16);
+  EXPECT_THROW(training_precision("fp16"), Error);
+  kernels::set_bf16_path(kernels::Bf16Path::emulated);
+  EXPECT_EQ(training_precision("auto"), Precision::fp32);
+  const TrainConfig c = parse_train_config(R"({"model": {"d_model": 32}, "data": {"train": "t.txt"},
+      "training": {"precision": "auto"}})", "auto.json");
+  EXPECT_EQ(c.precision, Precision::fp32);
+  if (kernels::bf16_path_available(kernels::Bf16Path::native)) {
+    kernels::set_bf16_path(kernels::Bf16Path::native);
+    EXPECT_EQ(training_precision("auto"), Precision::bf16);
+  }
+}
