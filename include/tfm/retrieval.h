@@ -154,5 +154,11 @@ std::string retrieval_prompt(const std::string& prompt, const std::vector<Search
 // Face's RAG convention passes them ({"title": id, "text": ...}).
 nlohmann::ordered_json chat_documents(const std::vector<SearchHit>& hits);
 bool template_reads_documents(std::string_view chat_template);
+// Fusion-in-Decoder: one retrieved passage joined with the input into one encoder part, by a
+// Jinja template over `prompt` and `document` ({"id", "text", "score"}); the default is
+// "question: {{ prompt }} context: {{ document.text }}" (tfm translate --retrieve, data.fusion).
+const std::string& default_fusion_template();
+std::string fusion_part(const std::string& prompt, const SearchHit& hit,
+                        const std::string& jinja_template = default_fusion_template());
 
 }  // namespace tfm

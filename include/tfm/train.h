@@ -175,7 +175,7 @@ struct TrainConfig {
   struct FusionConfig {
     std::string encoder, passages;
     std::string passage_template = "{{ source }} = {{ target }}";
-    std::string part_template = "question: {{ prompt }} context: {{ document.text }}";
+    std::string part_template = "question: {{ prompt }} context: {{ document.text }}";  // default_fusion_template()
     std::int64_t k = 2;
   };
   std::optional<FusionConfig> fusion;

@@ -17,6 +17,16 @@ nlohmann::ordered_json chat_documents(const std::vector<SearchHit>& hits) {
   return docs;
 }
 
+const std::string& default_fusion_template() {
+  static const std::string t = "question: {{ prompt }} context: {{ document.text }}";
+  return t;
+}
+
+std::string fusion_part(const std::string& prompt, const SearchHit& hit, const std::string& jinja_template) {
+  const nlohmann::ordered_json doc = {{"id", hit.id}, {"text", hit.text}, {"score", hit.score}};
+  return render_chat_template(jinja_template, {{"prompt", prompt}, {"document", doc}});
+}
+
 std::string retrieval_prompt(const std::string& prompt, const std::vector<SearchHit>& hits,
                              const std::string& jinja_template) {
   nlohmann::ordered_json docs = nlohmann::ordered_json::array();

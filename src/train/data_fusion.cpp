@@ -55,8 +55,7 @@ void fill_parts(const TrainConfig& cfg, const Tokenizer& tok, const PassageIndex
       for (const SearchHit& h : hits[i - first]) {
         if (static_cast<std::int64_t>(e.parts.size()) == fc.k) break;
         if (h.index < 0 || (exclude_own && h.id == std::to_string(i))) continue;
-        const nlohmann::ordered_json doc = {{"id", h.id}, {"text", h.text}, {"score", h.score}};
-        e.parts.push_back(pair_side(cfg, tok, render_chat_template(fc.part_template, {{"prompt", texts[i].first}, {"document", doc}})));
+        e.parts.push_back(pair_side(cfg, tok, fusion_part(texts[i].first, h, fc.part_template)));
       }
       TFM_CHECK(static_cast<std::int64_t>(e.parts.size()) == fc.k, cfg.source, "data.fusion: example ", i, " found ", e.parts.size(),
                 " of its ", fc.k, " passages");

@@ -16,7 +16,6 @@
 #include "commands.h"
 #include "tfm/error.h"
 #include "tfm/load.h"
-#include "tfm/chat_template.h"
 #include "tfm/model_dir.h"
 #include "tfm/retrieval.h"
 #include "tfm/safetensors.h"
@@ -62,7 +61,7 @@ void add_translate_command(CLI::App& app) {
   add_max_memory_option(cmd, a->max_memory);
   add_model_parallel_options(cmd, a->parallel);
   cmd->callback([a, cmd] { run_model_parallel(a->parallel, [a, cmd] {
-    std::string part_template = "question: {{ prompt }} context: {{ document.text }}";
+    std::string part_template = default_fusion_template();
     // A model trained to read passages (tfm train's data.fusion): its index, k and template.
     const std::string fusion_path = (std::filesystem::path(a->model) / "fusion.json").string();
     if (!a->no_retrieve && std::filesystem::is_regular_file(fusion_path)) {
@@ -126,8 +125,7 @@ void add_translate_command(CLI::App& app) {
       for (std::size_t i = 0; i < texts.size(); ++i) {
         std::vector<std::vector<std::int32_t>> parts;
         for (const SearchHit& h : hits[i]) {
-          const nlohmann::ordered_json doc = {{"id", h.id}, {"text", h.text}, {"score", h.score}};
-          parts.push_back(tr.encode_source(render_chat_template(part_template, {{"prompt", texts[i]}, {"document", doc}})));
+          parts.push_back(tr.encode_source(fusion_part(texts[i], h, part_template)));
           if (a->verbose) std::fprintf(stderr, "retrieved [%s] %.4f\n", h.id.c_str(), static_cast<double>(h.score));
         }
         examples.push_back(std::move(parts));
