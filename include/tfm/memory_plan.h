@@ -25,7 +25,9 @@ struct MemoryPlan {
 
 // ctx_size 0: the model's max_positions. Sessions size their cache the same way (session.h):
 // batch slots of ctx_size positions, and for encoder-decoder batch sources of max_positions.
-MemoryPlan plan_memory(const ModelConfig& cfg, std::int64_t ctx_size, std::int64_t batch);
+// vocab_shards N > 1: the plan of a tensor-parallel shard (cfg: tensor_parallel_config), whose
+// vocabulary tables (token embedding, vocabulary head) hold the largest shard's rows.
+MemoryPlan plan_memory(const ModelConfig& cfg, std::int64_t ctx_size, std::int64_t batch, int vocab_shards = 1);
 
 // The plans in one line: "weights 474.7 MiB + KV cache 72.0 MiB + activations 3.1 MiB = 549.8
 // MiB (context 1024 x 1 sequence)" — what --max-memory prints when it refuses to start.

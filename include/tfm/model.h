@@ -59,6 +59,10 @@ struct ModelInputs {
   // positions of example b's parts joined in turn, as Translator::translate_fused decodes.
   // 0: one source row per example.
   std::int64_t fused_parts = 0;
+  // Tensor parallelism: a vocabulary head returns this shard's columns of the logits
+  // (Model::vocab_shard) for Model::logits_cross_entropy, instead of gathering the whole
+  // vocabulary's on every shard. No effect on a whole model.
+  bool shard_logits = false;
 };
 
 // Each layer's output, recorded while capture is on (Model::set_hidden_capture), with its
@@ -189,9 +193,13 @@ class Model {
   // attention keeps heads [rank H / ranks, (rank + 1) H / ranks) of its query and key/value
   // projections (GQA's KV heads likewise) and the matching input columns of its output
   // projection; each FFN keeps 1/ranks of its hidden units (the rows of gate and up, the
-  // columns of down). Embeddings, norms and the head stay whole. The output and down
-  // projections then produce partial sums, which `sum` must add over the ranks in place, giving
-  // every rank the same result (every rank runs the same inputs in lockstep). The config
+  // columns of down). The token embedding and a vocabulary head (language-model or masked-LM:
+  // its weight rows and bias) keep a contiguous 1/ranks of the vocabulary each (the first
+  // vocab_size % ranks shards one row more); position embeddings, norms and other heads stay
+  // whole. The output and down projections then produce partial sums, as do the embedding
+  // (this rank's rows looked up, zeros for the others') and the logits (its columns, zeros
+  // elsewhere); `sum` must add them over the ranks in place, giving every rank the same
+  // result (every rank runs the same inputs in lockstep). The config
   // becomes the shard's (n_heads / ranks, ...), so a KV cache made for it holds its heads only.
   // A pipeline stage (shard_pipeline first) splits the same way: its layers' heads and units.
   // Refused with LoRA, bottleneck adapters or a prefix attached, or when the heads, KV heads
@@ -219,6 +227,14 @@ class Model {
   // The whole model, gathered (a collective, as above), and its config.
   Model tensor_parallel_whole() const;
   const ModelConfig& tensor_parallel_whole_config() const;
+  // This shard's [first, last) of the vocabulary: its rows of the token embedding and its
+  // columns of the logits; [0, vocab_size) for a whole model.
+  std::pair<std::int64_t, std::int64_t> vocab_shard() const;
+  // The mean cross-entropy of logits (..., V) against targets (...) (-100 ignored) with label
+  // smoothing, as cross_entropy computes it; on a vocabulary-split shard the logits may be its
+  // columns (ModelInputs::shard_logits), and the softmax's maximum and sums meet over the
+  // ranks (Megatron-LM's vocab-parallel cross-entropy): no rank holds the whole logits.
+  Tensor logits_cross_entropy(const Tensor& logits, const Tensor& targets, float label_smoothing = 0.0f) const;
 
   // ---- pipeline parallelism (docs/distributed.md; inference) -------------------------------
   // Makes this decoder-only model stage `stage` of `stages`: it keeps a contiguous run of the
@@ -279,8 +295,8 @@ class Model {
   Tensor encode(const ModelInputs& in);
   // ... and the decoder stack given the encoder output (encoder-decoder).
   Tensor decode(const ModelInputs& in, const Tensor& encoder_hidden);
-  // Head on hidden states.
-  Tensor head(const Tensor& hidden, const Tensor& valid_lens = Tensor());
+  // Head on hidden states (shard_logits: as ModelInputs::shard_logits).
+  Tensor head(const Tensor& hidden, const Tensor& valid_lens = Tensor(), bool shard_logits = false);
 
   // ---- incremental decoding with a KV cache (kv_cache.h; inference only, no autograd) ----
   // Encoder-decoder: run the encoder over one source src_ids (1, S) and store every decoder

@@ -32,7 +32,7 @@ LoadedModel load_model(const std::string& path, const LoadOptions& o, std::vecto
     ModelConfig part = o.pp_stages > 1 ? pipeline_config(whole, o.pp_stage, o.pp_stages) : whole;
     if (o.tp_ranks > 1) part = tensor_parallel_config(part, o.tp_ranks);
     const std::string stage = o.pp_stages > 1 ? "stage " + std::to_string(o.pp_stage) : std::string();
-    const MemoryPlan p = plan_memory(part, o.ctx, std::max<std::int64_t>(o.batch, 1));
+    const MemoryPlan p = plan_memory(part, o.ctx, std::max<std::int64_t>(o.batch, 1), std::max(o.tp_ranks, 1));
     check_memory_limit(p.total_bytes, o.max_memory,
                        o.tp_ranks > 1 ? "rank " + std::to_string(o.tp_rank) + "'s shard of " +
                                             (stage.empty() ? "the model" : stage + " of the model") + " in " + path

@@ -47,9 +47,18 @@ std::string mib(std::int64_t bytes) {
   return buf;
 }
 
+// A vocabulary table of a parameter spec, which a tensor-parallel shard splits by rows
+// (Model::shard_tensor_parallel): (V, C) tables other than positions, a head's (V) or (1, V) bias.
+bool vocabulary_table(const ParamSpec& s, const ModelConfig& c) {
+  if (s.name.find("pos") != std::string::npos || s.name.find("wpe") != std::string::npos) return false;  // positions
+  const Shape& d = s.shape;
+  return (d.size() == 2 && d[0] == c.vocab_size && d[1] == c.d_model) || (d.size() == 1 && d[0] == c.vocab_size) ||
+         (d.size() == 2 && d[0] == 1 && d[1] == c.vocab_size);
+}
+
 }  // namespace
 
-MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t batch) {
+MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t batch, int vocab_shards) {
   TFM_CHECK(ctx_size >= 0, "info", "--ctx-size must be >= 0 (0: the model's ", c.max_positions, "), got ", ctx_size);
   TFM_CHECK(batch >= 1, "info", "--batch must be >= 1, got ", batch);
   TFM_CHECK(c.position != PositionKind::learned || ctx_size <= c.max_positions, "info", "--ctx-size ", ctx_size,
@@ -58,7 +67,13 @@ MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t
   p.ctx_size = ctx_size > 0 ? ctx_size : c.max_positions;
   p.batch = batch;
   std::map<std::string, std::int64_t> parts;
-  for (const auto& s : parameter_specs(c)) parts[part_of(s.name)] += 4 * shape_numel(s.shape);
+  TFM_CHECK(vocab_shards >= 1 && vocab_shards <= c.vocab_size, "info", "a vocabulary of ", c.vocab_size,
+            " tokens cannot be split over ", vocab_shards, " ranks");
+  const std::int64_t shard_rows = (c.vocab_size + vocab_shards - 1) / vocab_shards;  // the first shards'
+  for (const auto& s : parameter_specs(c)) {
+    const std::int64_t n = shape_numel(s.shape);
+    parts[part_of(s.name)] += 4 * (vocab_shards > 1 && vocabulary_table(s, c) ? n / c.vocab_size * shard_rows : n);
+  }
   for (const auto& [name, b] : parts) {
     p.weights.emplace_back(name, b);
     p.weight_bytes += b;

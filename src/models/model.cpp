@@ -121,7 +121,8 @@ Tensor embed(const Model::Impl& m, const Tensor& ids, const Tensor& types, std::
   const ModelConfig& c = m.cfg;
   const Layout& l = m.layout;
   const std::int64_t T = ids.size(1);
-  Tensor x = embedding(ids, l.tok_emb);  // (B, T, C)
+  Tensor x = m.tp_vocab.ranks > 1 ? nn::vocab_parallel_embedding(ids, l.tok_emb, m.tp_vocab)  // (B, T, C)
+                                  : embedding(ids, l.tok_emb);
   if (c.scale_embeddings) x = mul_scalar(x, static_cast<float>(std::sqrt(static_cast<double>(c.d_model))));
   if (c.position == PositionKind::learned) {
     TFM_CHECK(offset + T <= c.max_positions, "model", "positions ", offset, "..", offset + T - 1,
@@ -395,21 +396,29 @@ Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
   return run_stack(m, m.layout.decoder, x, self, &encoder_hidden, &cross, rng);
 }
 
-Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens) {
+Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens, bool shard_logits) {
   const Impl& m = *impl_;
   const ModelConfig& c = m.cfg;
   const Layout& l = m.layout;
+  // A vocabulary-split shard: its columns of the logits from the whole hidden states (whose
+  // gradient is then summed over the shards), gathered unless the loss reads them as they are.
+  const bool split = m.tp_vocab.ranks > 1;
+  const auto vocabulary = [&](const Tensor& columns) {
+    return split && !shard_logits ? nn::gather_vocab_columns(columns, m.tp_vocab) : columns;
+  };
   switch (c.head) {
     case HeadKind::none: return hidden;
     case HeadKind::lm: {
       TFM_CHECK(l.lm_head.defined(), "model", "no lm_head weight");
-      const Tensor h = l.lm_scale != 1.0 ? mul_scalar(hidden, static_cast<float>(l.lm_scale)) : hidden;
-      if (l.logits_bias.defined()) return add(linear(h, l.lm_head), l.logits_bias);  // + (1, V) broadcast
-      return linear(h, l.lm_head);  // (B, T, V)
+      Tensor h = l.lm_scale != 1.0 ? mul_scalar(hidden, static_cast<float>(l.lm_scale)) : hidden;
+      if (split) h = nn::fan_out(h, m.tp_sum);
+      if (l.logits_bias.defined()) return vocabulary(add(linear(h, l.lm_head), l.logits_bias));  // + (1, V) broadcast
+      return vocabulary(linear(h, l.lm_head));  // (B, T, V)
     }
     case HeadKind::masked_lm: {
-      const Tensor t = l.mlm_norm(gelu(l.mlm_dense(hidden)));
-      return linear(t, l.mlm_decoder, l.mlm_bias);
+      Tensor t = l.mlm_norm(gelu(l.mlm_dense(hidden)));
+      if (split) t = nn::fan_out(t, m.tp_sum);
+      return vocabulary(linear(t, l.mlm_decoder, l.mlm_bias));
     }
     case HeadKind::classifier: {
       if (l.dist_classifier.weight.defined()) {
@@ -476,7 +485,7 @@ Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, Strea
   const auto setup = self_setup(m, m.layout.decoder, true, T, in.position_offset, in.valid_lens);
   x = run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng, nullptr, last);
   std::tie(stream.offset, stream.calls) = rng.position();
-  return last ? head(x, in.valid_lens) : x;
+  return last ? head(x, in.valid_lens, in.shard_logits) : x;
 }
 
 Tensor Model::forward_pipelined(const ModelInputs& in) {
@@ -493,7 +502,9 @@ Tensor Model::forward_pipelined(const ModelInputs& in) {
     m.pp->recv(position, m.pp_stage - 1);
     at = StreamPosition::from_floats(position.data<float>());
   }
-  Tensor out = forward_stage(in, received, at);
+  ModelInputs whole_logits = in;  // (every stage gets the whole vocabulary's)
+  whole_logits.shard_logits = false;
+  Tensor out = forward_stage(whole_logits, received, at);
   if (!last) {
     m.pp->send(contiguous(out), m.pp_stage + 1);
     at.to_floats(position.data<float>());
@@ -549,7 +560,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
         std::tie(out.cls_logits, out.distillation_logits) = distilled_heads(*impl_, out.hidden);
         out.logits = mul_scalar(add(out.cls_logits, out.distillation_logits), 0.5f);
       } else {
-        out.logits = head(out.hidden, in.valid_lens);
+        out.logits = head(out.hidden, in.valid_lens, in.shard_logits);
       }
       break;
     case Architecture::decoder_only:
@@ -558,7 +569,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
         break;
       }
       out.hidden = decode(in, Tensor());
-      out.logits = head(out.hidden, in.valid_lens);
+      out.logits = head(out.hidden, in.valid_lens, in.shard_logits);
       break;
     case Architecture::encoder_decoder:
       out.encoder_hidden = encode(in);
@@ -569,7 +580,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       } else {
         out.hidden = decode(in, out.encoder_hidden);
       }
-      out.logits = head(out.hidden, in.decoder_valid_lens);
+      out.logits = head(out.hidden, in.decoder_valid_lens, in.shard_logits);
       break;
   }
   return out;

@@ -11,6 +11,7 @@
 
 #include "models/layout.h"
 #include "nn/modules.h"
+#include "nn/vocab_parallel.h"
 #include "tfm/model.h"
 
 namespace tfm {
@@ -45,6 +46,7 @@ struct Model::Impl {
   };
   std::map<std::string, TpSlice> tp_slices;
   ModelConfig tp_whole_cfg;
+  nn::VocabShard tp_vocab;  // this shard's rows of the token embedding and vocabulary head (ranks 1: whole)
   // Pipeline parallelism (pipeline_parallel.cpp): this stage of pp_stages, holding the decoder
   // layers from pp_first on (renamed from 0), and how it hands activations on.
   int pp_stage = 0, pp_stages = 1;

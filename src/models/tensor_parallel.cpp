@@ -5,6 +5,7 @@
 // parameter names, so every family (fused GPT-2 c_attn, Conv1D layouts, encoder-decoders,
 // RETRO's chunked cross-attention) is covered by the same few rules.
 #include <cstring>
+#include <set>
 
 #include "models/model_impl.h"
 #include "tfm/error.h"
@@ -108,6 +109,35 @@ class Sharder {
     fail("tensor parallel", "the relative position bias is not a parameter of the model");
   }
 
+  // The token embedding and a vocabulary head (tied: the same parameter, split once) keep rows
+  // [first, last) of the vocabulary; a head's bias, (1, V) or (V), its entries.
+  void vocabulary(const Layout& l, std::int64_t first, std::int64_t last) {
+    const Ranges v = {{first, last}};
+    std::set<const void*> done;
+    for (const Tensor* t : {&l.tok_emb, &l.lm_head, &l.mlm_decoder, &l.logits_bias, &l.mlm_bias}) {
+      if (!t->defined() || !done.insert(t->raw_data()).second) continue;
+      std::vector<std::string> names;  // (a tied table may be held under two names: one slice for both)
+      for (const auto& [name, p] : params_)
+        if (p.raw_data() == t->raw_data()) names.push_back(name);
+      TFM_CHECK(!names.empty(), "tensor parallel", "a vocabulary table ", t->str(), " is not a parameter of the model");
+      take(names[0], t->dim() == 1 || t == &l.logits_bias ? t->dim() - 1 : 0, v);
+      for (std::size_t i = 1; i < names.size(); ++i) {
+        params_[names[i]] = params_[names[0]];
+        slices_[names[i]] = slices_[names[0]];
+      }
+    }
+  }
+  // Whether every vocabulary table of the layout has `vocab` rows (bias: entries), so it splits.
+  static bool vocabulary_splits(const Layout& l, std::int64_t vocab) {
+    bool any = false;
+    for (const Tensor* t : {&l.tok_emb, &l.lm_head, &l.mlm_decoder, &l.logits_bias, &l.mlm_bias}) {
+      if (!t->defined()) continue;
+      if (t->dim() > 2 || t->size(t == &l.logits_bias || t->dim() == 1 ? -1 : 0) != vocab) return false;
+      any = true;
+    }
+    return any;
+  }
+
  private:
   // This rank's share of n units of `width` elements each.
   Ranges part(std::int64_t n, std::int64_t width) const {
@@ -187,6 +217,10 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
     }
     s.head_columns(st->relative_bias);
   }
+  // The vocabulary too, when its tables have vocab_size rows (one that does not, stays whole).
+  const bool split_vocab = c.vocab_size >= ranks && Sharder::vocabulary_splits(m.layout, c.vocab_size);
+  const auto [vocab_first, vocab_last] = nn::vocab_part(c.vocab_size, rank, ranks);
+  if (split_vocab) s.vocabulary(m.layout, vocab_first, vocab_last);
   // What stays whole is copied too (tied tensors once), so that no parameter views the loaded
   // files any more: their mapping, and every page the slicing touched, is released.
   std::map<const void*, Tensor> copies;
@@ -209,6 +243,7 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
   m.tp_rank = rank;
   m.tp_ranks = ranks;
   m.tp_sum = std::make_shared<const PartialSum>(std::move(sum));
+  if (split_vocab) m.tp_vocab = nn::VocabShard{vocab_first, vocab_last, c.vocab_size, rank, ranks, m.tp_sum};
   m.rewire();
 }
 
@@ -271,6 +306,19 @@ Model Model::tensor_parallel_whole() const {
 const ModelConfig& Model::tensor_parallel_whole_config() const {
   TFM_CHECK(impl_->tp_ranks > 1, "tensor parallel", "the model is not a shard");
   return impl_->tp_whole_cfg;
+}
+
+std::pair<std::int64_t, std::int64_t> Model::vocab_shard() const {
+  const nn::VocabShard& v = impl_->tp_vocab;
+  return v.ranks > 1 ? std::pair{v.first, v.last} : std::pair<std::int64_t, std::int64_t>{0, impl_->cfg.vocab_size};
+}
+
+Tensor Model::logits_cross_entropy(const Tensor& logits, const Tensor& targets, float label_smoothing) const {
+  const nn::VocabShard& v = impl_->tp_vocab;
+  TFM_CHECK(logits.defined() && logits.dim() >= 1, "cross_entropy", "no logits");
+  const Tensor rows = reshape(logits, {-1, logits.size(-1)}), t = reshape(targets, {-1});
+  if (v.ranks > 1 && logits.size(-1) == v.last - v.first) return nn::vocab_parallel_cross_entropy(rows, t, v, -100, label_smoothing);
+  return cross_entropy(rows, t, -100, label_smoothing);
 }
 
 int Model::tensor_parallel_rank() const { return impl_->tp_rank; }

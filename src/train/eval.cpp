@@ -40,7 +40,7 @@ EvalReport evaluate_model_dir(const std::string& dir, const EvalOptions& opt) {
     const std::int64_t batch = opt.batch_size > 0 ? opt.batch_size : tc.batch_size;
     std::int64_t ctx = task_of(mc) == TaskKind::lm ? (opt.context > 0 ? opt.context : tc.block_size) : tc.max_length;
     ctx = std::min(ctx, mc.max_positions);
-    const MemoryPlan p = plan_memory(mc, ctx, batch);
+    const MemoryPlan p = plan_memory(mc, ctx, batch, std::max(opt.parallel.tp_ranks, 1));
     check_memory_limit(p.total_bytes, opt.max_memory_bytes, "evaluating " + dir, summary(p), "lower --batch");
   }
   if (!opt.weight_type.empty()) parse_weight_type(opt.weight_type, "--dtype");  // the flag's name in the error

@@ -578,13 +578,15 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
     tokens = 0;
     for (std::int64_t n : in.valid_lens.to_ints()) tokens += n;
   }
+  // Token targets: a vocabulary-split shard's loss reads its own columns of the logits (a
+  // distiller, refused under tensor parallelism, gets the whole ones: no effect on a whole model).
+  in.shard_logits = targets.dim() == 2;
   for (std::int64_t t : targets.to_ints()) b.loss_terms += t != -100 ? 1 : 0;
   return b;
 }
 
-Tensor token_loss(const Tensor& logits, const Tensor& targets, const TrainConfig& cfg) {
-  return cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(targets, {-1}), -100,
-                       static_cast<float>(cfg.label_smoothing));
+Tensor token_loss(const Model& m, const Tensor& logits, const Tensor& targets, const TrainConfig& cfg) {
+  return m.logits_cross_entropy(logits, targets, static_cast<float>(cfg.label_smoothing));
 }
 
 Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill) {
@@ -606,7 +608,7 @@ Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cf
   const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
   const Tensor hard = targets.dim() == 1  // a label per example: the classifiers
                           ? cross_entropy(label_logits, targets, -100, ls)  // logits (B, num_labels)
-                          : token_loss(out.logits, targets, cfg);
+                          : token_loss(m, out.logits, targets, cfg);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }
 

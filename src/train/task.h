@@ -82,8 +82,9 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
 // hard loss.
 Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill = nullptr);
 // The mean cross-entropy of (B, T, V) logits against (B, T) targets (-100 ignored), with the
-// config's label smoothing.
-Tensor token_loss(const Tensor& logits, const Tensor& targets, const TrainConfig& cfg);
+// config's label smoothing; a vocabulary-split shard's logits are its columns
+// (Model::logits_cross_entropy).
+Tensor token_loss(const Model& m, const Tensor& logits, const Tensor& targets, const TrainConfig& cfg);
 // What evaluate() computed besides the numbers: seq2seq's decoded hypotheses (one per scored
 // test pair, in order) and the sacreBLEU signature of each translation metric.
 struct EvalDetail {

@@ -365,7 +365,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       mine = pp.step(
           model, micros, cfg.grad_accum,
           [&](std::int64_t k) { return load(MicroBatchPiece{k, 0, cfg.batch_size}); },
-          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(logits, b.targets, cfg); }, hooks);
+          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(model, logits, b.targets, cfg); }, hooks);
     } else {  // this rank's micro-batches (or parts of them), one after the other
       for (std::size_t k = 0; k < pieces.size(); ++k) {
         const MicroBatchPiece& p = pieces[k];

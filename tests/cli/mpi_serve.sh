@@ -7,8 +7,11 @@
 #     order), a GBNF grammar in chat and completions, a streamed completion, and three
 #     requests at once (continuously batched);
 #  2. a client that leaves mid-stream is cancelled on every rank: the next request is answered;
-#  3. endpoints the other ranks cannot join (embeddings) are a 400 naming why; the server
-#     keeps serving;
+#  3. the endpoints outside the batch run as model jobs on every shard (tools/server/model_jobs.h):
+#     embeddings from 2 shards equal one process's (within 1e-5), and so do a tiny text
+#     classifier's /v1/classify and /v1/rerank and a tiny encoder-decoder's translations;
+#     stages refuse them, and every server refuses what is not a job (attention maps), with a
+#     400 naming why, and keeps serving;
 #  4. SIGTERM to rank 0 stops every rank (mpirun exits 0); refused set-ups: a draft model
 #     under --tensor-parallel, --tensor-parallel without mpirun.
 #   usage: mpi_serve.sh TFM SOURCE_DIR
@@ -22,6 +25,28 @@ MPI4="${MPI/-np 2/-np 4}"
 
 train_tiny llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                     "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128 }'
+# A text classifier (also a cross-encoder for /v1/rerank) and an En->Zh encoder-decoder.
+head -400 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
+cat > "$DIR/cls.json" <<JSON
+{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
+  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
+  "max_positions": 64, "position": "learned", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 300},
+ "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.1, "max_length": 64, "positive_label": "spam"},
+ "training": {"batch_size": 16}, "eval": {"every": 1000}, "checkpoint": {"every": 0}}
+JSON
+head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
+cat > "$DIR/s2s.json" <<JSON
+{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
+  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
+  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 400, "isolate_cjk": true},
+ "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
+ "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 0}, "checkpoint": {"every": 0}}
+JSON
+for m in cls s2s; do
+  "$TFM" -t 2 train "$DIR/$m.json" --max-steps 60 -q --out "$DIR/$m" > /dev/null 2> "$DIR/$m.err" || { cat "$DIR/$m.err"; exit 1; }
+done
 
 # start NAME "LAUNCHER" ARGS...: a server on a free port (its port in PORT_NAME, rank 0's pid in
 # $DIR/NAME.pid.0, the launcher's in LAUNCHED_NAME)
@@ -29,7 +54,7 @@ start() {
   local name=$1 launcher=$2 port=
   shift 2
   $launcher sh -c 'echo $$ > "$0.pid.${OMPI_COMM_WORLD_RANK:-0}"; shift; exec "$@"' "$DIR/$name" - \
-    "$TFM" -t 1 serve -m "$DIR/llama" --port 0 --parallel 3 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
+    "$TFM" -t 1 serve -m "${MODEL:-$DIR/llama}" --port 0 --parallel 3 "$@" > "$DIR/$name.out" 2> "$DIR/$name.err" &
   PIDS+=($!)
   eval "LAUNCHED_$name=$!"
   for _ in $(seq 300); do
@@ -43,7 +68,11 @@ start one env
 start tp "$MPI" --tensor-parallel 2
 start pp "$MPI" --pipeline-parallel 2
 start tpp "$MPI4" --tensor-parallel 2 --pipeline-parallel 2
-echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards"
+for m in cls s2s; do
+  MODEL="$DIR/$m" start ${m}_one env
+  MODEL="$DIR/$m" start ${m}_tp "$MPI" --tensor-parallel 2
+done
+echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier and an encoder-decoder on 1 and 2 shards"
 
 /usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" <<'PY' || { echo "FAIL: lockstep answers"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
 import json, socket, sys, threading, urllib.error, urllib.request
@@ -116,15 +145,59 @@ for name in ("tp", "pp", "tpp"):
         seen += chunk
     s.close()
     assert same(answer(ports[name], *requests[0]), want[0]), name
-    status, text = post(ports[name], "/v1/embeddings", {"input": "hello"})
+    status, text = post(ports[name], "/v1/embeddings", {"input": ["hello", "KING: speak"], "pooling": "mean"})
+    if name == "tp":
+        w = json.loads(post(ports["one"], "/v1/embeddings", {"input": ["hello", "KING: speak"], "pooling": "mean"})[1])
+        got = json.loads(text)
+        assert status == 200 and len(got["data"]) == 2, (name, status, text)
+        for g, x in zip(got["data"], w["data"]):
+            assert len(g["embedding"]) == 64 and max(abs(a - b) for a, b in zip(g["embedding"], x["embedding"])) < 1e-5, (g, x)
+    else:
+        assert status == 400 and "not served by a model split into pipeline stages" in text, (name, status, text)
+    status, text = post(ports[name], "/v1/attention", {"prompt": "hello"})
     assert status == 400 and "not served by a model split over processes" in text, (name, status, text)
     assert same(answer(ports[name], *requests[1]), want[1]), name
 print("2 shards, 2 stages and 2 x 2 answer as one process: greedy, sampled n=2, stop + logprobs, a grammar (chat and "
-      "completion), streamed, three at once; a client gone mid-stream; embeddings refused (400), serving on")
+      "completion), streamed, three at once; a client gone mid-stream; embeddings from shards as one process's, "
+      "refused by stages (400); attention maps refused (400), serving on")
+PY
+
+# The model jobs on a classifier and an encoder-decoder: 2 shards answer as one process.
+/usr/bin/python3 - "$PORT_cls_one" "$PORT_cls_tp" "$PORT_s2s_one" "$PORT_s2s_tp" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp; do cat "$DIR/$n.err"; done; exit 1; }
+import json, sys, urllib.error, urllib.request
+cls_one, cls_tp, s2s_one, s2s_tp = sys.argv[1:]
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
+                                 {"Content-Type": "application/json"})
+    with urllib.request.urlopen(req, timeout=60) as r:
+        return json.loads(r.read().decode())
+def close(a, b, path=""):  # the same structure, numbers within 1e-5 (the shards sum in another order)
+    if isinstance(a, float) or isinstance(b, float):
+        assert abs(a - b) < 1e-5, (path, a, b)
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), (path, a, b)
+        for k in a:
+            if k not in ("id", "created"): close(a[k], b[k], path + "." + k)
+    elif isinstance(a, list):
+        assert len(a) == len(b), (path, a, b)
+        for i, (x, y) in enumerate(zip(a, b)): close(x, y, f"{path}[{i}]")
+    else:
+        assert a == b, (path, a, b)
+texts = ["WINNER!! claim your prize now", "see you at lunch?"] + [f"call me later {i}" for i in range(18)]  # 2 pieces of 16
+for path, body in [("/v1/classify", {"input": texts}),
+                   ("/v1/rerank", {"query": "free prize", "documents": texts[:5], "top_n": 3}),
+                   ("/v1/embeddings", {"input": texts[:3]})]:
+    close(post(cls_tp, path, body), post(cls_one, path, body), path)
+for body in [{"prompt": "I am happy.", "max_tokens": 20}, {"prompt": "Where is the station?", "num_beams": 4, "n": 2}]:
+    a, b = post(s2s_tp, "/v1/completions", body), post(s2s_one, "/v1/completions", body)
+    assert a["choices"][0]["text"], a
+    close(a, b, "translate")
+print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation: 2 shards "
+      "answer as one process")
 PY
 
 # SIGTERM to rank 0: every rank stops, mpirun exits 0
-for name in tp pp tpp; do
+for name in tp pp tpp cls_tp s2s_tp; do
   kill -TERM "$(cat "$DIR/$name.pid.0")"
   pid=$(eval echo "\$LAUNCHED_$name")
   for _ in $(seq 150); do kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done

@@ -21,8 +21,8 @@ namespace tfm::cli {
 namespace {
 
 // The memory planner's lines (nothing is allocated: the figures come from the config).
-void print_memory_plan(const ModelConfig& c, std::int64_t ctx, std::int64_t batch) {
-  const MemoryPlan p = plan_memory(c, ctx, batch);
+void print_memory_plan(const ModelConfig& c, std::int64_t ctx, std::int64_t batch, std::int64_t tp = 1) {
+  const MemoryPlan p = plan_memory(c, ctx, batch, static_cast<int>(tp));
   const auto line = [](const char* what, std::int64_t b, const std::string& how) {
     std::printf("  %-22s %12lld bytes  %10s  %s\n", what, static_cast<long long>(b),
                 human_bytes(static_cast<double>(b)).c_str(), how.c_str());
@@ -134,7 +134,7 @@ void add_info_command(CLI::App& app) {
     if (!dir.empty() && std::filesystem::is_regular_file(dir)) {  // -m FILE.gguf
       const ModelConfig c = print_gguf_info(dir);
       print_model_summary(c, dir);
-      print_memory_plan(planned_part(c, tp, pp), ctx, batch);
+      print_memory_plan(planned_part(c, tp, pp), ctx, batch, tp);
       return;
     }
     if (!dir.empty()) {
@@ -144,7 +144,7 @@ void add_info_command(CLI::App& app) {
       const ModelConfig c = load_model_config(path);
       print_model_summary(c, dir);
       print_stored_tensor_types(dir);
-      print_memory_plan(planned_part(c, tp, pp), ctx, batch);
+      print_memory_plan(planned_part(c, tp, pp), ctx, batch, tp);
       return;
     }
     if (ctx != 0 || batch != 1) {

@@ -1,56 +1,20 @@
 // Lockstep serving for a model split over processes (lockstep.h).
 #include "lockstep.h"
 
-#include <cstring>
 #include <optional>
 
+#include "record_bytes.h"
 #include "scheduler.h"
 #include "tfm/error.h"
 #include "tfm/grammar.h"
 #include "tfm/load.h"
 
 namespace tfm::server {
-namespace {
 
-// A record is a run of operations: 'A' id request, 'C' id, then 'S' (step) or 'Q' (quit).
-template <class T>
-void put(std::string& out, T v) {
-  out.append(reinterpret_cast<const char*>(&v), sizeof v);
-}
-void put_string(std::string& out, const std::string& s) {
-  put<std::uint64_t>(out, s.size());
-  out += s;
-}
-void put_ids(std::string& out, const std::vector<std::int32_t>& ids) {
-  put<std::uint64_t>(out, ids.size());
-  out.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(std::int32_t));
-}
+using namespace bytes;
 
-template <class T>
-T get(const std::string& in, std::size_t& at) {
-  TFM_CHECK(at + sizeof(T) <= in.size(), "serve", "a lockstep record from rank 0 is cut short");
-  T v;
-  std::memcpy(&v, in.data() + at, sizeof v);
-  at += sizeof v;
-  return v;
-}
-std::string get_string(const std::string& in, std::size_t& at) {
-  const auto n = get<std::uint64_t>(in, at);
-  TFM_CHECK(n <= in.size() - at, "serve", "a lockstep record from rank 0 is cut short");
-  std::string s = in.substr(at, n);
-  at += n;
-  return s;
-}
-std::vector<std::int32_t> get_ids(const std::string& in, std::size_t& at) {
-  const auto n = get<std::uint64_t>(in, at);
-  TFM_CHECK(n <= (in.size() - at) / sizeof(std::int32_t), "serve", "a lockstep record from rank 0 is cut short");
-  std::vector<std::int32_t> ids(n);
-  std::memcpy(ids.data(), in.data() + at, n * sizeof(std::int32_t));
-  at += n * sizeof(std::int32_t);
-  return ids;
-}
-
-}  // namespace
+// A record is a run of operations: 'A' id request, 'C' id, then 'S' (step), 'J' kind args (a
+// job) or 'Q' (quit).
 
 // Every field of BatchRequest and its GenerateOptions (a new field must be added here, or the
 // other ranks would decode differently and the sums of a step would not meet).
@@ -113,6 +77,14 @@ void LockstepLeader::step() {
   record_.clear();
 }
 
+void LockstepLeader::job(const ModelJob& j) {
+  record_ += 'J';
+  put_string(record_, j.kind);
+  put_string(record_, j.args);
+  send_(record_);
+  record_.clear();
+}
+
 void LockstepLeader::stop() {
   record_ += 'Q';
   send_(record_);
@@ -124,11 +96,24 @@ void follow_lockstep(LoadedModel& lm, const ServeOptions& opt, const std::functi
   const std::optional<SpeculativeOptions> spec = serving_speculation(lm, opt);
   build_serving_batch(batch, lm, serving_session(lm, opt), opt.prefill_chunk, opt.cache_ram_mib << 20,
                       spec ? &*spec : nullptr);
+  std::unique_ptr<Translator> translator;
+  JobContext jobs{lm, opt, translator};
   for (;;) {
     const std::string record = receive();
     for (std::size_t at = 0; at < record.size();) {
       const char op = record[at++];
       if (op == 'Q') return;
+      if (op == 'J') {
+        ModelJob j;
+        j.kind = get_string(record, at);
+        j.args = get_string(record, at);
+        try {
+          (void)run_model_job(jobs, j);  // rank 0 answers
+        } catch (const std::exception&) {
+          // rank 0's run failed alike, before or after the same sums
+        }
+        continue;
+      }
       TFM_CHECK(batch.has_value(), "serve", "rank 0 sent a batch operation for a model that does not generate");
       if (op == 'S') {
         try {

@@ -3,15 +3,18 @@
 // other rank holds its shard or stage and repeats rank 0's batch operations in the same order,
 // so that the partial sums (or activations) of each step meet. Rank 0's scheduler records each
 // operation on the batch — a request added, one cancelled, a step — and hands the record to
-// the others before the step; they apply it to a batch built as rank 0's. Everything else the
-// scheduler runs (embeddings, classification, translation, slot files) is refused with a 400,
-// since the other ranks would not take part.
+// the others before the step; they apply it to a batch built as rank 0's. The jobs of the
+// endpoints outside the batch (embeddings, classification, reranking, translation:
+// model_jobs.h) travel the same way under tensor parallelism, each run by every rank where
+// rank 0 runs it; what is not a job (slot files, attention maps, audio and image inputs, and
+// any job of a pipeline, whose stages hand on logits only) is refused with a 400.
 #pragma once
 
 #include <cstdint>
 #include <functional>
 #include <string>
 
+#include "model_jobs.h"
 #include "serve_options.h"
 #include "tfm/continuous_batch.h"
 #include "tfm/model_dir.h"
@@ -25,6 +28,7 @@ class BatchMirror {
   virtual void add(std::int64_t id, const BatchRequest& r) = 0;  // after batch.add gave id
   virtual void cancel(std::int64_t id) = 0;
   virtual void step() = 0;  // before batch.step: sends what was recorded, then the step
+  virtual void job(const ModelJob& j) = 0;  // before running j: sends what was recorded, then j
   virtual void stop() = 0;  // the server is done: the other ranks return
 };
 
@@ -36,6 +40,7 @@ class LockstepLeader : public BatchMirror {
   void add(std::int64_t id, const BatchRequest& r) override;
   void cancel(std::int64_t id) override;
   void step() override;
+  void job(const ModelJob& j) override;
   void stop() override;
 
  private:
@@ -44,8 +49,9 @@ class LockstepLeader : public BatchMirror {
 };
 
 // Another rank's side: builds the batch as serve() does for rank 0 and applies each record
-// `receive` gives (it blocks for rank 0's next) until rank 0 stops. Fails when its batch gives
-// another id than rank 0's (the two would have diverged).
+// `receive` gives (it blocks for rank 0's next) until rank 0 stops, running each job as rank 0
+// does (its answer dropped; a job that fails here fails on rank 0 alike). Fails when its batch
+// gives another id than rank 0's (the two would have diverged).
 void follow_lockstep(LoadedModel& lm, const ServeOptions& opt, const std::function<std::string()>& receive);
 
 // The bytes of a request and back (every field of BatchRequest; a grammar as its GBNF source).

@@ -44,6 +44,8 @@ struct ServerContext {
   std::mutex retrieve_mu = {};
   // CLIP: the label texts' embeddings, kept across /v1/classify requests.
   TextEmbeddingCache label_cache{4096};
+  // What the model jobs read (model_jobs.h): on the scheduler thread only.
+  JobContext jobs() { return JobContext{lm, opt, translator}; }
 };
 
 // What the access log line reports about the request being handled on this thread.

@@ -505,16 +505,11 @@ void translate_completion(ServerContext& cx, const Json& b, httplib::Response& r
   bo.beam_size = std::max(d.num_beams, p.n);
   bo.n_best = p.n;
   std::vector<TranslateResult> r;
+  const ModelJob job = translate_job(text, bo);
   cx.sched.run_job([&] {
-    if (!cx.translator) {
-      SessionOptions so;
-      so.max_batch = 16;
-      so.ctx_size = cx.opt.ctx_size;
-      so.cache_type = dtype_from_name(cx.opt.cache_type);
-      cx.translator = std::make_unique<Translator>(cx.lm.model, cx.lm.tokenizer, session_for(cx.lm, so));
-    }
-    r = cx.translator->translate({text}, bo);
-  });
+    JobContext jobs = cx.jobs();
+    r = run_model_job(jobs, job).translations;
+  }, &job);
   Json choices = Json::array();
   std::int64_t gen_tokens = 0;
   for (std::size_t i = 0; i < r[0].texts.size(); ++i) {

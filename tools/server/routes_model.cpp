@@ -15,6 +15,10 @@ namespace {
 // Inputs of one request computed per scheduler job: decode steps run between the pieces.
 constexpr std::size_t kJobPiece = 16;
 
+std::vector<std::string> piece(const std::vector<std::string>& all, std::size_t begin, std::size_t end) {
+  return {all.begin() + static_cast<std::ptrdiff_t>(begin), all.begin() + static_cast<std::ptrdiff_t>(end)};
+}
+
 // `input` as a list of non-empty strings (a string or an array of them), at most max_inputs.
 std::vector<std::string> text_inputs(const Json& b, const ServeOptions& opt) {
   const auto it = b.find("input");
@@ -162,10 +166,12 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
     const auto texts = text_inputs(b, cx.opt);
     tokens = clip ? count_text_tower_tokens(cx, texts, "input") : count_tokens(cx, texts);
     access_info().prompt_tokens = tokens;
-    cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
-      const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
-      for (auto& v : embed(cx.lm, part, eo)) vecs.push_back(std::move(v));
-    });
+    JobContext jobs = cx.jobs();
+    cx.sched.run_job_pieces(
+        texts.size(), kJobPiece, jobs, [&](std::size_t a, std::size_t z) { return embed_job(piece(texts, a, z), eo); },
+        [&](std::size_t, JobResult& r) {
+          for (auto& v : r.embeddings) vecs.push_back(std::move(v));
+        });
   }
   Json data = Json::array();
   for (std::size_t i = 0; i < vecs.size(); ++i)
@@ -211,13 +217,15 @@ void rerank_route(ServerContext& cx, const httplib::Request& req, httplib::Respo
   for (const auto& d : docs) tokens += query_tokens + static_cast<std::int64_t>(cx.lm.tokenizer.encode(d).size());
   access_info().prompt_tokens = tokens;
   std::vector<RerankResult> scored;
-  cx.sched.run_job_pieces(docs.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
-    const std::vector<std::string> part(docs.begin() + static_cast<std::ptrdiff_t>(a), docs.begin() + static_cast<std::ptrdiff_t>(z));
-    for (RerankResult r : rerank(cx.lm, *query, part)) {
-      r.index += static_cast<std::int64_t>(a);
-      scored.push_back(r);
-    }
-  });
+  JobContext jobs = cx.jobs();
+  cx.sched.run_job_pieces(
+      docs.size(), kJobPiece, jobs, [&](std::size_t a, std::size_t z) { return rerank_job(*query, piece(docs, a, z)); },
+      [&](std::size_t a, JobResult& r) {
+        for (RerankResult x : r.ranked) {
+          x.index += static_cast<std::int64_t>(a);
+          scored.push_back(x);
+        }
+      });
   std::stable_sort(scored.begin(), scored.end(), [](const RerankResult& x, const RerankResult& y) {
     return x.relevance > y.relevance || (x.relevance == y.relevance && x.index < y.index);
   });
@@ -273,10 +281,12 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);
-    cx.sched.run_job_pieces(texts.size(), kJobPiece, [&](std::size_t a, std::size_t z) {
-      const std::vector<std::string> part(texts.begin() + static_cast<std::ptrdiff_t>(a), texts.begin() + static_cast<std::ptrdiff_t>(z));
-      for (auto& r : classify(cx.lm, part)) rs.push_back(std::move(r));
-    });
+    JobContext jobs = cx.jobs();
+    cx.sched.run_job_pieces(
+        texts.size(), kJobPiece, jobs, [&](std::size_t a, std::size_t z) { return classify_job(piece(texts, a, z)); },
+        [&](std::size_t, JobResult& r) {
+          for (auto& c : r.classes) rs.push_back(std::move(c));
+        });
   }
   Json data = Json::array();
   for (std::size_t i = 0; i < rs.size(); ++i) {

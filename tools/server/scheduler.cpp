@@ -57,13 +57,20 @@ void Scheduler::cancel(const std::shared_ptr<Generation>& g) {
   cv_.notify_one();
 }
 
-void Scheduler::run_job(const std::function<void()>& fn) {
-  // The other ranks of a split model repeat batch operations only: a job's model calls would
-  // wait for partial sums they never send.
-  if (mirror_ != nullptr)
-    throw ApiError(400, "invalid_request_error", "unsupported", "this endpoint is not served by a model split over "
-                   "processes (--tensor-parallel, --pipeline-parallel): completions and chat completions are");
-  std::packaged_task<void()> task(fn);
+void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
+  // The other ranks of a split model repeat batch operations and model jobs only: any other
+  // model call would wait for partial sums they never send. Pipeline stages hand on logits, not
+  // the hidden states the jobs read.
+  if (mirror_ != nullptr && (job == nullptr || lm_.model.pipeline_stages() > 1))
+    throw ApiError(400, "invalid_request_error", "unsupported", job == nullptr ?
+                   "this endpoint is not served by a model split over processes (--tensor-parallel, "
+                   "--pipeline-parallel): completions, chat completions, embeddings, classification, reranking and "
+                   "translation of text are" : "this endpoint is not served by a model split into pipeline stages "
+                   "(--pipeline-parallel): completions and chat completions are; --tensor-parallel serves it");
+  std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
+    if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
+    fn();
+  });
   auto done = task.get_future();
   {
     std::lock_guard lk(mu_);
@@ -81,10 +88,14 @@ void Scheduler::run_job(const std::function<void()>& fn) {
   }
 }
 
-void Scheduler::run_job_pieces(std::size_t n, std::size_t piece, const std::function<void(std::size_t, std::size_t)>& fn) {
+void Scheduler::run_job_pieces(std::size_t n, std::size_t piece, JobContext& cx,
+                               const std::function<ModelJob(std::size_t, std::size_t)>& make,
+                               const std::function<void(std::size_t, JobResult&)>& answer) {
   for (std::size_t begin = 0; begin < n; begin += piece) {
-    const std::size_t end = std::min(n, begin + piece);
-    run_job([&] { fn(begin, end); });
+    const ModelJob job = make(begin, std::min(n, begin + piece));
+    JobResult r;
+    run_job([&] { r = run_model_job(cx, job); }, &job);
+    answer(begin, r);
   }
 }
 

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "metrics.h"
+#include "model_jobs.h"
 #include "serve_options.h"
 #include "tfm/continuous_batch.h"
 #include "tfm/model_dir.h"
@@ -86,10 +87,14 @@ class Scheduler {
   void cancel(const std::shared_ptr<Generation>& g);
   // Runs fn on the scheduler thread between steps and waits for it (its exception rethrown);
   // one job a step while sequences decode; a 503 ApiError when --queue jobs are waiting.
-  void run_job(const std::function<void()>& fn);
-  // fn(begin, end) over [0, n) in pieces of at most `piece`, each its own job: a request of
-  // many inputs lets decode steps run between its pieces.
-  void run_job_pieces(std::size_t n, std::size_t piece, const std::function<void(std::size_t, std::size_t)>& fn);
+  // A model split over processes runs only model jobs (fn running `job` through
+  // run_model_job: the other ranks run it too); anything else is a 400 there.
+  void run_job(const std::function<void()>& fn, const ModelJob* job = nullptr);
+  // make(begin, end) over [0, n) in pieces of at most `piece`, each run as its own model job
+  // (answer(begin, result)): a request of many inputs lets decode steps run between its pieces.
+  void run_job_pieces(std::size_t n, std::size_t piece, JobContext& cx,
+                      const std::function<ModelJob(std::size_t, std::size_t)>& make,
+                      const std::function<void(std::size_t, JobResult&)>& answer);
   // Cancels everything in flight (handlers see error "server is shutting down") and joins.
   void stop();
 

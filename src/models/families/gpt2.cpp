@@ -57,14 +57,15 @@ ModelConfig gpt2_small() {
 
 std::vector<ParamSpec> parameters(const ModelConfig& c) {
   const std::int64_t C = c.d_model;
+  const std::int64_t A = c.n_heads * c.dim_head();  // C, but a tensor-parallel shard's heads only
   std::vector<ParamSpec> s{{"transformer.wte.weight", {c.vocab_size, C}}, {"transformer.wpe.weight", {c.max_positions, C}}};
   for (std::int64_t i = 0; i < c.n_layers; ++i) {
     const std::string p = layer_prefix("transformer.h", i);
     s.push_back({p + "ln_1.weight", {C}});
     s.push_back({p + "ln_1.bias", {C}});
-    s.push_back({p + "attn.c_attn.weight", {C, 3 * C}});  // Conv1D: (in, out)
-    s.push_back({p + "attn.c_attn.bias", {3 * C}});
-    s.push_back({p + "attn.c_proj.weight", {C, C}});
+    s.push_back({p + "attn.c_attn.weight", {C, 3 * A}});  // Conv1D: (in, out)
+    s.push_back({p + "attn.c_attn.bias", {3 * A}});
+    s.push_back({p + "attn.c_proj.weight", {A, C}});
     s.push_back({p + "attn.c_proj.bias", {C}});
     s.push_back({p + "ln_2.weight", {C}});
     s.push_back({p + "ln_2.bias", {C}});

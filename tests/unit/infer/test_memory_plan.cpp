@@ -50,6 +50,23 @@ TEST(MemoryPlan, WeightsAreTheParametersInF32) {
   EXPECT_EQ(p.total_bytes, p.weight_bytes + p.kv_bytes + std::max(p.prefill_bytes, p.decode_bytes));
 }
 
+// A tensor-parallel shard's weights (heads, KV heads, FFN units and the vocabulary split; 31
+// tokens over 2 ranks: rank 0 holds 16 rows) are exactly what rank 0's shard holds.
+TEST(MemoryPlan, AShardsWeightsAreWhatRankZerosShardHolds) {
+  for (const char* preset : {"gpt2", "llama", "vaswani", "t5"}) {
+    ModelConfig c = tiny(preset);
+    if (c.n_kv_heads > 0) c.n_kv_heads = 2;  // (GQA: KV heads that divide by 2)
+    for (const bool tied : {true, false}) {
+      c.tie_embeddings = tied;
+      Model shard = Model::create(c, 1);
+      shard.shard_tensor_parallel(0, 2, [](Tensor&) {});  // (sums nothing: only the sizes are read)
+      EXPECT_EQ(plan_memory(tensor_parallel_config(c, 2), 0, 1, 2).weight_bytes, 4 * shard.parameter_count())
+          << preset << (tied ? " tied" : " untied");
+    }
+  }
+  EXPECT_THROW(plan_memory(tiny("gpt2"), 0, 1, 32), Error);  // more ranks than tokens
+}
+
 TEST(MemoryPlan, ActivationEstimateFollowsTheShapes) {
   const ModelConfig c = tiny("gpt2");  // C 32, H 4, Dh 8, d_ff 48, V 31, gelu (not gated)
   const std::int64_t per_row = 3 * 32 + (4 + 8) * 8 + 4 * 8 + 2 * 48;

@@ -121,17 +121,20 @@ TEST(TensorParallel, EveryFamilysShardsGiveTheWholeModelsLogits) {
   }
 }
 
-// The decoder's attention and FFN weights: 1/R of them per shard, the rest (embeddings, norms,
-// head) whole.
+// The decoder's attention and FFN weights, the token embedding and the LM head: 1/R of them
+// per shard, the rest (norms) whole.
 TEST(TensorParallel, AShardHoldsItsShareOfTheLayerWeights) {
-  const ModelConfig c = tiny(model_family("llama"));
+  ModelConfig c = tiny(model_family("llama"));
+  c.tie_embeddings = false;
   Model whole = Model::create(c, 3);
-  in_lockstep(c, whole.parameters(), 2, [&](int, Model& shard) {
+  in_lockstep(c, whole.parameters(), 2, [&](int r, Model& shard) {
     for (const auto& [name, t] : whole.parameters()) {
       const Tensor& s = shard.parameters().at(name);
-      const bool split = name.find("self_attn") != std::string::npos || name.find("mlp") != std::string::npos;
+      const bool split = name.find("self_attn") != std::string::npos || name.find("mlp") != std::string::npos ||
+                         name.find("embed_tokens") != std::string::npos || name.find("lm_head") != std::string::npos;
       EXPECT_EQ(s.numel() * (split ? 2 : 1), t.numel()) << name;
     }
+    EXPECT_EQ(shard.vocab_shard(), (std::pair<std::int64_t, std::int64_t>{32 * r, 32 * (r + 1)}));
   });
 }
 
@@ -269,8 +272,79 @@ TEST(TensorParallel, TheShardsGatherIntoTheWholeModel) {
       test::expect_close(shard.tensor_parallel_slice(name, t), shard.parameters().at(name), 0, 0, name);
       const bool row_bias = name.find("c_proj.bias") != std::string::npos;  // added after the sum: whole
       EXPECT_EQ(shard.tensor_parallel_split(name),
-                !row_bias && (name.find(".attn.") != std::string::npos || name.find(".mlp.") != std::string::npos))
+                name == "transformer.wte.weight" ||
+                    (!row_bias && (name.find(".attn.") != std::string::npos || name.find(".mlp.") != std::string::npos)))
           << name;
     }
+  });
+}
+
+// The vocabulary split (Megatron-LM's vocab-parallel embedding and cross-entropy): each shard's
+// forward with shard_logits returns its columns of the logits only, and the loss over them,
+// with label smoothing and ignored targets, is the whole model's cross_entropy, with the whole
+// model's gradients — for every family with a vocabulary head, tied or not, over a vocabulary
+// that does not divide by the ranks (61 rows: 31 + 30, or 16 + 15 + 15 + 15).
+TEST(TensorParallel, VocabularySplitShardsLearnTheWholeModelsTokenLoss) {
+  for (const Family& f : model_families()) {
+    ModelConfig c = tiny(f);
+    if (c.head != HeadKind::lm && c.head != HeadKind::masked_lm) continue;
+    c.vocab_size = 61;
+    for (const bool tied : {true, false}) {
+      if (!tied && (c.head != HeadKind::lm || f.model_type == "whisper")) continue;  // (the others are always tied)
+      c.tie_embeddings = tied;
+      const std::string what = f.model_type + (tied ? " tied" : " untied");
+      SCOPED_TRACE(what);
+      ModelInputs in = inputs_for(c);
+      const Tensor& read = c.architecture == Architecture::encoder_decoder ? in.decoder_input_ids : in.input_ids;
+      std::vector<std::int64_t> t;
+      for (std::int64_t i = 0; i < read.numel(); ++i) t.push_back(i % 4 == 1 ? -100 : (i * 37 + 5) % 61);
+      const Tensor targets = Tensor::from_ints(t, read.shape());
+      auto step = [&](Model& m, bool shard_logits) {
+        for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
+        ModelInputs x = in;
+        x.shard_logits = shard_logits;
+        const Tensor logits = m.forward(x).logits;
+        const auto [first, last] = m.vocab_shard();
+        EXPECT_EQ(logits.size(-1), last - first);
+        const Tensor loss = m.logits_cross_entropy(logits, targets, 0.1f);
+        backward(loss);
+        return loss.item();
+      };
+      Model whole = Model::create(c, 7);
+      const double want = step(whole, false);
+      std::map<std::string, Tensor> grads;
+      for (const auto& [name, p] : whole.parameters()) grads[name] = p.grad();
+      const std::map<std::string, Tensor> init = Model::create(c, 7).parameters();
+      for (const int ranks : {2, 4}) {
+        in_lockstep(c, init, ranks, [&](int r, Model& shard) {
+          const std::string where = what + " rank " + std::to_string(r) + " of " + std::to_string(ranks);
+          const auto [first, last] = shard.vocab_shard();
+          EXPECT_EQ(last - first, 61 / ranks + (r < 61 % ranks ? 1 : 0)) << where;
+          EXPECT_NEAR(step(shard, true), want, 1e-5 * std::max(1.0, std::abs(want))) << where;
+          for (const auto& [name, p] : shard.parameters()) {
+            ASSERT_TRUE(p.grad().defined()) << where << " " << name;
+            test::expect_close(p.grad(), shard.tensor_parallel_slice(name, grads.at(name)), 1e-5, 1e-4, where + " " + name);
+          }
+        });
+      }
+    }
+  }
+}
+
+// Ids and targets outside the vocabulary fail on every shard with the reason, as one process.
+TEST(TensorParallel, AVocabularySplitShardRefusesIdsOutsideTheVocabulary) {
+  const ModelConfig c = tiny(model_family("llama"));
+  in_lockstep(c, Model::create(c, 1).parameters(), 2, [&](int, Model& shard) {
+    NoGradGuard ng;
+    ModelInputs in;
+    in.input_ids = Tensor::from_ints({3, 64}, {1, 2});
+    EXPECT_NE(test::error_message([&] { shard.forward(in); }).find("index 64 at position 1 is out of range for a table of 64 rows"),
+              std::string::npos);
+    in.input_ids = Tensor::from_ints({3, 4}, {1, 2});
+    in.shard_logits = true;
+    const Tensor logits = shard.forward(in).logits;
+    EXPECT_NE(test::error_message([&] { shard.logits_cross_entropy(logits, Tensor::from_ints({5, 70}, {1, 2})); })
+                  .find("target 70 at position 1 is out of range for 64 classes"),
+              std::string::npos);
   });
 }

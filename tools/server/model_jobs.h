@@ -1,0 +1,48 @@
+// The model calls of the endpoints that run outside the batch — embeddings, classification,
+// reranking, translation — each a named job whose inputs travel as bytes. In one process the
+// scheduler thread runs it; a model split over processes by tensor parallelism runs the same
+// job on every rank, in the same place among the batch steps (rank 0 hands it to the others
+// with the batch's records, lockstep.h), so its partial sums meet; rank 0 answers.
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "serve_options.h"
+#include "tfm/inspect.h"
+#include "tfm/model_dir.h"
+#include "tfm/session.h"
+
+namespace tfm::server {
+
+struct ModelJob {
+  std::string kind;  // embed | classify | rerank | translate
+  std::string args;  // its inputs (record_bytes.h)
+};
+
+ModelJob embed_job(const std::vector<std::string>& texts, const EmbedOptions& o);
+ModelJob classify_job(const std::vector<std::string>& texts);
+ModelJob rerank_job(const std::string& query, const std::vector<std::string>& documents);
+ModelJob translate_job(const std::string& source, const BeamOptions& o);
+
+// What a job reads besides its inputs: the model, the server's options, and the translator an
+// encoder-decoder's jobs share (made by the first, sized as `tfm serve` sizes it).
+struct JobContext {
+  LoadedModel& lm;
+  const ServeOptions& opt;
+  std::unique_ptr<Translator>& translator;
+};
+
+// A job's answer: the field of its kind.
+struct JobResult {
+  std::vector<std::vector<float>> embeddings;
+  std::vector<Classification> classes;
+  std::vector<RerankResult> ranked;
+  std::vector<TranslateResult> translations;
+};
+
+// Runs a job (on the scheduler thread, or on another rank as rank 0 runs it).
+JobResult run_model_job(JobContext& cx, const ModelJob& job);
+
+}  // namespace tfm::server
