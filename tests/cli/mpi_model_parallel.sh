@@ -57,17 +57,8 @@ for r in 0 1; do  # each rank holds its shard or stage (the start-up line of eac
   done
 done
 # An encoder-decoder through tfm translate, sources on stdin.
-head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
 sed -n 301,320p "$SRC/data/cmn-eng.tsv" | cut -f1 > "$DIR/sources.txt"
-cat > "$DIR/s2s.json" <<JSON
-{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
-  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
-  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
- "tokenizer": {"kind": "bpe", "vocab_size": 400, "isolate_cjk": true},
- "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
- "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 0}}
-JSON
-"$TFM" -t 2 train "$DIR/s2s.json" --max-steps 150 -q --out "$DIR/s2s" > /dev/null 2> "$DIR/s2s.err" || { cat "$DIR/s2s.err"; exit 1; }
+train_tiny_s2s 150
 for beam in 1 4; do
   "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam < "$DIR/sources.txt" > "$DIR/t$beam.one" 2> /dev/null
   $MPI "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam --tensor-parallel 2 < "$DIR/sources.txt" > "$DIR/t$beam.two" 2> "$DIR/t$beam.err" ||

@@ -120,3 +120,17 @@ train_tiny() {
 JSON
   "$TFM" -t 2 train "$DIR/$1.json" --out "$DIR/$1" > "$DIR/$1.train.log" 2>&1 || { cat "$DIR/$1.train.log"; exit 1; }
 }
+# train_tiny_s2s STEPS: a tiny En->Zh encoder-decoder (sinusoidal positions, BPE of 400) trained
+# for STEPS steps on the first 300 pairs of data/cmn-eng.tsv into $DIR/s2s.
+train_tiny_s2s() {
+  head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
+  cat > "$DIR/s2s.json" <<JSON
+{"task": "seq2seq", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_decoder",
+  "position": "sinusoidal", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64, "max_positions": 48,
+  "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 400, "isolate_cjk": true},
+ "data": {"train": "$DIR/pairs.tsv", "test_size": 20, "max_length": 48},
+ "training": {"batch_size": 16}, "eval": {"every": 1000, "bleu_examples": 0}, "checkpoint": {"every": 0}}
+JSON
+  "$TFM" -t 2 train "$DIR/s2s.json" --max-steps "$1" -q --out "$DIR/s2s" > /dev/null 2> "$DIR/s2s.err" || { cat "$DIR/s2s.err"; exit 1; }
+}
