@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/gemm_rows.h"
 #include "models/model_impl.h"
 #include "tfm/autograd.h"
 #include "tfm/error.h"
@@ -190,6 +191,79 @@ Tensor chunked_cross_attention_cached(const Model::Impl& m, const Layer& L, std:
   return concat_rows(rows);
 }
 
+// Below this many new tokens a pipelined step runs as one micro-batch (decode steps of a few
+// rows read the weights, not compute: a second pass over them costs more than the overlap
+// gains), and no micro-batch has fewer than kMinMicroBatchTokens: smaller ones were slower
+// (docs/benchmarks.md), and one of 16 or fewer would take the GEMMs' row kernel (gemm_rows.h),
+// which sums in another order than the tiles the whole step runs: with more, every result is
+// the whole step's bit for bit.
+constexpr std::int64_t kPipelineOverlapTokens = 64, kMinMicroBatchTokens = 32;
+static_assert(kMinMicroBatchTokens > kernels::kRowInvariantMaxRows);
+
+// How many micro-batches a pipelined step of `rows` x `tokens` goes through the stages in:
+// groups of rows, or of one row's tokens (a prompt's prefill in chunks, each attending to the
+// chunks before it through the cache), min(stages, ...) of them.
+std::int64_t pipeline_micro_batches(const Model::Impl& m, std::int64_t rows, std::int64_t tokens) {
+  // One pass per micro-batch re-reads the stage's weights: worth it where the tokens'
+  // arithmetic, not the weights' bytes, sets the time (prefill, many rows; docs/benchmarks.md).
+  const int stages = m.pp_stages;
+  if (stages == 1 || rows * tokens < kPipelineOverlapTokens) return 1;
+  // Every micro-batch keeps kMinMicroBatchTokens tokens or more.
+  std::int64_t groups = std::min<std::int64_t>(rows > 1 ? rows : tokens, stages);
+  while (groups > 1 && (rows > 1 ? rows / groups * tokens : tokens / groups) < kMinMicroBatchTokens) --groups;
+  return groups;
+}
+
+// decode_cached's rows `slots` (ids (R, T)) through this stage's layers: the logits on the last
+// stage (as decode_cached returns them), else nothing (the hidden states went on).
+Tensor decode_rows(Model& model, const Model::Impl& m, const Tensor& ids, const std::vector<std::int64_t>& slots,
+                   KVCache& cache, bool all_positions) {
+  const ModelConfig& c = m.cfg;
+  const std::int64_t R = ids.size(0), T = ids.size(1);
+  nn::DropoutStream rng(false, 0);
+  const bool first_stage = m.pp_stage == 0, last_stage = m.pp_stage == m.pp_stages - 1;
+  Tensor x;
+  if (first_stage) {
+    std::vector<Tensor> rows;
+    for (std::int64_t r = 0; r < R; ++r)
+      rows.push_back(embed(m, slice(ids, 0, r, r + 1), Tensor(), cache.length(slots[static_cast<std::size_t>(r)]), rng));
+    x = concat_rows(rows);  // (R, T, C)
+  } else {
+    x = Tensor::empty({R, T, c.d_model});
+    m.pp->recv(x, m.pp_stage - 1);
+  }
+
+  const bool pre = c.norm_placement == NormPlacement::pre;
+  auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
+    return pre ? add(x_in, adapter(f(norm(x_in)))) : norm(add(x_in, adapter(f(x_in))));
+  };
+  const Stack& s = m.layout.decoder;
+  preload_prefix(m, slots, cache);
+  if (c.retrieval.enabled()) prepare_neighbours(m, ids, slots, cache);
+  std::size_t cca_layers = 0;
+  for (std::size_t l = 0; l < s.layers.size(); ++l) {
+    const Layer& L = s.layers[l];
+    const auto li = static_cast<std::int64_t>(l);
+    x = sublayer(x, L.self_norm, L.attn_adapter,
+                 [&](const Tensor& h) { return self_attention_cached(m, s, L, li, h, slots, cache); });
+    if (c.architecture == Architecture::encoder_decoder)
+      x = sublayer(x, L.cross_norm, nn::Bottleneck{},
+                   [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
+    if (L.has_cca)
+      x = sublayer(x, L.cca_norm, nn::Bottleneck{},
+                   [&](const Tensor& h) { return chunked_cross_attention_cached(m, L, cca_layers, h, slots, cache); });
+    cca_layers += L.has_cca ? 1 : 0;
+    x = sublayer(x, L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
+  }
+  for (std::int64_t slot : slots) cache.set_length(slot, cache.length(slot) + T);
+  if (!last_stage) {  // on to the next stage
+    m.pp->send(contiguous(x), m.pp_stage + 1);
+    return Tensor();
+  }
+  if (s.has_final_norm) x = s.final_norm(x);
+  return contiguous(all_positions ? model.head(x) : squeeze(model.head(slice(x, 1, T - 1, T)), 1));  // (R, T, V) or (R, V)
+}
+
 }  // namespace
 
 void Model::encode_to_cache(const Tensor& src_ids, KVCache& cache, std::int64_t source) {
@@ -256,52 +330,27 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
     TFM_CHECK(len + T <= cache.capacity(), "decode_cached", "sequence in slot ", slot, " would reach ", len + T,
               " tokens, past the context size ", cache.capacity());
   }
-  nn::DropoutStream rng(false, 0);
-  // A pipeline stage after the first takes the previous stage's output instead of the ids'
-  // embeddings (pipeline_parallel.cpp).
-  const bool first_stage = m.pp_stage == 0, last_stage = m.pp_stage == m.pp_stages - 1;
-  Tensor x;
-  if (first_stage) {
-    std::vector<Tensor> rows;
-    for (std::int64_t r = 0; r < R; ++r)
-      rows.push_back(embed(m, slice(ids, 0, r, r + 1), Tensor(), cache.length(slots[static_cast<std::size_t>(r)]), rng));
-    x = concat_rows(rows);  // (R, T, C)
-  } else {
-    x = Tensor::empty({R, T, c.d_model});
-    m.pp->recv(x, m.pp_stage - 1);
+  // Pipeline stages (pipeline_parallel.cpp): a stage after the first takes the previous stage's
+  // output instead of the ids' embeddings, and the last one's logits come back to every stage.
+  // Rows, or one row's tokens, go through in micro-batches so that the stages overlap (stage s
+  // runs a micro-batch while stage s + 1 runs the one before); the results are the same.
+  const std::int64_t groups = pipeline_micro_batches(m, R, T);
+  std::vector<Tensor> outputs;
+  for (std::int64_t g = 0; g < groups; ++g) {
+    if (R > 1) {  // rows [r0, r1)
+      const std::int64_t r0 = g * R / groups, r1 = (g + 1) * R / groups;
+      const std::vector<std::int64_t> part(slots.begin() + r0, slots.begin() + r1);
+      outputs.push_back(decode_rows(*this, m, slice(ids, 0, r0, r1), part, cache, all_positions));
+    } else {  // the row's tokens [t0, t1), after the chunks before them
+      const std::int64_t t0 = g * T / groups, t1 = (g + 1) * T / groups;
+      outputs.push_back(decode_rows(*this, m, slice(ids, 1, t0, t1), slots, cache, all_positions));
+    }
   }
-
-  const bool pre = c.norm_placement == NormPlacement::pre;
-  auto sublayer = [&](const Tensor& x_in, const nn::Norm& norm, const nn::Bottleneck& adapter, auto&& f) {
-    return pre ? add(x_in, adapter(f(norm(x_in)))) : norm(add(x_in, adapter(f(x_in))));
-  };
-  const Stack& s = m.layout.decoder;
-  preload_prefix(m, slots, cache);
-  if (c.retrieval.enabled()) prepare_neighbours(m, ids, slots, cache);
-  std::size_t cca_layers = 0;
-  for (std::size_t l = 0; l < s.layers.size(); ++l) {
-    const Layer& L = s.layers[l];
-    const auto li = static_cast<std::int64_t>(l);
-    x = sublayer(x, L.self_norm, L.attn_adapter,
-                 [&](const Tensor& h) { return self_attention_cached(m, s, L, li, h, slots, cache); });
-    if (c.architecture == Architecture::encoder_decoder)
-      x = sublayer(x, L.cross_norm, nn::Bottleneck{},
-                   [&](const Tensor& h) { return cross_attention_cached(m, L, li, h, slots, cache); });
-    if (L.has_cca)
-      x = sublayer(x, L.cca_norm, nn::Bottleneck{},
-                   [&](const Tensor& h) { return chunked_cross_attention_cached(m, L, cca_layers, h, slots, cache); });
-    cca_layers += L.has_cca ? 1 : 0;
-    x = sublayer(x, L.ffn_norm, L.ffn_adapter, [&](const Tensor& h) { return L.ffn(h, rng); });
-  }
-  for (std::int64_t slot : slots) cache.set_length(slot, cache.length(slot) + T);
-  if (!last_stage) {  // on to the next stage; the logits come back from the last
-    m.pp->send(contiguous(x), m.pp_stage + 1);
-    Tensor logits = Tensor::empty(all_positions ? Shape{R, T, c.vocab_size} : Shape{R, c.vocab_size});
-    m.pp->broadcast(logits, m.pp_stages - 1);
-    return logits;
-  }
-  if (s.has_final_norm) x = s.final_norm(x);
-  Tensor logits = contiguous(all_positions ? head(x) : squeeze(head(slice(x, 1, T - 1, T)), 1));  // (R, T, V) or (R, V)
+  const bool last_stage = m.pp_stage == m.pp_stages - 1;
+  Tensor logits = !last_stage ? Tensor::empty(all_positions ? Shape{R, T, c.vocab_size} : Shape{R, c.vocab_size})
+                  : R > 1 || groups == 1 ? concat_rows(outputs)
+                  : all_positions ? concat(outputs, 1)
+                                  : outputs.back();  // the last token's
   if (m.pp_stages > 1) m.pp->broadcast(logits, m.pp_stages - 1);
   return logits;
 }

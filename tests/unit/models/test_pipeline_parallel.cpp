@@ -6,6 +6,8 @@
 // (Across processes under mpirun: tests/cli/mpi_model_parallel.sh.)
 #include <gtest/gtest.h>
 
+#include <atomic>
+
 #include <condition_variable>
 #include <deque>
 #include <mutex>
@@ -30,7 +32,10 @@ class Mailboxes {
   explicit Mailboxes(int stages) : stages_(stages), boxes_(static_cast<std::size_t>(stages * stages)) {}
   Model::PipeComm comm_for(int me) {
     Model::PipeComm c;
-    c.send = [this, me](const Tensor& t, int to) { put(me, to, t); };
+    c.send = [this, me](const Tensor& t, int to) {
+      ++sends_;
+      put(me, to, t);
+    };
     c.recv = [this, me](Tensor& t, int from) { take(from, me, t); };
     c.broadcast = [this, me](Tensor& t, int root) {
       if (me != root) return take(root, me, t);
@@ -39,6 +44,7 @@ class Mailboxes {
     };
     return c;
   }
+  std::int64_t sends() const { return sends_; }  // hand-ons between stages (broadcasts not counted)
 
  private:
   struct Box {
@@ -66,6 +72,7 @@ class Mailboxes {
     std::copy(v.begin(), v.end(), t.data<float>());
   }
   int stages_;
+  std::atomic<std::int64_t> sends_{0};
   std::vector<Box> boxes_;
 };
 
@@ -173,6 +180,55 @@ TEST(PipelineParallel, BatchedRowsGetTheWholeModelsLogits) {
       for (std::size_t k = 0; k < want.size(); ++k)
         test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
                                    "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+  }
+}
+
+// A prefill of many rows goes through the stages in micro-batches (min(rows, stages) groups
+// of rows, so that the stages overlap), and a long prompt of one row in chunks of its tokens
+// (each attending to the chunks before it through the cache), one hand-on per micro-batch and
+// stage boundary; no micro-batch under 32 tokens, and a decode step of a few rows in one pass
+// (a second pass over the weights would cost more than the overlap gains). Every result is
+// the whole model's, bit for bit.
+TEST(PipelineParallel, PrefillsGoThroughTheStagesInMicroBatches) {
+  ModelConfig c = test::small_family_config(model_family("llama"), 4, 2, 2);
+  c.n_layers = 3;
+  c.max_positions = 128;
+  Model whole = Model::create(c, 6);
+  const auto tokens = [&](std::int64_t rows, std::int64_t n) {
+    std::vector<std::int64_t> v;
+    for (std::int64_t i = 0; i < rows * n; ++i) v.push_back((i * 7 + 3) % c.vocab_size);
+    return Tensor::from_ints(v, {rows, n});
+  };
+  const std::vector<std::int64_t> slots{3, 0, 4, 1, 2};
+  const Tensor step = Tensor::from_ints({3, 4, 5, 6, 7}, {5, 1});
+  auto run = [&](Model& m) {
+    KVCache cache(m.config(), 5, 128);
+    std::vector<Tensor> out{m.decode_cached(tokens(5, 40), slots, cache, true)};  // 5 rows of 40
+    out.push_back(m.decode_cached(step, slots, cache));                            // 5 tokens: one pass
+    out.push_back(m.decode_cached(tokens(1, 50), {slots[0]}, cache, true));        // one row of 50
+    out.push_back(m.decode_cached(tokens(1, 70), {slots[1]}, cache));              // one row of 70, its last logits
+    return out;
+  };
+  const auto want = run(whole);
+  for (const int stages : {2, 3}) {
+    Mailboxes mail(stages);
+    std::vector<std::vector<Tensor>> got(static_cast<std::size_t>(stages));
+    std::vector<std::thread> threads;
+    for (int s = 0; s < stages; ++s)
+      threads.emplace_back([&, s] {
+        Model stage = Model::from_parameters(c, whole.parameters());
+        stage.shard_pipeline(s, stages, mail.comm_for(s));
+        got[static_cast<std::size_t>(s)] = run(stage);
+      });
+    for (auto& t : threads) t.join();
+    for (int s = 0; s < stages; ++s)
+      for (std::size_t k = 0; k < want.size(); ++k)
+        test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
+                                   "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+    // Micro-batches: the rows min(5, stages) groups; the step one; 50 tokens one (25 < 32 a
+    // chunk); 70 tokens two chunks of 35 (three would be 23).
+    const std::int64_t passes = std::min(5, stages) + 1 + 1 + 2;
+    EXPECT_EQ(mail.sends(), (stages - 1) * passes) << stages << " stages";
   }
 }
 
