@@ -151,6 +151,26 @@ TEST(PipelineParallel, EveryDecoderFamilysStagesGiveTheWholeModelsLogitsBitForBi
   }
 }
 
+// run(stage) on every stage of `whole` split over `stages` threads (talking through mail):
+// each stage's results equal want bit for bit.
+template <class F>
+void expect_every_stage_gives(const std::vector<Tensor>& want, const ModelConfig& c, const Model& whole, int stages,
+                              Mailboxes& mail, F run) {
+  std::vector<std::vector<Tensor>> got(static_cast<std::size_t>(stages));
+  std::vector<std::thread> threads;
+  for (int s = 0; s < stages; ++s)
+    threads.emplace_back([&, s] {
+      Model stage = Model::from_parameters(c, whole.parameters());
+      stage.shard_pipeline(s, stages, mail.comm_for(s));
+      got[static_cast<std::size_t>(s)] = run(stage);
+    });
+  for (auto& t : threads) t.join();
+  for (int s = 0; s < stages; ++s)
+    for (std::size_t k = 0; k < want.size(); ++k)
+      test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
+                                 "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+}
+
 // Batched decoding (5 rows in shuffled slots): every row gets what the whole model gives it.
 TEST(PipelineParallel, BatchedRowsGetTheWholeModelsLogits) {
   ModelConfig c = test::small_family_config(model_family("gpt2"), 4, 4, 2);
@@ -167,19 +187,7 @@ TEST(PipelineParallel, BatchedRowsGetTheWholeModelsLogits) {
   const auto want = batch(whole);
   for (const int stages : {2, 3}) {
     Mailboxes mail(stages);
-    std::vector<std::vector<Tensor>> got(static_cast<std::size_t>(stages));
-    std::vector<std::thread> threads;
-    for (int s = 0; s < stages; ++s)
-      threads.emplace_back([&, s] {
-        Model stage = Model::from_parameters(c, whole.parameters());
-        stage.shard_pipeline(s, stages, mail.comm_for(s));
-        got[static_cast<std::size_t>(s)] = batch(stage);
-      });
-    for (auto& t : threads) t.join();
-    for (int s = 0; s < stages; ++s)
-      for (std::size_t k = 0; k < want.size(); ++k)
-        test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
-                                   "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+    expect_every_stage_gives(want, c, whole, stages, mail, batch);
   }
 }
 
@@ -212,19 +220,7 @@ TEST(PipelineParallel, PrefillsGoThroughTheStagesInMicroBatches) {
   const auto want = run(whole);
   for (const int stages : {2, 3}) {
     Mailboxes mail(stages);
-    std::vector<std::vector<Tensor>> got(static_cast<std::size_t>(stages));
-    std::vector<std::thread> threads;
-    for (int s = 0; s < stages; ++s)
-      threads.emplace_back([&, s] {
-        Model stage = Model::from_parameters(c, whole.parameters());
-        stage.shard_pipeline(s, stages, mail.comm_for(s));
-        got[static_cast<std::size_t>(s)] = run(stage);
-      });
-    for (auto& t : threads) t.join();
-    for (int s = 0; s < stages; ++s)
-      for (std::size_t k = 0; k < want.size(); ++k)
-        test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
-                                   "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+    expect_every_stage_gives(want, c, whole, stages, mail, run);
     // Micro-batches: the rows min(5, stages) groups; the step one; 50 tokens one (25 < 32 a
     // chunk); 70 tokens two chunks of 35 (three would be 23).
     const std::int64_t passes = std::min(5, stages) + 1 + 1 + 2;
