@@ -9,9 +9,10 @@
 #  2. a client that leaves mid-stream is cancelled on every rank: the next request is answered;
 #  3. the endpoints outside the batch run as model jobs on every shard (tools/server/model_jobs.h):
 #     embeddings from 2 shards equal one process's (within 1e-5), and so do a tiny text
-#     classifier's /v1/classify and /v1/rerank and a tiny encoder-decoder's translations;
-#     stages refuse them, and every server refuses what is not a job (attention maps), with a
-#     400 naming why, and keeps serving;
+#     classifier's /v1/classify and /v1/rerank, a tiny encoder-decoder's translations, a tiny
+#     ViT's image classes and embeddings and a random Whisper's transcripts; stages refuse them,
+#     and every server refuses what is not a job (attention maps, rollouts, word timestamps),
+#     with a 400 naming why, and keeps serving;
 #  4. SIGTERM to rank 0 stops every rank (mpirun exits 0); refused set-ups: a draft model
 #     under --tensor-parallel, --tensor-parallel without mpirun.
 #   usage: mpi_serve.sh TFM SOURCE_DIR
@@ -37,6 +38,20 @@ cat > "$DIR/cls.json" <<JSON
 JSON
 "$TFM" -t 2 train "$DIR/cls.json" --max-steps 60 -q --out "$DIR/cls" > /dev/null 2> "$DIR/cls.err" || { cat "$DIR/cls.err"; exit 1; }
 train_tiny_s2s 60
+# A ViT on generated pictures and a Whisper hub directory with random weights, and speech.
+/usr/bin/python3 "$SRC/tests/support/make_pictures.py" "$DIR/pictures" 12
+cat > "$DIR/vit.json" <<JSON
+{ "task": "image_classifier", "seed": 3,
+  "model": { "model_type": "vit", "image_size": 12, "patch_size": 4, "hidden_size": 16, "num_hidden_layers": 2,
+             "num_attention_heads": 2, "intermediate_size": 32 },
+  "data": { "train": "$DIR/pictures", "test_fraction": 0.25,
+            "preprocessor": { "do_resize": false, "image_mean": [0.5, 0.5, 0.5], "image_std": [0.25, 0.25, 0.25] } },
+  "training": { "batch_size": 8, "max_steps": 10 }, "eval": { "every": 10 } }
+JSON
+"$TFM" -t 2 train "$DIR/vit.json" --out "$DIR/vit" -q > /dev/null 2> "$DIR/vit.err" || { cat "$DIR/vit.err"; exit 1; }
+(cd "$SRC/tools/reference" && /usr/bin/python3 -c "import sys; sys.path.insert(0, '.'); import ref_whisper; ref_whisper.make(sys.argv[1])" "$DIR") > /dev/null
+espeak-ng -v en-us -s 150 -w "$DIR/speech22k.wav" "The quick brown fox jumps over the lazy dog."
+sox "$DIR/speech22k.wav" -r 16000 "$DIR/speech.wav"
 
 # start NAME "LAUNCHER" ARGS...: a server on a free port (its port in PORT_NAME, rank 0's pid in
 # $DIR/NAME.pid.0, the launcher's in LAUNCHED_NAME)
@@ -58,11 +73,12 @@ start one env
 start tp "$MPI" --tensor-parallel 2
 start pp "$MPI" --pipeline-parallel 2
 start tpp "$MPI4" --tensor-parallel 2 --pipeline-parallel 2
-for m in cls s2s; do
-  MODEL="$DIR/$m" start ${m}_one env
-  MODEL="$DIR/$m" start ${m}_tp "$MPI" --tensor-parallel 2
+for m in cls s2s vit hub/whisper_en; do
+  name=$(basename "$m")
+  MODEL="$DIR/$m" start ${name}_one env
+  MODEL="$DIR/$m" start ${name}_tp "$MPI" --tensor-parallel 2
 done
-echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier and an encoder-decoder on 1 and 2 shards"
+echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier, an encoder-decoder, a ViT and a Whisper on 1 and 2 shards"
 
 /usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" <<'PY' || { echo "FAIL: lockstep answers"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
 import json, socket, sys, threading, urllib.error, urllib.request
@@ -153,14 +169,34 @@ print("2 shards, 2 stages and 2 x 2 answer as one process: greedy, sampled n=2, 
 PY
 
 # The model jobs on a classifier and an encoder-decoder: 2 shards answer as one process.
-/usr/bin/python3 - "$PORT_cls_one" "$PORT_cls_tp" "$PORT_s2s_one" "$PORT_s2s_tp" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp; do cat "$DIR/$n.err"; done; exit 1; }
-import json, sys, urllib.error, urllib.request
-cls_one, cls_tp, s2s_one, s2s_tp = sys.argv[1:]
-def post(port, path, body):
-    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(),
-                                 {"Content-Type": "application/json"})
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read().decode())
+/usr/bin/python3 - "$PORT_cls_one" "$PORT_cls_tp" "$PORT_s2s_one" "$PORT_s2s_tp" "$PORT_vit_one" "$PORT_vit_tp" \
+  "$PORT_whisper_en_one" "$PORT_whisper_en_tp" "$DIR" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp vit_tp whisper_en_tp; do cat "$DIR/$n.err"; done; exit 1; }
+import base64, glob, json, sys, urllib.error, urllib.request
+cls_one, cls_tp, s2s_one, s2s_tp, vit_one, vit_tp, wsp_one, wsp_tp, d = sys.argv[1:]
+def request(port, path, data, headers):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, headers)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, r.read().decode()
+    except urllib.error.HTTPError as e:
+        return e.code, e.read().decode()
+def post(port, path, body, want=200):
+    status, text = request(port, path, json.dumps(body).encode(), {"Content-Type": "application/json"})
+    assert status == want, (port, path, status, text)
+    return json.loads(text)
+def upload(port, fields, want=200):  # multipart/form-data: (name, value or (filename, bytes))
+    b = "tfmboundary"
+    parts = []
+    for name, v in fields:
+        head = f'--{b}\r\nContent-Disposition: form-data; name="{name}"'
+        if isinstance(v, tuple):
+            parts.append((head + f'; filename="{v[0]}"\r\nContent-Type: audio/wav\r\n\r\n').encode() + v[1] + b"\r\n")
+        else:
+            parts.append((head + f"\r\n\r\n{v}\r\n").encode())
+    status, text = request(port, "/v1/audio/transcriptions", b"".join(parts) + f"--{b}--\r\n".encode(),
+                           {"Content-Type": f"multipart/form-data; boundary={b}"})
+    assert status == want, (port, status, text)
+    return text
 def close(a, b, path=""):  # the same structure, numbers within 1e-5 (the shards sum in another order)
     if isinstance(a, float) or isinstance(b, float):
         assert abs(a - b) < 1e-5, (path, a, b)
@@ -182,12 +218,28 @@ for body in [{"prompt": "I am happy.", "max_tokens": 20}, {"prompt": "Where is t
     a, b = post(s2s_tp, "/v1/completions", body), post(s2s_one, "/v1/completions", body)
     assert a["choices"][0]["text"], a
     close(a, b, "translate")
-print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation: 2 shards "
-      "answer as one process")
+pictures = ["data:image/png;base64," + base64.b64encode(open(f, "rb").read()).decode()
+            for f in sorted(glob.glob(f"{d}/pictures/*/0[0-2].png"))]
+assert len(pictures) >= 3, pictures
+for path, body in [("/v1/classify", {"input": pictures}), ("/v1/embeddings", {"input": pictures[:2]})]:
+    close(post(vit_tp, path, body), post(vit_one, path, body), path)
+status, text = request(vit_tp, "/v1/classify", json.dumps({"input": pictures[:1], "rollout": True}).encode(),
+                       {"Content-Type": "application/json"})
+assert status == 400 and "not served by a model split over processes" in text, (status, text)
+speech = open(f"{d}/speech.wav", "rb").read()
+for fields in ([("file", ("speech.wav", speech))], [("file", ("speech.wav", speech)), ("response_format", "verbose_json")]):
+    a, b = upload(wsp_tp, fields), upload(wsp_one, fields)
+    close(json.loads(a), json.loads(b), "transcript")
+text = upload(wsp_tp, [("file", ("speech.wav", speech)), ("response_format", "verbose_json"),
+                       ("timestamp_granularities[]", "word")], want=400)
+assert "word timestamps" in text, text
+print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation, a ViT's "
+      "classes and image embeddings, a Whisper's transcripts: 2 shards answer as one process; rollouts and word "
+      "timestamps refused on shards (400)")
 PY
 
 # SIGTERM to rank 0: every rank stops, mpirun exits 0
-for name in tp pp tpp cls_tp s2s_tp; do
+for name in tp pp tpp cls_tp s2s_tp vit_tp whisper_en_tp; do
   kill -TERM "$(cat "$DIR/$name.pid.0")"
   pid=$(eval echo "\$LAUNCHED_$name")
   for _ in $(seq 150); do kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done

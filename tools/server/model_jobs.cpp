@@ -41,6 +41,57 @@ ModelJob translate_job(const std::string& source, const BeamOptions& o) {
   return j;
 }
 
+namespace {
+
+void put_images(std::string& out, const std::vector<Image>& images) {
+  put<std::uint64_t>(out, images.size());
+  for (const Image& im : images) {
+    put(out, im.width), put(out, im.height);
+    put_values(out, im.rgb);
+  }
+}
+
+std::vector<Image> get_images(const std::string& in, std::size_t& at) {
+  const auto n = get<std::uint64_t>(in, at);
+  need(in, at, n * 3 * sizeof(std::uint64_t));  // each at least its sizes
+  std::vector<Image> images(n);
+  for (Image& im : images) {
+    im.width = get<std::int64_t>(in, at), im.height = get<std::int64_t>(in, at);
+    im.rgb = get_values<std::uint8_t>(in, at);
+  }
+  return images;
+}
+
+}  // namespace
+
+ModelJob embed_images_job(const std::vector<Image>& images, EmbedPooling pooling, bool normalize) {
+  ModelJob j{"embed_images", {}};
+  put_images(j.args, images);
+  put(j.args, static_cast<std::int32_t>(pooling)), put<std::uint8_t>(j.args, normalize);
+  return j;
+}
+
+ModelJob classify_images_job(const std::vector<Image>& images) {
+  ModelJob j{"classify_images", {}};
+  put_images(j.args, images);
+  return j;
+}
+
+// Every field of TranscribeOptions (as BeamOptions above).
+ModelJob transcribe_job(const Audio& audio, const TranscribeOptions& o) {
+  ModelJob j{"transcribe", {}};
+  put_values(j.args, audio.samples);
+  put(j.args, audio.sample_rate);
+  put_string(j.args, o.language), put_string(j.args, o.task), put<std::uint8_t>(j.args, o.timestamps);
+  put_values(j.args, o.temperatures);
+  put(j.args, o.beam_size), put(j.args, o.best_of), put(j.args, o.compression_ratio_threshold);
+  put(j.args, o.logprob_threshold), put(j.args, o.no_speech_threshold);
+  put<std::uint8_t>(j.args, o.condition_on_previous_text), put_string(j.args, o.initial_prompt);
+  put(j.args, o.max_new_tokens), put(j.args, o.seed), put<std::uint8_t>(j.args, o.word_timestamps);
+  put_string(j.args, o.prepend_punctuations), put_string(j.args, o.append_punctuations);
+  return j;
+}
+
 JobResult run_model_job(JobContext& cx, const ModelJob& job) {
   const std::string& in = job.args;
   std::size_t at = 0;
@@ -72,6 +123,28 @@ JobResult run_model_job(JobContext& cx, const ModelJob& job) {
       cx.translator = std::make_unique<Translator>(cx.lm.model, cx.lm.tokenizer, session_for(cx.lm, so));
     }
     r.translations = cx.translator->translate({source}, o);
+  } else if (job.kind == "embed_images") {
+    const std::vector<Image> images = get_images(in, at);
+    const auto pooling = static_cast<EmbedPooling>(get<std::int32_t>(in, at));
+    r.embeddings = embed_images(cx.lm, images, pooling, get<std::uint8_t>(in, at) != 0);
+  } else if (job.kind == "classify_images") {
+    r.classes = classify_images(cx.lm, get_images(in, at));
+  } else if (job.kind == "transcribe") {
+    Audio audio;
+    audio.samples = get_values<float>(in, at);
+    audio.sample_rate = get<std::int64_t>(in, at);
+    TranscribeOptions o;
+    o.language = get_string(in, at), o.task = get_string(in, at), o.timestamps = get<std::uint8_t>(in, at) != 0;
+    o.temperatures = get_values<double>(in, at);
+    o.beam_size = get<std::int64_t>(in, at), o.best_of = get<std::int64_t>(in, at);
+    o.compression_ratio_threshold = get<double>(in, at), o.logprob_threshold = get<double>(in, at);
+    o.no_speech_threshold = get<double>(in, at);
+    o.condition_on_previous_text = get<std::uint8_t>(in, at) != 0, o.initial_prompt = get_string(in, at);
+    o.max_new_tokens = get<std::int64_t>(in, at), o.seed = get<std::uint64_t>(in, at);
+    o.word_timestamps = get<std::uint8_t>(in, at) != 0;
+    o.prepend_punctuations = get_string(in, at), o.append_punctuations = get_string(in, at);
+    Transcriber tr(cx.lm, o.beam_size);
+    r.transcript = tr.transcribe(audio, o);
   } else {
     fail("serve", "unknown model job '", job.kind, "'");
   }

@@ -1,5 +1,5 @@
 // The model calls of the endpoints that run outside the batch — embeddings, classification,
-// reranking, translation — each a named job whose inputs travel as bytes. In one process the
+// reranking, translation, transcription — each a named job whose inputs travel as bytes. In one process the
 // scheduler thread runs it; a model split over processes by tensor parallelism runs the same
 // job on every rank, in the same place among the batch steps (rank 0 hands it to the others
 // with the batch's records, lockstep.h), so its partial sums meet; rank 0 answers.
@@ -10,14 +10,17 @@
 #include <vector>
 
 #include "serve_options.h"
+#include "tfm/audio.h"
+#include "tfm/image.h"
 #include "tfm/inspect.h"
 #include "tfm/model_dir.h"
 #include "tfm/session.h"
+#include "tfm/transcribe.h"
 
 namespace tfm::server {
 
 struct ModelJob {
-  std::string kind;  // embed | classify | rerank | translate
+  std::string kind;  // embed | classify | rerank | translate | embed_images | classify_images | transcribe
   std::string args;  // its inputs (record_bytes.h)
 };
 
@@ -25,6 +28,11 @@ ModelJob embed_job(const std::vector<std::string>& texts, const EmbedOptions& o)
 ModelJob classify_job(const std::vector<std::string>& texts);
 ModelJob rerank_job(const std::string& query, const std::vector<std::string>& documents);
 ModelJob translate_job(const std::string& source, const BeamOptions& o);
+ModelJob embed_images_job(const std::vector<Image>& images, EmbedPooling pooling, bool normalize);
+ModelJob classify_images_job(const std::vector<Image>& images);
+// A speech model's transcript of audio (samples at the model's rate); beam_size sizes the
+// Transcriber as the route does.
+ModelJob transcribe_job(const Audio& audio, const TranscribeOptions& o);
 
 // What a job reads besides its inputs: the model, the server's options, and the translator an
 // encoder-decoder's jobs share (made by the first, sized as `tfm serve` sizes it).
@@ -40,6 +48,7 @@ struct JobResult {
   std::vector<Classification> classes;
   std::vector<RerankResult> ranked;
   std::vector<TranslateResult> translations;
+  Transcript transcript;
 };
 
 // Runs a job (on the scheduler thread, or on another rank as rank 0 runs it).

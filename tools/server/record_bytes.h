@@ -1,4 +1,4 @@
-// Plain values, strings and id lists appended to a byte string and read back, checked: the
+// Plain values, strings and vectors appended to a byte string and read back, checked: the
 // records rank 0 hands the other ranks of a model split over processes (lockstep.cpp,
 // model_jobs.cpp). Both ends are the same build on the same kind of machine, so values travel
 // in their native layout.
@@ -25,10 +25,14 @@ inline void put_strings(std::string& out, const std::vector<std::string>& v) {
   put<std::uint64_t>(out, v.size());
   for (const std::string& s : v) put_string(out, s);
 }
-inline void put_ids(std::string& out, const std::vector<std::int32_t>& ids) {
-  put<std::uint64_t>(out, ids.size());
-  out.append(reinterpret_cast<const char*>(ids.data()), ids.size() * sizeof(std::int32_t));
+
+// A vector of plain values (floats, doubles, bytes) as its length and raw contents.
+template <class T>
+void put_values(std::string& out, const std::vector<T>& v) {
+  put<std::uint64_t>(out, v.size());
+  out.append(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(T));
 }
+inline void put_ids(std::string& out, const std::vector<std::int32_t>& ids) { put_values(out, ids); }
 
 inline void need(const std::string& in, std::size_t at, std::uint64_t n) {
   TFM_CHECK(at <= in.size() && n <= in.size() - at, "serve", "a lockstep record from rank 0 is cut short");
@@ -55,14 +59,15 @@ inline std::vector<std::string> get_strings(const std::string& in, std::size_t& 
   for (std::string& s : v) s = get_string(in, at);
   return v;
 }
-inline std::vector<std::int32_t> get_ids(const std::string& in, std::size_t& at) {
+template <class T>
+std::vector<T> get_values(const std::string& in, std::size_t& at) {
   const auto n = get<std::uint64_t>(in, at);
-  TFM_CHECK(n <= (in.size() - std::min(at, in.size())) / sizeof(std::int32_t), "serve",
-            "a lockstep record from rank 0 is cut short");
-  std::vector<std::int32_t> ids(n);
-  std::memcpy(ids.data(), in.data() + at, n * sizeof(std::int32_t));
-  at += n * sizeof(std::int32_t);
-  return ids;
+  TFM_CHECK(n <= (in.size() - std::min(at, in.size())) / sizeof(T), "serve", "a lockstep record from rank 0 is cut short");
+  std::vector<T> v(n);
+  std::memcpy(v.data(), in.data() + at, n * sizeof(T));
+  at += n * sizeof(T);
+  return v;
 }
+inline std::vector<std::int32_t> get_ids(const std::string& in, std::size_t& at) { return get_values<std::int32_t>(in, at); }
 
 }  // namespace tfm::server::bytes

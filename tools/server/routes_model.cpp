@@ -160,7 +160,11 @@ void embeddings(ServerContext& cx, const httplib::Request& req, httplib::Respons
   if (cx.lm.config.reads_images() && (!clip || input_is_images(b))) {
     const auto images = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
-    cx.sched.run_job([&] { vecs = embed_images(cx.lm, images, embed_pooling_from_name(pooling), normalize); });
+    const ModelJob job = embed_images_job(images, embed_pooling_from_name(pooling), normalize);
+    cx.sched.run_job([&] {
+      JobContext jobs = cx.jobs();
+      vecs = run_model_job(jobs, job).embeddings;
+    }, clip ? nullptr : &job);  // (CLIP is not split over processes)
     truncate_embeddings(vecs, dimensions, normalize);
   } else {
     const auto texts = text_inputs(b, cx.opt);
@@ -273,11 +277,15 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
   if (images) {
     const auto pictures = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
+    // A split model's ranks run the classification as a job; a rollout reads every head's
+    // attention, which a shard holds part of (refused there).
+    const ModelJob job = classify_images_job(pictures);
     cx.sched.run_job([&] {
-      rs = clip ? zero_shot_classify(cx.lm, pictures, labels, &cx.label_cache) : classify_images(cx.lm, pictures);
+      JobContext jobs = cx.jobs();
+      rs = clip ? zero_shot_classify(cx.lm, pictures, labels, &cx.label_cache) : run_model_job(jobs, job).classes;
       if (rollout)
         for (const auto& p : pictures) maps.push_back(attention_rollout(cx.lm, p));
-    });
+    }, clip || rollout ? nullptr : &job);
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);

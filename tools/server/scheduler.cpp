@@ -63,9 +63,9 @@ void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
   // the hidden states the jobs read.
   if (mirror_ != nullptr && (job == nullptr || lm_.model.pipeline_stages() > 1))
     throw ApiError(400, "invalid_request_error", "unsupported", job == nullptr ?
-                   "this endpoint is not served by a model split over processes (--tensor-parallel, "
-                   "--pipeline-parallel): completions, chat completions, embeddings, classification, reranking and "
-                   "translation of text are" : "this endpoint is not served by a model split into pipeline stages "
+                   "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel): "
+                   "attention maps, rollouts, word timestamps and slot files read or write what every shard holds "
+                   "part of" : "this endpoint is not served by a model split into pipeline stages "
                    "(--pipeline-parallel): completions and chat completions are; --tensor-parallel serves it");
   std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
     if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
