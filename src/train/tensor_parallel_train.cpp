@@ -121,10 +121,12 @@ std::string TensorParallel::summary(const Model& shard) const {
   if (!on()) return "";
   std::int64_t split = 0, whole = 0;
   for (const auto& [name, p] : shard.parameters()) (shard.tensor_parallel_split(name) ? split : whole) += p.numel();
+  double all_split = static_cast<double>(split);  // summed: a vocabulary's shards may differ by a row
+  dist::allreduce_sum(&all_split, 1, tp_);
   return "tensor parallel: " + std::to_string(tp_.size) + " shards per replica, " + std::to_string(dp_.size) +
          (dp_.size == 1 ? " replica" : " replicas") + "; shard " + std::to_string(tp_.rank) + " holds " +
          std::to_string(split) + " split and " + std::to_string(whole) + " whole parameters (" +
-         std::to_string(split * tp_.size + whole) + (shard.pipeline_stages() > 1 ? " in the stage)" : " in the model)");
+         std::to_string(static_cast<std::int64_t>(all_split) + whole) + (shard.pipeline_stages() > 1 ? " in the stage)" : " in the model)");
 }
 
 void TensorParallel::step_end() {

@@ -48,6 +48,7 @@ class TensorParallel {
   CheckpointPart checkpoint_part(const Model& shard, const Optimizer& opt) const;
   // The split parameters' squared gradient norms summed over the shards (clip_grad_norm).
   SplitParameters split_parameters(const Model& shard) const;
+  // One line on the layout and what this shard holds (a collective: every shard calls it).
   std::string summary(const Model& shard) const;
   // Around each training step: the sums of the steps are counted apart from evaluation's and
   // checkpoints'. traffic(): their count and volume per step.
