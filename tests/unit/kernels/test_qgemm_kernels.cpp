@@ -208,6 +208,27 @@ TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
   }
 }
 
+// Many rows (a batch of pictures) run the AVX-512 VNNI tiles in blocks of rows whose
+// activations stay in L2 (qgemm_blocks_avx512.cpp, 128 rows at K = 2048): 300 rows span three
+// blocks, and each row is still what it is alone, for every block type.
+TEST(QgemmKernels, RowsAreIndependentOfTheBatchAcrossActivationBlocks) {
+  if (!cpu_info().avx512_vnni) GTEST_SKIP() << "the blocked tiles need AVX-512 VNNI";
+  IsaScope scope(Isa::avx512);
+  const std::int64_t M = 300, N = 9, K = 2048;
+  for (DType t : kKernelTypes) {
+    if (!dtype_is_block(t)) continue;
+    const Case c = make_case(t, M, N, K, 78);
+    std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
+    kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
+    for (std::int64_t m = 0; m < M; ++m) {
+      kernels::qgemm(t, 1, N, K, c.x.data() + m * K, K, c.w.data(), one.data(), N);
+      for (std::int64_t n = 0; n < N; ++n)
+        ASSERT_EQ(one[static_cast<std::size_t>(n)], all[static_cast<std::size_t>(m * N + n)])
+            << dtype_name(t) << " row " << m << " col " << n;
+    }
+  }
+}
+
 // The AVX-512 activation quantizer (qgemm_blocks_avx512.cpp) gives the scalar quantize_acts'
 // blocks bit for bit: int8 values, scales and group sums, with exact rounding ties (x = k + 0.5
 // steps), an all-zero block, a row stride larger than K and K with an odd count of 16-groups.
