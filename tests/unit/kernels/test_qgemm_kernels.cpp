@@ -209,14 +209,16 @@ TEST(QgemmKernels, RowsAreIndependentOfTheBatch) {
 }
 
 // Many rows (a batch of pictures) run the AVX-512 VNNI tiles in blocks of rows whose
-// activations stay in L2 (qgemm_blocks_avx512.cpp, 128 rows at K = 2048): 300 rows span three
-// blocks, and each row is still what it is alone, for every block type.
+// activations stay in L2 (qgemm_blocks_avx512.cpp: 128 rows at K = 2048): 300 rows span three
+// blocks, and each row is still what it is alone, for every block type (and for the native
+// bf16 tiles, which sweep weight blocks instead).
 TEST(QgemmKernels, RowsAreIndependentOfTheBatchAcrossActivationBlocks) {
   if (!cpu_info().avx512_vnni) GTEST_SKIP() << "the blocked tiles need AVX-512 VNNI";
   IsaScope scope(Isa::avx512);
+  Bf16NativeScope bf16_native(true);
   const std::int64_t M = 300, N = 9, K = 2048;
   for (DType t : kKernelTypes) {
-    if (!dtype_is_block(t)) continue;
+    if (!dtype_is_block(t) && !(t == DType::bf16 && kernels::qgemm_detail::bf16_native_active())) continue;
     const Case c = make_case(t, M, N, K, 78);
     std::vector<float> all(static_cast<std::size_t>(M * N)), one(static_cast<std::size_t>(N));
     kernels::qgemm(t, M, N, K, c.x.data(), K, c.w.data(), all.data(), N);
