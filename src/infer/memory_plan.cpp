@@ -67,12 +67,13 @@ MemoryPlan plan_memory(const ModelConfig& c, std::int64_t ctx_size, std::int64_t
   p.ctx_size = ctx_size > 0 ? ctx_size : c.max_positions;
   p.batch = batch;
   std::map<std::string, std::int64_t> parts;
-  TFM_CHECK(vocab_shards >= 1 && vocab_shards <= c.vocab_size, "info", "a vocabulary of ", c.vocab_size,
-            " tokens cannot be split over ", vocab_shards, " ranks");
-  const std::int64_t shard_rows = (c.vocab_size + vocab_shards - 1) / vocab_shards;  // the first shards'
+  TFM_CHECK(vocab_shards >= 1, "info", "a vocabulary split over ", vocab_shards, " ranks");
+  // As Model::shard_tensor_parallel: no split of a vocabulary smaller than the ranks (or none).
+  const bool split = vocab_shards > 1 && c.vocab_size >= vocab_shards;
+  const std::int64_t shard_rows = split ? (c.vocab_size + vocab_shards - 1) / vocab_shards : 0;  // the first shards'
   for (const auto& s : parameter_specs(c)) {
     const std::int64_t n = shape_numel(s.shape);
-    parts[part_of(s.name)] += 4 * (vocab_shards > 1 && vocabulary_table(s, c) ? n / c.vocab_size * shard_rows : n);
+    parts[part_of(s.name)] += 4 * (split && vocabulary_table(s, c) ? n / c.vocab_size * shard_rows : n);
   }
   for (const auto& [name, b] : parts) {
     p.weights.emplace_back(name, b);

@@ -64,7 +64,11 @@ TEST(MemoryPlan, AShardsWeightsAreWhatRankZerosShardHolds) {
           << preset << (tied ? " tied" : " untied");
     }
   }
-  EXPECT_THROW(plan_memory(tiny("gpt2"), 0, 1, 32), Error);  // more ranks than tokens
+  // More ranks than tokens: the vocabulary stays whole, as the shards keep it.
+  EXPECT_EQ(plan_memory(tiny("gpt2"), 0, 1, 32).weight_bytes, plan_memory(tiny("gpt2"), 0, 1).weight_bytes);
+  ModelConfig vit = model_preset("vit-b16");  // no vocabulary at all
+  vit.n_layers = 1;
+  EXPECT_EQ(plan_memory(tensor_parallel_config(vit, 2), 0, 1, 2).weight_bytes, plan_memory(tensor_parallel_config(vit, 2), 0, 1).weight_bytes);
 }
 
 TEST(MemoryPlan, ActivationEstimateFollowsTheShapes) {
