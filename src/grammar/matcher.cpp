@@ -9,6 +9,7 @@
 // character is the state before it, so most steps reuse one mask.
 #include <algorithm>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "grammar/rules.h"
 #include "tfm/error.h"
@@ -26,6 +27,19 @@ struct VecHash {
 };
 
 constexpr std::size_t kMaxCachedMasks = 512;
+// A grammar ambiguous enough that the text could be read in more ways at once than this (each a
+// stack), or that needs more stack nodes or parser states in all, is refused as the matcher
+// meets it: the
+// sets can grow exponentially with the text (`root ::= "(" root ")" root | . root | ...`), and
+// every later step would take longer (found by fuzz_grammar: one such input ran for minutes).
+// JSON Schemas' grammars hold a few dozen stacks at most.
+constexpr std::size_t kMaxStacks = 1024, kMaxNodes = std::size_t{1} << 20;
+constexpr std::size_t kMaxSets = std::size_t{1} << 16;  // (each with 256 transitions: 64 MiB)
+
+[[noreturn]] void too_ambiguous(const char* what, std::size_t limit) {
+  fail("grammar", "the grammar is too ambiguous to follow: more than ", limit, " ", what,
+       " (make its alternatives start differently)");
+}
 
 }  // namespace
 
@@ -66,13 +80,14 @@ struct GrammarMatcher::State {
   TokenMask scratch;
   std::int32_t cur = 0;
 
-  // scratch of closure()
-  std::vector<std::uint64_t> visited;
+  // scratch of closure(): the (pos, parent) pairs expanded in one closure
+  std::unordered_set<std::uint64_t> visited;
 
   std::int32_t node(std::int32_t pos, std::int32_t parent) {
     const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pos)) << 32) | static_cast<std::uint32_t>(parent);
     const auto it = node_ids.find(key);
     if (it != node_ids.end()) return it->second;
+    if (nodes.size() >= kMaxNodes) too_ambiguous("parse stack nodes", kMaxNodes);
     const auto id = static_cast<std::int32_t>(nodes.size());
     nodes.push_back({pos, parent});
     node_dist.push_back(-1);
@@ -95,11 +110,11 @@ struct GrammarMatcher::State {
   // each has a byte element on top, or is the accepting stack.
   void closure(std::int32_t pos, std::int32_t parent, std::vector<std::int32_t>& out) {
     const std::uint64_t key = (static_cast<std::uint64_t>(static_cast<std::uint32_t>(pos)) << 32) | static_cast<std::uint32_t>(parent);
-    if (std::find(visited.begin(), visited.end(), key) != visited.end()) return;
-    visited.push_back(key);
+    if (!visited.insert(key).second) return;
     const GrammarElem& e = g->elems[static_cast<std::size_t>(pos)];
     if (e.kind == GrammarElem::bytes) {
       out.push_back(node(pos, parent));
+      if (out.size() > 4 * kMaxStacks) too_ambiguous("ways to read the text at once", kMaxStacks);
     } else if (e.kind == GrammarElem::end) {
       if (parent < 0) {
         out.push_back(0);
@@ -118,8 +133,10 @@ struct GrammarMatcher::State {
   std::int32_t intern(std::vector<std::int32_t> s) {
     std::sort(s.begin(), s.end());
     s.erase(std::unique(s.begin(), s.end()), s.end());
+    if (s.size() > kMaxStacks) too_ambiguous("ways to read the text at once", kMaxStacks);
     const auto it = set_ids.find(s);
     if (it != set_ids.end()) return it->second;
+    if (sets.size() >= kMaxSets) too_ambiguous("distinct parser states", kMaxSets);
     const auto id = static_cast<std::int32_t>(sets.size());
     std::int32_t d = kGrammarInf;  // an empty set (dead) never finishes
     for (const std::int32_t n : s) d = std::min(d, dist(n));

@@ -2,6 +2,7 @@
 // it gives for bad grammars.
 #include <gtest/gtest.h>
 
+#include "support/test_support.h"
 #include "tfm/error.h"
 #include "tfm/grammar.h"
 #include "unit/grammar/byte_vocab.h"
@@ -64,6 +65,24 @@ TEST(Gbnf, ErrorsNameTheLine) {
   EXPECT_NE(message("root ::= \"a\"{99999}").find("repetition count"), std::string::npos);
   EXPECT_NE(message("root ::= (\"a\"").find("expected ')'"), std::string::npos);
   EXPECT_NE(message("root ::= \"\\q\"").find("unknown escape"), std::string::npos);
+}
+
+// A grammar whose text can be read in exponentially many ways (fuzz_grammar's input: every
+// '(' may open any of the alternatives) is refused with the reason as the matcher meets it,
+// not followed for minutes; an unambiguous nesting of the same depth is followed.
+TEST(GrammarMatcher, AGrammarTooAmbiguousToFollowIsAnErrorNotAHang) {
+  const Grammar g = Grammar::parse("root ::= \"(\" root \")\" \"(\" root \")\" | . \"(%\" root \")\" | . \"(\" root \")\" | .\n");
+  GrammarMatcher m(g, testing::byte_vocab());
+  const std::string text(64, '(');
+  const std::string error = test::error_message([&] {
+    for (std::size_t i = 0; i < text.size(); ++i) {
+      (void)m.allowed(static_cast<std::int64_t>(64 - i));
+      ASSERT_TRUE(m.accept_bytes(text.substr(i, 1)));
+    }
+  });
+  EXPECT_NE(error.find("too ambiguous to follow"), std::string::npos) << error;
+  const Grammar nested = Grammar::parse("root ::= \"(\" root \")\" | \"x\"");
+  EXPECT_TRUE(testing::accepts(nested, std::string(200, '(') + "x" + std::string(200, ')')));
 }
 
 TEST(GrammarMatcher, MaskOverMultiByteTokens) {
