@@ -202,7 +202,8 @@ std::string gguf_tokenizer_json(const GgufFile& f) {
 void tokenizer_to_gguf(const Tokenizer& tok, std::vector<std::pair<std::string, GgufValue>>& meta, std::int64_t vocab_size) {
   const ojson j = ojson::parse(tok.to_json());
   const ojson& model = j.at("model");
-  TFM_CHECK(model.value("type", std::string()) == "BPE" && j.at("pre_tokenizer").value("type", std::string()) == "ByteLevel",
+  const auto type_of = [](const ojson& part) { return part.is_object() ? part.value("type", std::string()) : std::string(); };
+  TFM_CHECK(type_of(model) == "BPE" && j.contains("pre_tokenizer") && type_of(j.at("pre_tokenizer")) == "ByteLevel",
             "gguf", "only byte-level BPE tokenizers (GPT-2 style, no CJK split) can be written to GGUF; this one is ",
             tokenizer_kind_name(tok.kind()));
   std::vector<std::string> tokens(static_cast<std::size_t>(tok.vocab_size()));

@@ -9,6 +9,7 @@
 #include <fstream>
 
 #include "support/test_support.h"
+#include "support/train_helpers.h"
 #include "tfm/gguf_model.h"
 #include "tfm/quantize.h"
 #include "tfm/tfm.h"
@@ -217,6 +218,15 @@ TEST(Gguf, UnsupportedArchitecturesAndModelsAreRefused) {
   TokenizerTrainOptions o;
   o.vocab_size = 270;
   EXPECT_THROW(save_gguf_model(path, Model::create(c, 1), Tokenizer::train({"a b c"}, o)), Error);
+  // A BPE tokenizer without a pre-tokenizer (Llama 2's tokenizer.json has "pre_tokenizer":
+  // null): the writer's rule in one line, not a JSON library's exception.
+  const Tokenizer spm_like = Tokenizer::from_json(R"({"version": "1.0", "added_tokens": [], "normalizer": null,
+      "pre_tokenizer": null, "post_processor": null, "decoder": null,
+      "model": {"type": "BPE", "vocab": {"a": 0, "b": 1, "ab": 2}, "merges": ["a b"]}})");
+  ModelConfig g = parse_model_config(
+      R"({"model_type": "gpt2", "vocab_size": 3, "n_embd": 8, "n_layer": 1, "n_head": 2, "n_positions": 8})", "t");
+  const std::string e = train_test::expect_error([&] { save_gguf_model(path, Model::create(g, 1), spm_like); });
+  EXPECT_NE(e.find("only byte-level BPE tokenizers"), std::string::npos) << e;
 }
 
 // Random byte corruptions of a real model file (header, metadata, tensor infos): each one
