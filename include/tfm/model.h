@@ -97,6 +97,13 @@ class Model {
   // Conv1D weights); bf16/f16 ones too when keep_compact (GGUF files, tfm quantize's
   // directories), else every tensor becomes f32 (hub bf16 checkpoints compute in f32).
   static Model from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact = false);
+  // As from_parameters, but the tensors it would make f32 keep their stored type (and a mapped
+  // file's pages) until convert_deferred_weights(): shard_pipeline and shard_tensor_parallel,
+  // the only calls allowed in between, slice them as stored, so a rank of a split model reads
+  // and converts its part of a bf16/f16 checkpoint only, never the whole model in f32.
+  static Model from_parameters_deferred(const ModelConfig& cfg, std::map<std::string, Tensor> params,
+                                        bool keep_compact = false);
+  void convert_deferred_weights();  // (nothing to do for a model made otherwise)
 
   Model(Model&&) noexcept;
   Model& operator=(Model&&) noexcept;
@@ -325,6 +332,7 @@ class Model {
   Tensor forward_pipelined(const ModelInputs& in);
   // An encoder output (1, S, C) projected into every decoder layer's cross K/V of `source`.
   void encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source);
+  static Model build(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact, bool defer);
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

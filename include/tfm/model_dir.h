@@ -74,7 +74,10 @@ void save_model_dir(const std::string& dir, const Model& model, const Tokenizer&
 void save_model_description(const std::string& dir, const ModelConfig& config, const Tokenizer& tok);
 // Loads a directory of either layout; throws naming the bad file (missing, malformed, or
 // weights that do not match config.json: the first missing, unexpected or mis-shaped tensor).
-LoadedModel load_model_dir(const std::string& dir);
+// defer_conversion: bf16/f16 weights that would become f32 stay as stored until the caller
+// splits the model and calls Model::convert_deferred_weights (load_model does, under tensor or
+// pipeline parallelism), so a rank converts only its part (a directory with an adapter: now).
+LoadedModel load_model_dir(const std::string& dir, bool defer_conversion = false);
 
 // The stored tensors of a model directory (safetensors, single or sharded) by dtype, from the
 // mapped files without converting anything: what `tfm info -m DIR` lists.

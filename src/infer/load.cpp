@@ -41,11 +41,15 @@ LoadedModel load_model(const std::string& path, const LoadOptions& o, std::vecto
                        summary(p),
                        "lower the context size or the batch (tfm info -m " + path + " prints the plan)");
   }
-  LoadedModel lm = load_model_dir(path);
+  // A split model converts its stored bf16/f16 weights to f32 after the split, so a rank reads
+  // and holds its part of them only (adapters are refused on a split model anyway).
+  const bool split = (o.pp_stages > 1 || o.tp_ranks > 1) && o.adapter.empty();
+  LoadedModel lm = load_model_dir(path, split);
   if (!o.adapter.empty()) load_adapter(o.adapter, lm.model);
   // By depth first, then a stage's layers by heads and units (both: a stage of shards).
   if (o.pp_stages > 1) lm.model.shard_pipeline(o.pp_stage, o.pp_stages, o.pp_comm);
   if (o.tp_ranks > 1) lm.model.shard_tensor_parallel(o.tp_rank, o.tp_ranks, o.tp_sum);
+  lm.model.convert_deferred_weights();
   if (!o.dtype.empty()) {
     QuantizeOptions q;
     q.type = parse_weight_type(o.dtype, "dtype");

@@ -27,11 +27,13 @@ ModelSource read_model_source(const std::string& path) {
   return infer_detail::read_safetensors_dir(path);
 }
 
-Model build_model(ModelSource& src) {
+Model build_model(ModelSource& src, bool defer_conversion = false) {
   // Tensors whose stored dtype is f32 keep viewing the file's (copy-on-write) mapping;
-  // from_parameters converts the others.
+  // from_parameters converts the others (deferred: after the caller has split the model).
   try {
-    return Model::from_parameters(src.config, hub_checkpoint_names(src.config, std::move(src.tensors)), src.compact);
+    auto tensors = hub_checkpoint_names(src.config, std::move(src.tensors));
+    if (defer_conversion) return Model::from_parameters_deferred(src.config, std::move(tensors), src.compact);
+    return Model::from_parameters(src.config, std::move(tensors), src.compact);
   } catch (const Error& e) {
     fail(src.weights_where, "does not match config.json: ", e.what());
   }
@@ -97,11 +99,12 @@ std::map<std::string, StoredTensorType> stored_tensor_types(const std::string& d
   return by;
 }
 
-LoadedModel load_model_dir(const std::string& dir) {
+LoadedModel load_model_dir(const std::string& dir, bool defer_conversion) {
   if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
   ModelSource src = read_model_source(dir);
-  Model model = build_model(src);
-  if (fs::exists(join(dir, "adapter_config.json"))) load_adapter(dir, model);  // saved with its adapter
+  const bool adapter = fs::exists(join(dir, "adapter_config.json"));
+  Model model = build_model(src, defer_conversion && !adapter);
+  if (adapter) load_adapter(dir, model);  // saved with its adapter
   // RETRO: the chunk database it was trained with (tfm train writes it beside the weights).
   if (src.config.retrieval.enabled()) {
     TFM_CHECK(fs::exists(join(dir, kRetrievalDbFile)), dir, "a RETRO model reads neighbours from its chunk database, and ",

@@ -25,6 +25,7 @@ Model::~Model() = default;
 
 namespace {
 bool is_compact_dtype(DType t) { return t == DType::bf16 || t == DType::f16 || dtype_is_block(t); }
+Tensor to_f32(const Tensor& t) { return dtype_is_block(t.dtype()) ? t.clone_as_f32() : cast(t, DType::f32); }
 
 std::map<std::string, bool> compact_candidates(const ModelConfig& cfg, const std::map<std::string, Tensor>& params) {
   std::map<std::string, bool> out;
@@ -41,12 +42,21 @@ Model Model::create(const ModelConfig& cfg, std::uint64_t seed) {
 }
 
 Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact) {
+  return build(cfg, std::move(params), keep_compact, false);
+}
+
+Model Model::from_parameters_deferred(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact) {
+  return build(cfg, std::move(params), keep_compact, true);
+}
+
+Model Model::build(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact, bool defer) {
   validate_model_config(cfg, "model");
   const auto specs = parameter_specs(cfg);
   for (const auto& s : specs)
     TFM_CHECK(params.count(s.name) != 0, "model", "missing tensor '", s.name, "' (expected shape ", shape_str(s.shape), ")");
   // Weight matrices that may stay in a compact type (name -> in_out layout); the rest is f32.
   const std::map<std::string, bool> compact = compact_candidates(cfg, params);
+  std::set<std::string> deferred;
   for (const auto& s : specs) {
     auto it = params.find(s.name);
     Tensor& t = it->second;
@@ -61,7 +71,13 @@ Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tenso
     }
     TFM_CHECK(t.shape() == s.shape, "model", "tensor '", s.name, "' has shape ", shape_str(t.shape()),
               ", the config needs ", shape_str(s.shape));
-    if (t.dtype() != DType::f32) t = dtype_is_block(t.dtype()) ? t.clone_as_f32() : cast(t, DType::f32);
+    if (t.dtype() != DType::f32) {
+      if (defer) {
+        deferred.insert(s.name);
+        continue;  // (its autograd record comes with the conversion)
+      }
+      t = to_f32(t);
+    }
     // Give every parameter its autograd record now, so the modules' handles share it and a
     // later requires_grad_() on the map's entry reaches them.
     if (it->second.autograd_meta() == nullptr) it->second.requires_grad_(false);
@@ -76,9 +92,35 @@ Model Model::from_parameters(const ModelConfig& cfg, std::map<std::string, Tenso
   auto impl = std::make_unique<Impl>();
   impl->cfg = cfg;
   impl->params = std::move(params);
+  impl->deferred = std::move(deferred);
   impl->layout = wire_layout(cfg, impl->params);
   if (cfg.position == PositionKind::alibi) impl->alibi = alibi_slopes(cfg.n_heads);
   return Model(std::move(impl));
+}
+
+void Model::convert_deferred_weights() {
+  Impl& m = *impl_;
+  if (m.deferred.empty()) return;
+  m.layout = Layout{};  // (its handles would keep each stored tensor alive until the end)
+  std::map<const void*, Tensor> converted;  // a tied table once
+  for (const std::string& name : m.deferred) {
+    Tensor& t = m.params.at(name);
+    auto [it, fresh] = converted.try_emplace(t.raw_data());
+    if (fresh) {
+      it->second = to_f32(t);
+      it->second.requires_grad_(false);
+    }
+    const Tensor stored = t;
+    t = it->second;
+    stored.storage()->release_file_pages();
+  }
+  m.deferred.clear();
+  m.rewire();
+}
+
+void Model::Impl::check_converted(const char* what) const {
+  TFM_CHECK(deferred.empty(), what, "the model's ", deferred.size(), " weights in their stored type (",
+            *deferred.begin(), ", ...) are not converted yet (Model::convert_deferred_weights)");
 }
 
 const ModelConfig& Model::config() const { return impl_->cfg; }
@@ -352,6 +394,7 @@ ChunkMemory chunk_memory(const Model::Impl& m, const ModelInputs& in, nn::Dropou
 using namespace model_detail;
 
 Tensor Model::encode(const ModelInputs& in) {
+  impl_->check_converted("encode");
   Impl& m = *impl_;
   TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
   nn::DropoutStream rng = m.stream();
@@ -372,6 +415,7 @@ Tensor Model::encode(const ModelInputs& in) {
 }
 
 Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
+  impl_->check_converted("decode");
   Impl& m = *impl_;
   TFM_CHECK(m.pp_stages == 1, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
             " holds some of the layers: it decodes through decode_cached only");
@@ -397,6 +441,7 @@ Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
 }
 
 Tensor Model::head(const Tensor& hidden, const Tensor& valid_lens, bool shard_logits) {
+  impl_->check_converted("head");
   const Impl& m = *impl_;
   const ModelConfig& c = m.cfg;
   const Layout& l = m.layout;
@@ -467,6 +512,7 @@ Model::StreamPosition Model::StreamPosition::from_floats(const float* in) {
 
 Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
   Impl& m = *impl_;
+  m.check_converted("forward_stage");
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
   TFM_CHECK(m.cfg.architecture == Architecture::decoder_only, "model", "forward_stage runs a decoder-only model's stage");
   check_ids(in.input_ids, "input_ids");
@@ -551,6 +597,7 @@ Tensor join_fused_parts(const Tensor& hidden, const Tensor& lens, std::int64_t p
 }  // namespace
 
 ModelOutputs Model::forward(const ModelInputs& in) {
+  impl_->check_converted("forward");
   ModelOutputs out;
   switch (impl_->cfg.architecture) {
     case Architecture::encoder_only:

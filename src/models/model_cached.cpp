@@ -318,6 +318,7 @@ Tensor Model::decode_cached(const Tensor& ids, const std::vector<std::int64_t>& 
                             bool all_positions) {
   NoGradGuard no_grad;
   const Impl& m = *impl_;
+  m.check_converted("decode_cached");
   const ModelConfig& c = m.cfg;
   TFM_CHECK(c.architecture != Architecture::encoder_only, "decode_cached", "an encoder-only model does not decode");
   model_detail::check_ids(ids, "ids");

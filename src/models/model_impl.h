@@ -55,6 +55,10 @@ struct Model::Impl {
   std::map<std::string, std::string> pp_global_names;  // this stage's parameter names -> the whole model's
   std::set<std::string> pp_shared;                     // those outside the layers (every stage keeps them)
   std::shared_ptr<const Model::PipeComm> pp;
+  // Parameters still in their stored type (from_parameters_deferred), stored as the f32 layout
+  // (GPT-2's Conv1D: (in, out)); the forward passes refuse to run while any is left.
+  std::set<std::string> deferred;
+  void check_converted(const char* what) const;
 
   // Re-wires the modules after params gained or lost tensors (LoRA factors, a merge).
   void rewire() {

@@ -66,6 +66,7 @@ std::vector<std::string> Model::linear_modules() const {
 }
 
 void Model::add_lora(const LoraConfig& cfg, std::uint64_t seed) {
+  impl_->check_converted("add_lora");
   check_config(cfg);
   TFM_CHECK(!impl_->lora, "lora", "the model already has LoRA factors (merge_lora first)");
   std::map<std::string, Tensor> factors;
@@ -84,6 +85,7 @@ void Model::add_lora(const LoraConfig& cfg, std::uint64_t seed) {
 }
 
 void Model::attach_lora(const LoraConfig& cfg, const std::map<std::string, Tensor>& factors) {
+  impl_->check_converted("attach_lora");
   check_config(cfg);
   TFM_CHECK(!impl_->lora, "lora", "the model already has LoRA factors (merge_lora first)");
   TFM_CHECK(!impl_->bottleneck && !impl_->prefix, "lora", "the model already has a ",

@@ -55,6 +55,7 @@ std::int64_t BottleneckConfig::size(std::int64_t d_model) const {
 // ---- bottleneck adapters ------------------------------------------------------------------
 
 void Model::add_bottleneck(const BottleneckConfig& cfg, std::uint64_t seed) {
+  impl_->check_converted("add_bottleneck");
   TFM_CHECK(cfg.bottleneck_size > 0 || cfg.reduction_factor > 0, "adapter", "reduction_factor must be > 0");
   const std::int64_t C = impl_->cfg.d_model, m = cfg.size(C);
   std::map<std::string, Tensor> t;
@@ -76,6 +77,7 @@ void Model::add_bottleneck(const BottleneckConfig& cfg, std::uint64_t seed) {
 }
 
 void Model::attach_bottleneck(const BottleneckConfig& cfg, const std::map<std::string, Tensor>& tensors) {
+  impl_->check_converted("attach_bottleneck");
   check_no_adapter(*impl_, "adapter");
   const std::int64_t C = impl_->cfg.d_model, m = cfg.size(C);
   std::map<std::string, Tensor> want;  // every name the placement needs, with its shape
@@ -120,6 +122,7 @@ std::int64_t Model::prefix_width() const {
 }
 
 void Model::add_prefix(const PrefixConfig& cfg, std::uint64_t seed) {
+  impl_->check_converted("add_prefix");
   TFM_CHECK(cfg.num_virtual_tokens >= 1, "prefix", "num_virtual_tokens must be >= 1, got ", cfg.num_virtual_tokens);
   const std::int64_t P = cfg.num_virtual_tokens, C = impl_->cfg.d_model, W = prefix_width();
   std::map<std::string, Tensor> t;
@@ -140,6 +143,7 @@ void Model::add_prefix(const PrefixConfig& cfg, std::uint64_t seed) {
 }
 
 void Model::attach_prefix(const PrefixConfig& cfg, const std::map<std::string, Tensor>& tensors) {
+  impl_->check_converted("attach_prefix");
   check_no_adapter(*impl_, "prefix");
   TFM_CHECK(cfg.num_virtual_tokens >= 1, "prefix", "num_virtual_tokens must be >= 1, got ", cfg.num_virtual_tokens);
   TFM_CHECK(impl_->cfg.sliding_window == 0, "prefix", "prefix tuning with a sliding_window is not supported (the "

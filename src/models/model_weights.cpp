@@ -85,6 +85,7 @@ bool Model::has_compact_weights() const {
 }
 
 void Model::convert_weights(const std::map<std::string, DType>& types) {
+  impl_->check_converted("convert_weights");
   const auto slots = model_detail::weight_matrices_of(impl_->cfg, impl_->params);
   for (const auto& [name, type] : types) {
     const std::string& wanted = name;  // clang 14 cannot capture a structured binding

@@ -61,7 +61,7 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   const auto starts = [](const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; };
   std::map<const void*, Tensor> copies;  // (as in tensor_parallel.cpp: release the mapped files)
   std::map<std::string, std::string> globals;
-  std::set<std::string> shared;
+  std::set<std::string> shared, deferred;
   for (const auto& [name, t] : m.params) {
     std::string local = name;
     bool other_stage = false;
@@ -78,10 +78,12 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
     if (fresh) it->second = t.clone();
     if (it->second.autograd_meta() == nullptr) it->second.requires_grad_(false);  // shared by the modules' handles
     kept.emplace(local, it->second);
+    if (m.deferred.count(name) > 0) deferred.insert(local);
     globals[local] = name;
     t.storage()->release_file_pages();
   }
   m.params = std::move(kept);
+  m.deferred = std::move(deferred);
   m.pp_global_names = std::move(globals);
   m.pp_shared = std::move(shared);
   m.pp_whole_cfg = c;

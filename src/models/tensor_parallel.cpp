@@ -67,9 +67,9 @@ Tensor slice_tensor(const Tensor& t, int dim, const Ranges& r, const std::string
 class Sharder {
  public:
   Sharder(const ModelConfig& c, int rank, int ranks, std::map<std::string, Tensor>& params,
-          std::map<std::string, Model::Impl::TpSlice>& slices)
-      : rank_(rank), ranks_(ranks), params_(params), slices_(slices), heads_(c.n_heads), kv_heads_(c.kv_heads()),
-        head_dim_(c.dim_head()) {}
+          std::map<std::string, Model::Impl::TpSlice>& slices, const std::set<std::string>& deferred)
+      : rank_(rank), ranks_(ranks), params_(params), slices_(slices), deferred_(deferred), heads_(c.n_heads),
+        kv_heads_(c.kv_heads()), head_dim_(c.dim_head()) {}
 
   void attention(const nn::Attention& a) {
     if (!a.o_proj.weight.defined()) return;  // no such attention in this layer
@@ -144,9 +144,12 @@ class Sharder {
     const std::int64_t per = n / ranks_;
     return {{rank_ * per * width, (rank_ + 1) * per * width}};
   }
-  // The dims of a Linear's stored weight: (out, in), or (in, out) for an f32 Conv1D.
-  static int out_dim(const nn::Linear& l) { return l.in_out && l.weight.dtype() == DType::f32 ? 1 : 0; }
-  static std::int64_t out_features(const nn::Linear& l) { return l.weight.size(out_dim(l)); }
+  // The dims of a Linear's stored weight: (out, in), or (in, out) for a Conv1D held as f32
+  // (or still in its file's type, to become f32: Model::from_parameters_deferred).
+  int out_dim(const nn::Linear& l) const {
+    return l.in_out && (l.weight.dtype() == DType::f32 || deferred_.count(l.name + ".weight") > 0) ? 1 : 0;
+  }
+  std::int64_t out_features(const nn::Linear& l) const { return l.weight.size(out_dim(l)); }
 
   Tensor& param(const std::string& name) {
     auto it = params_.find(name);
@@ -173,6 +176,7 @@ class Sharder {
   int rank_, ranks_;
   std::map<std::string, Tensor>& params_;
   std::map<std::string, Model::Impl::TpSlice>& slices_;
+  const std::set<std::string>& deferred_;
   std::int64_t heads_, kv_heads_, head_dim_;
 };
 
@@ -207,7 +211,7 @@ void Model::shard_tensor_parallel(int rank, int ranks, PartialSum sum) {
             " attention heads and ", c.kv_heads(), " key/value heads must divide by the ", ranks, " ranks");
   std::map<std::string, Tensor> params = m.params;
   std::map<std::string, Impl::TpSlice> slices;
-  Sharder s(c, rank, ranks, params, slices);
+  Sharder s(c, rank, ranks, params, slices, m.deferred);
   for (const Stack* st : {&m.layout.encoder, &m.layout.decoder, &m.layout.retriever}) {
     for (const Layer& L : st->layers) {
       s.attention(L.self_attn);
