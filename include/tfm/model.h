@@ -244,7 +244,7 @@ class Model {
   Tensor logits_cross_entropy(const Tensor& logits, const Tensor& targets, float label_smoothing = 0.0f) const;
 
   // ---- pipeline parallelism (docs/distributed.md; inference) -------------------------------
-  // Makes this decoder-only model stage `stage` of `stages`: it keeps a contiguous run of the
+  // Makes this model (decoder-only LM or encoder-decoder) stage `stage` of `stages`: it keeps a contiguous run of the
   // decoder layers (pipeline_layers below: n_layers / stages each, the first stages one more
   // while they do not divide) and everything outside the layers; its config becomes that many
   // layers, so a KV cache made for it holds its layers only. Every stage then calls
@@ -252,9 +252,12 @@ class Model {
   // layers on what the previous one sends and sends its output on, and the last stage's logits
   // come back from every stage's call (broadcast). forward() works the same way, without
   // gradients (evaluation): every stage calls it with the same inputs and gets the logits (no
-  // hidden states). The other entry points are refused on a stage. Refused for other
-  // architectures, RETRO, attached adapters, a tensor-parallel shard (shard the stage
-  // instead), or more stages than layers.
+  // hidden states). An encoder-decoder's stage also keeps a contiguous run of the encoder's
+  // layers: encode() (and so encode_to_cache) runs the encoder through the stages the same way
+  // and returns the memory on every stage, whose cross-attention layers read it; decode_cached
+  // then works as above (the full forward() is refused: generation only). The other entry
+  // points are refused on a stage. Refused for encoder-only models, RETRO, attached adapters,
+  // a tensor-parallel shard (shard the stage instead), or more stages than layers.
   struct PipeComm {
     std::function<void(const Tensor& x, int to)> send;   // a contiguous f32 tensor
     std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's

@@ -309,11 +309,12 @@ Tensor run_stack(const Model::Impl& m, const Stack& s, Tensor x, const nn::Atten
   nn::AttentionSetup layer_self = self;
   for (std::size_t i = 0; i < s.layers.size(); ++i) {
     const Layer& L = s.layers[i];
-    // A pipeline stage's decoder layers keep their places in the whole model's depth.
-    const bool staged = m.pp_stages > 1 && &s == &m.layout.decoder;
-    const double rate = staged ? drop_path_rate(m.cfg, static_cast<std::size_t>(m.pp_first) + i,
-                                                static_cast<std::size_t>(m.pp_whole_cfg.n_layers))
-                               : drop_path_rate(m.cfg, i, s.layers.size());
+    // A pipeline stage's layers keep their places in the whole model's depth.
+    const bool decoder = &s == &m.layout.decoder, staged = m.pp_stages > 1 && (decoder || &s == &m.layout.encoder);
+    const double rate =
+        staged ? drop_path_rate(m.cfg, static_cast<std::size_t>(decoder ? m.pp_first : m.pp_enc_first) + i,
+                                static_cast<std::size_t>(decoder ? m.pp_whole_cfg.decoder_layers() : m.pp_whole_cfg.n_layers))
+               : drop_path_rate(m.cfg, i, s.layers.size());
     if (!prefix.empty()) std::tie(layer_self.prefix_k, layer_self.prefix_v) = prefix.at(first + i);
     x = checkpointed ? run_layer_checkpointed(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks)
                      : run_layer(m.cfg, L, x, layer_self, memory, cross, rate, rng, chunks);
@@ -393,10 +394,52 @@ ChunkMemory chunk_memory(const Model::Impl& m, const ModelInputs& in, nn::Dropou
 
 using namespace model_detail;
 
+namespace {
+
+// The encoder of a pipeline stage (inference): stage 0 embeds the inputs, each stage runs its
+// layers on what the previous one sends (its shape first: a later stage cannot tell an audio
+// encoder's length from the inputs), the last applies the final norm, and its output, the
+// memory every stage's cross-attention reads, comes back to all of them.
+Tensor encode_staged(const Model::Impl& m, const std::function<Tensor(nn::DropoutStream&)>& embed_inputs,
+                     const Tensor& valid_lens) {
+  nn::DropoutStream rng(false, 0);
+  const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
+  Tensor x, shape = Tensor::zeros({3});
+  if (first) {
+    x = embed_inputs(rng);
+    for (int d = 0; d < 3; ++d) shape.data<float>()[d] = static_cast<float>(x.size(d));
+  } else {
+    m.pp->recv(shape, m.pp_stage - 1);
+    const float* d = shape.data<float>();
+    x = Tensor::empty({static_cast<std::int64_t>(d[0]), static_cast<std::int64_t>(d[1]), static_cast<std::int64_t>(d[2])});
+    m.pp->recv(x, m.pp_stage - 1);
+  }
+  const auto setup = self_setup(m, m.layout.encoder, false, x.size(1), 0, valid_lens);
+  x = contiguous(run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng, nullptr, last));
+  if (!last) {
+    m.pp->send(shape, m.pp_stage + 1);
+    m.pp->send(x, m.pp_stage + 1);
+  }
+  m.pp->broadcast(x, m.pp_stages - 1);
+  return x;
+}
+
+}  // namespace
+
 Tensor Model::encode(const ModelInputs& in) {
   impl_->check_converted("encode");
   Impl& m = *impl_;
   TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
+  if (m.pp_stages > 1) {
+    TFM_CHECK(!m.training, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
+              ": an encoder-decoder's stages run inference only (encode, encode_to_cache, decode_cached)");
+    NoGradGuard no_grad;
+    if (m.cfg.reads_audio())
+      return encode_staged(m, [&](nn::DropoutStream& rng) { return embed_audio(m, in.input_features, rng); }, Tensor());
+    check_ids(in.input_ids, "input_ids");
+    return encode_staged(m, [&](nn::DropoutStream& rng) { return embed(m, in.input_ids, in.token_type_ids, 0, rng); },
+                         in.valid_lens);
+  }
   nn::DropoutStream rng = m.stream();
   if (m.cfg.reads_images()) {
     const Tensor x = embed_patches(m, in.pixel_values, rng);
@@ -619,6 +662,8 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       out.logits = head(out.hidden, in.valid_lens, in.shard_logits);
       break;
     case Architecture::encoder_decoder:
+      TFM_CHECK(impl_->pp_stages == 1, "model", "pipeline stage ", impl_->pp_stage, " of ", impl_->pp_stages,
+                " of an encoder-decoder runs encode and decode_cached (generation), not the full forward pass");
       out.encoder_hidden = encode(in);
       if (in.fused_parts > 0) {
         ModelInputs joined = in;

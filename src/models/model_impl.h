@@ -50,7 +50,7 @@ struct Model::Impl {
   // Pipeline parallelism (pipeline_parallel.cpp): this stage of pp_stages, holding the decoder
   // layers from pp_first on (renamed from 0), and how it hands activations on.
   int pp_stage = 0, pp_stages = 1;
-  std::int64_t pp_first = 0;
+  std::int64_t pp_first = 0, pp_enc_first = 0;  // the first decoder (and encoder) layer held
   ModelConfig pp_whole_cfg;                            // the whole model's (n_layers of all stages)
   std::map<std::string, std::string> pp_global_names;  // this stage's parameter names -> the whole model's
   std::set<std::string> pp_shared;                     // those outside the layers (every stage keeps them)
@@ -68,6 +68,7 @@ struct Model::Impl {
     if (tp_ranks > 1) mark_tensor_parallel(layout, tp_rank, tp_ranks, tp_sum);
     for (Layer& L : layout.decoder.layers)  // a stage's layers keep their place in the whole model
       L.self_attn.layer = L.cross_attn.layer = L.cca.layer = L.self_attn.layer + pp_first;
+    for (Layer& L : layout.encoder.layers) L.self_attn.layer += pp_enc_first;
   }
   // Prefix tuning: the (1, Hkv, P, Dh) keys and values of every self-attention layer, encoder
   // layers first then decoder layers; empty without a prefix. Differentiable (training runs

@@ -1,7 +1,8 @@
 // Pipeline parallelism for inference (Model::shard_pipeline, tfm/model.h): a decoder-only model
-// becomes one stage, a contiguous run of its layers. The stage keeps those layers' parameters
-// under the names of a model of that many layers (the family wires them as usual), so its KV
-// cache holds its layers only; decode_cached (model_cached.cpp) hands the hidden states on.
+// becomes one stage, a contiguous run of its layers; an encoder-decoder one run of the encoder's
+// layers and one of the decoder's. The stage keeps those layers' parameters under the names of
+// a model of that many layers (the family wires them as usual), so its KV cache holds its
+// layers only; decode_cached (model_cached.cpp) and encode (model.cpp) hand the hidden states on.
 #include <algorithm>
 #include <regex>
 #include <set>
@@ -22,6 +23,10 @@ ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages) {
   ModelConfig local = c;
   const auto [first, last] = pipeline_layers(c.n_layers, stage, stages);
   local.n_layers = last - first;
+  if (c.architecture == Architecture::encoder_decoder) {
+    const auto [dec_first, dec_last] = pipeline_layers(c.decoder_layers(), stage, stages);
+    local.n_decoder_layers = dec_last - dec_first;
+  }
   return local;
 }
 
@@ -31,45 +36,58 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   TFM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "pipeline parallel", "stage ", stage, " of ", stages, " stages");
   TFM_CHECK(m.pp_stages == 1, "pipeline parallel", "the model is already stage ", m.pp_stage, " of ", m.pp_stages);
   if (stages == 1) return;
-  TFM_CHECK(c.architecture == Architecture::decoder_only && c.head == HeadKind::lm, "pipeline parallel",
-            "splits decoder-only language models (this one is ", to_string(c.architecture), ")");
+  const bool seq2seq = c.architecture == Architecture::encoder_decoder;
+  TFM_CHECK((c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) || seq2seq, "pipeline parallel",
+            "splits decoder-only language models and encoder-decoders (this one is ", to_string(c.architecture), ")");
   TFM_CHECK(!c.retrieval.enabled(), "pipeline parallel", "RETRO's retriever stack is not split");
   TFM_CHECK(!m.lora && !m.bottleneck && !m.prefix, "pipeline parallel", "merge or detach the ",
             m.lora ? "LoRA factors" : m.bottleneck ? "bottleneck adapters" : "prefix", " first (not split)");
   TFM_CHECK(m.tp_ranks == 1, "pipeline parallel", "a tensor-parallel shard is not split into stages as well");
-  TFM_CHECK(c.n_layers >= stages, "pipeline parallel", "the model's ", c.n_layers, " layers cannot make ", stages,
-            " stages (each needs one)");
+  TFM_CHECK(c.n_layers >= stages && (!seq2seq || c.decoder_layers() >= stages), "pipeline parallel", "the model's ",
+            seq2seq ? std::to_string(c.n_layers) + " encoder and " + std::to_string(c.decoder_layers()) + " decoder"
+                    : std::to_string(c.n_layers),
+            " layers cannot make ", stages, " stages (each needs one", seq2seq ? " of each)" : ")");
   TFM_CHECK(comm.send && comm.recv && comm.broadcast, "pipeline parallel", "no functions to hand the activations on");
-  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages);
+  const auto [first, last] = pipeline_layers(c.decoder_layers(), stage, stages);
+  const auto [enc_first, enc_last] = pipeline_layers(c.n_layers, stage, stages);
   // Layer i's parameters are those under its prefix ("model.layers.7."): this stage keeps
   // layers [first, last) renamed to [0, last - first), and everything outside the layers.
   static const std::regex trailing_index(R"((\d+)\.$)");
   std::map<std::string, Tensor> kept;
   std::vector<std::pair<std::string, std::string>> renames;  // this stage's layer prefixes: global, local
   std::vector<std::string> dropped;
-  const auto& layers = m.layout.decoder.layers;
-  for (std::size_t i = 0; i < layers.size(); ++i) {
-    std::smatch hit;
-    TFM_CHECK(std::regex_search(layers[i].name, hit, trailing_index), "pipeline parallel", "layer prefix '",
-              layers[i].name, "' does not end in its index");
-    const auto li = static_cast<std::int64_t>(i);
-    if (li >= first && li < last)
-      renames.emplace_back(layers[i].name, hit.prefix().str() + std::to_string(li - first) + ".");
-    else
-      dropped.push_back(layers[i].name);
-  }
+  const auto split_stack = [&](const std::vector<Layer>& layers, std::int64_t from, std::int64_t to) {
+    for (std::size_t i = 0; i < layers.size(); ++i) {
+      std::smatch hit;
+      TFM_CHECK(std::regex_search(layers[i].name, hit, trailing_index), "pipeline parallel", "layer prefix '",
+                layers[i].name, "' does not end in its index");
+      const auto li = static_cast<std::int64_t>(i);
+      if (li >= from && li < to)
+        renames.emplace_back(layers[i].name, hit.prefix().str() + std::to_string(li - from) + ".");
+      else
+        dropped.push_back(layers[i].name);
+    }
+  };
+  split_stack(m.layout.decoder.layers, first, last);
+  if (seq2seq) split_stack(m.layout.encoder.layers, enc_first, enc_last);
+  // A stack-wide table that a family stores in its first layer (T5's relative position bias,
+  // in block 0) is every stage's, under its name (each stage's layer 0 reads it there).
+  std::set<const void*> stack_wide;
+  for (const Stack* st : {&m.layout.encoder, &m.layout.decoder})
+    if (st->relative_bias.defined()) stack_wide.insert(st->relative_bias.raw_data());
   const auto starts = [](const std::string& s, const std::string& p) { return s.compare(0, p.size(), p) == 0; };
   std::map<const void*, Tensor> copies;  // (as in tensor_parallel.cpp: release the mapped files)
   std::map<std::string, std::string> globals;
   std::set<std::string> shared, deferred;
   for (const auto& [name, t] : m.params) {
     std::string local = name;
+    const bool everywhere = stack_wide.count(t.raw_data()) > 0;
     bool other_stage = false;
     for (const auto& p : dropped) other_stage = other_stage || starts(name, p);
-    if (other_stage) continue;
+    if (other_stage && !everywhere) continue;
     bool in_layer = false;
     for (const auto& [global, to] : renames)
-      if (starts(name, global)) {
+      if (!everywhere && starts(name, global)) {
         local = to + name.substr(global.size());
         in_layer = true;
       }
@@ -91,6 +109,7 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   m.pp_stage = stage;
   m.pp_stages = stages;
   m.pp_first = first;
+  m.pp_enc_first = enc_first;
   m.pp = std::make_shared<const PipeComm>(std::move(comm));
   m.rewire();
 }

@@ -7,13 +7,14 @@
 #     exactly what one process prints: greedy, sampled with a seed, beam search, a --file batch, and q8_0 weights
 #     (converted per shard) against one process's q8_0; so does `tfm translate` (greedy in
 #     batches and beam 4 over stdin, which mpirun gives to rank 0 only) with an En->Zh
-#     encoder-decoder (cross-attention split too) trained on data/cmn-eng.tsv;
+#     encoder-decoder trained on data/cmn-eng.tsv, on 2 shards (cross-attention split too),
+#     2 stages (the encoder's and the decoder's layers split) and 2 stages of 2 shards;
 #  2. only rank 0 prints;
 #  3. --max-memory applies to the shard: a budget under the whole model's plan but over the
 #     shard's loads with --tensor-parallel 2 (and --pipeline-parallel 2) and is refused without
 #     it; tfm info --tensor-parallel/--pipeline-parallel 2 print plans under it;
 #  4. errors: --tensor-parallel 2 without mpirun, or on 1 rank of 2 ... 3, a model whose heads
-#     do not divide, both flags on 2 ranks, pipeline stages of an encoder-decoder: one line,
+#     do not divide, both flags on 2 ranks, more stages than an encoder-decoder has layers: one line,
 #     non-zero exit, no hang.
 #   usage: mpi_model_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
@@ -61,12 +62,20 @@ sed -n 301,320p "$SRC/data/cmn-eng.tsv" | cut -f1 > "$DIR/sources.txt"
 train_tiny_s2s 150
 for beam in 1 4; do
   "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam < "$DIR/sources.txt" > "$DIR/t$beam.one" 2> /dev/null
-  $MPI "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam --tensor-parallel 2 < "$DIR/sources.txt" > "$DIR/t$beam.two" 2> "$DIR/t$beam.err" ||
-    { echo "FAIL: translate on 2 ranks"; cat "$DIR/t$beam.err"; exit 1; }
   [ "$(grep -c . "$DIR/t$beam.one")" -ge 10 ] || { echo "FAIL: the model translates too little to compare"; cat "$DIR/t$beam.one"; exit 1; }
-  cmp -s "$DIR/t$beam.one" "$DIR/t$beam.two" || { echo "FAIL: translate beam $beam differs"; diff "$DIR/t$beam.one" "$DIR/t$beam.two"; exit 1; }
+  # 2 shards, 2 stages (the encoder's and the decoder's layers split), 2 stages of 2 shards.
+  for flags in "--tensor-parallel 2" "--pipeline-parallel 2" "--tensor-parallel 2 --pipeline-parallel 2"; do
+    mpi=$MPI
+    [ "$flags" != "--tensor-parallel 2 --pipeline-parallel 2" ] || mpi=$MPI4
+    case "$flags" in --tensor-parallel\ 2) kind=t ;; --pipeline-parallel\ 2) kind=p ;; *) kind=tp ;; esac
+    err="$DIR/t$beam.$kind.err"
+    $mpi "$TFM" -t 1 translate -m "$DIR/s2s" --beam $beam $flags < "$DIR/sources.txt" > "$DIR/t$beam.two" 2> "$err" ||
+      { echo "FAIL: translate with $flags"; cat "$err"; exit 1; }
+    cmp -s "$DIR/t$beam.one" "$DIR/t$beam.two" || { echo "FAIL: translate beam $beam differs with $flags"; diff "$DIR/t$beam.one" "$DIR/t$beam.two"; exit 1; }
+  done
 done
-echo "translate (encoder-decoder, greedy and beam 4, stdin): 2 ranks print what one process prints"
+grep -q "parameters in stage 1 of 2" "$DIR/t4.p.err" || { echo "FAIL: no rank holds stage 1 of the encoder-decoder"; cat "$DIR/t4.p.err"; exit 1; }
+echo "translate (encoder-decoder, greedy and beam 4, stdin): 2 shards, 2 stages and 2 x 2 print what one process prints"
 
 # One copy of the text: rank 1's stdout goes nowhere.
 [ "$(wc -l < "$DIR/llama.file.tensor")" -eq 3 ] || { echo "FAIL: expected 3 JSON lines"; cat "$DIR/llama.file.tensor"; exit 1; }
@@ -105,5 +114,5 @@ train_tiny odd '{ "model_type": "llama", "hidden_size": 48, "intermediate_size":
 expect_error "3 attention heads and 3 key/value heads must divide by the 2 ranks" \
   $MPI "$TFM" generate -m "$DIR/odd" -p "A" --tensor-parallel 2
 expect_error "needs 4 processes" $MPI "$TFM" generate -m "$DIR/llama" -p "A" --tensor-parallel 2 --pipeline-parallel 2
-expect_error "splits decoder-only language models" $MPI "$TFM" translate -m "$DIR/s2s" "Hello" --pipeline-parallel 2
-echo "errors: without mpirun, a rank count that differs (also for both kinds), heads that do not divide, stages of an encoder-decoder"
+expect_error "2 encoder and 2 decoder layers cannot make 4 stages" $MPI4 "$TFM" translate -m "$DIR/s2s" "Hello" --pipeline-parallel 4
+echo "errors: without mpirun, a rank count that differs (also for both kinds), heads that do not divide, more stages than an encoder-decoder's layers"

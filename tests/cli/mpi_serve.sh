@@ -78,7 +78,10 @@ for m in cls s2s vit hub/whisper_en; do
   MODEL="$DIR/$m" start ${name}_one env
   MODEL="$DIR/$m" start ${name}_tp "$MPI" --tensor-parallel 2
 done
-echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier, an encoder-decoder, a ViT and a Whisper on 1 and 2 shards"
+for m in s2s hub/whisper_en; do  # an encoder-decoder's stages: the encoder's layers split too
+  MODEL="$DIR/$m" start "$(basename "$m")_pp" "$MPI" --pipeline-parallel 2
+done
+echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier, an encoder-decoder, a ViT and a Whisper on 1 and 2 shards, the last two on 2 stages"
 
 /usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" <<'PY' || { echo "FAIL: lockstep answers"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
 import json, socket, sys, threading, urllib.error, urllib.request
@@ -170,9 +173,9 @@ PY
 
 # The model jobs on a classifier and an encoder-decoder: 2 shards answer as one process.
 /usr/bin/python3 - "$PORT_cls_one" "$PORT_cls_tp" "$PORT_s2s_one" "$PORT_s2s_tp" "$PORT_vit_one" "$PORT_vit_tp" \
-  "$PORT_whisper_en_one" "$PORT_whisper_en_tp" "$DIR" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp vit_tp whisper_en_tp; do cat "$DIR/$n.err"; done; exit 1; }
+  "$PORT_whisper_en_one" "$PORT_whisper_en_tp" "$PORT_s2s_pp" "$PORT_whisper_en_pp" "$DIR" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp vit_tp whisper_en_tp s2s_pp whisper_en_pp; do cat "$DIR/$n.err"; done; exit 1; }
 import base64, glob, json, sys, urllib.error, urllib.request
-cls_one, cls_tp, s2s_one, s2s_tp, vit_one, vit_tp, wsp_one, wsp_tp, d = sys.argv[1:]
+cls_one, cls_tp, s2s_one, s2s_tp, vit_one, vit_tp, wsp_one, wsp_tp, s2s_pp, wsp_pp, d = sys.argv[1:]
 def request(port, path, data, headers):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, headers)
     try:
@@ -215,9 +218,11 @@ for path, body in [("/v1/classify", {"input": texts}),
                    ("/v1/embeddings", {"input": texts[:3]})]:
     close(post(cls_tp, path, body), post(cls_one, path, body), path)
 for body in [{"prompt": "I am happy.", "max_tokens": 20}, {"prompt": "Where is the station?", "num_beams": 4, "n": 2}]:
-    a, b = post(s2s_tp, "/v1/completions", body), post(s2s_one, "/v1/completions", body)
-    assert a["choices"][0]["text"], a
-    close(a, b, "translate")
+    b = post(s2s_one, "/v1/completions", body)
+    for split in (s2s_tp, s2s_pp):
+        a = post(split, "/v1/completions", body)
+        assert a["choices"][0]["text"], a
+        close(a, b, "translate")
 pictures = ["data:image/png;base64," + base64.b64encode(open(f, "rb").read()).decode()
             for f in sorted(glob.glob(f"{d}/pictures/*/0[0-2].png"))]
 assert len(pictures) >= 3, pictures
@@ -228,18 +233,19 @@ status, text = request(vit_tp, "/v1/classify", json.dumps({"input": pictures[:1]
 assert status == 400 and "not served by a model split over processes" in text, (status, text)
 speech = open(f"{d}/speech.wav", "rb").read()
 for fields in ([("file", ("speech.wav", speech))], [("file", ("speech.wav", speech)), ("response_format", "verbose_json")]):
-    a, b = upload(wsp_tp, fields), upload(wsp_one, fields)
-    close(json.loads(a), json.loads(b), "transcript")
+    b = upload(wsp_one, fields)
+    for split in (wsp_tp, wsp_pp):
+        close(json.loads(upload(split, fields)), json.loads(b), "transcript")
 text = upload(wsp_tp, [("file", ("speech.wav", speech)), ("response_format", "verbose_json"),
                        ("timestamp_granularities[]", "word")], want=400)
 assert "word timestamps" in text, text
 print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation, a ViT's "
-      "classes and image embeddings, a Whisper's transcripts: 2 shards answer as one process; rollouts and word "
-      "timestamps refused on shards (400)")
+      "classes and image embeddings, a Whisper's transcripts: 2 shards answer as one process, and 2 stages too for "
+      "the translations and transcripts; rollouts and word timestamps refused on shards (400)")
 PY
 
 # SIGTERM to rank 0: every rank stops, mpirun exits 0
-for name in tp pp tpp cls_tp s2s_tp vit_tp whisper_en_tp; do
+for name in tp pp tpp cls_tp s2s_tp vit_tp whisper_en_tp s2s_pp whisper_en_pp; do
   kill -TERM "$(cat "$DIR/$name.pid.0")"
   pid=$(eval echo "\$LAUNCHED_$name")
   for _ in $(seq 150); do kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done

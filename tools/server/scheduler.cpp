@@ -59,14 +59,17 @@ void Scheduler::cancel(const std::shared_ptr<Generation>& g) {
 
 void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
   // The other ranks of a split model repeat batch operations and model jobs only: any other
-  // model call would wait for partial sums they never send. Pipeline stages hand on logits, not
-  // the hidden states the jobs read.
-  if (mirror_ != nullptr && (job == nullptr || lm_.model.pipeline_stages() > 1))
+  // model call would wait for partial sums they never send. Pipeline stages hand on logits (and
+  // an encoder's memory), not the hidden states the other jobs read: of the jobs they run
+  // translations and transcriptions, which decode.
+  const bool staged_job = job != nullptr && (job->kind == "translate" || job->kind == "transcribe");
+  if (mirror_ != nullptr && (job == nullptr || (lm_.model.pipeline_stages() > 1 && !staged_job)))
     throw ApiError(400, "invalid_request_error", "unsupported", job == nullptr ?
                    "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel): "
                    "attention maps, rollouts, word timestamps and slot files read or write what every shard holds "
                    "part of" : "this endpoint is not served by a model split into pipeline stages "
-                   "(--pipeline-parallel): completions and chat completions are; --tensor-parallel serves it");
+                   "(--pipeline-parallel): completions, chat completions, translations and transcriptions are; "
+                   "--tensor-parallel serves it");
   std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
     if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
     fn();

@@ -1,5 +1,5 @@
 // Pipeline parallelism (Model::shard_pipeline): every decoder-only family split into 2 and 3
-// stages (5 layers: uneven), each stage on a thread handing its activations on through
+// stages (5 layers: uneven), and every encoder-decoder one, each stage on a thread handing its activations on through
 // mailboxes (what MPI does between processes), gives the whole model's KV-cache logits to the
 // last bit on every stage (the arithmetic is the same, only where it runs differs) and so the
 // same greedy tokens; the stages hold their layers only; what cannot be split is refused.
@@ -228,6 +228,64 @@ TEST(PipelineParallel, PrefillsGoThroughTheStagesInMicroBatches) {
   }
 }
 
+// Every encoder-decoder family (text and speech, T5's relative bias stored in block 0 too)
+// split into 2 and 3 stages (4 encoder and 3 decoder layers: uneven): encode_to_cache runs the
+// encoder through the stages and gives every stage the memory, whose cross-attention layers
+// read it; then a prefill, greedy steps and a second source (Fusion-in-Decoder's parts) give
+// every stage the whole model's logits bit for bit, and each stage holds its layers only.
+TEST(PipelineParallel, EveryEncoderDecoderFamilysStagesGiveTheWholeModelsLogitsBitForBit) {
+  int families = 0;
+  for (const Family& f : model_families()) {
+    if (f.schema.base.architecture != Architecture::encoder_decoder) continue;
+    ++families;
+    SCOPED_TRACE(f.model_type);
+    ModelConfig c = test::small_family_config(f, 4, 2, 3);
+    c.n_layers = 4;
+    c.n_decoder_layers = 3;
+    const Model whole = Model::create(c, 12);
+    const bool audio = c.reads_audio();
+    auto run = [&](Model& m) {
+      KVCache cache(m.config(), 2, 16, 2, audio ? c.max_source_positions : 8);
+      ModelInputs src;
+      if (audio) src.input_features = Tensor::randn({1, c.num_mel_bins, 2 * c.max_source_positions - 1}, 3);
+      else src.input_ids = Tensor::from_ints({5, 9, 13, 7, 3}, {1, 5});
+      m.encode_to_cache(src, cache, 0);
+      if (audio) m.encode_to_cache(src, cache, 1);
+      else m.encode_parts_to_cache({Tensor::from_ints({4, 6}, {1, 2}), Tensor::from_ints({8, 10, 12}, {1, 3})}, cache, 1);
+      cache.bind_source(1, 1);
+      std::vector<Tensor> out{m.decode_cached(Tensor::from_ints({2, 11, 17, 2, 5, 6}, {2, 3}), {0, 1}, cache, true)};
+      Tensor logits = out.back();
+      for (int step = 0; step < 4; ++step) {
+        std::vector<std::int64_t> next;
+        for (std::int64_t r = 0; r < 2; ++r) {
+          const auto v = squeeze(slice(slice(logits, 0, r, r + 1), 1, logits.dim() == 3 ? logits.size(1) - 1 : 0,
+                                       logits.dim() == 3 ? logits.size(1) : 1), 1).to_floats();
+          next.push_back(static_cast<std::int64_t>(std::max_element(v.begin(), v.end()) - v.begin()));
+        }
+        logits = m.decode_cached(Tensor::from_ints(next, {2, 1}), {0, 1}, cache);
+        out.push_back(logits);
+      }
+      return out;
+    };
+    Model copy = Model::from_parameters(c, whole.parameters());
+    const auto want = run(copy);
+    for (const int stages : {2, 3}) {
+      Mailboxes mail(stages);
+      expect_every_stage_gives(want, c, whole, stages, mail, run);
+      Model stage = Model::from_parameters(c, whole.parameters());
+      stage.shard_pipeline(stages - 1, stages, mail.comm_for(stages - 1));
+      EXPECT_EQ(stage.config().n_layers, pipeline_layers(4, stages - 1, stages).second - pipeline_layers(4, stages - 1, stages).first);
+      EXPECT_EQ(stage.config().decoder_layers(),
+                pipeline_layers(3, stages - 1, stages).second - pipeline_layers(3, stages - 1, stages).first);
+      ModelInputs in;
+      in.input_ids = Tensor::from_ints({1, 2}, {1, 2});
+      in.decoder_input_ids = in.input_ids;
+      EXPECT_NE(test::error_message([&] { stage.forward(in); }).find("not the full forward pass"), std::string::npos);
+    }
+  }
+  EXPECT_GE(families, 3) << "t5, marian and whisper at least";
+}
+
 TEST(PipelineParallel, StagesTakeContiguousLayersTheFirstOnesOneMore) {
   EXPECT_EQ(pipeline_layers(5, 0, 3), std::make_pair(std::int64_t{0}, std::int64_t{2}));
   EXPECT_EQ(pipeline_layers(5, 1, 3), std::make_pair(std::int64_t{2}, std::int64_t{4}));
@@ -347,8 +405,14 @@ TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReasonAndAStageSplitsInt
   Model two_layers = Model::create(llama, 1);
   EXPECT_NE(test::error_message([&] { two_layers.shard_pipeline(0, 3, mail.comm_for(0)); }).find("2 layers cannot make 3 stages"),
             std::string::npos);
-  Model t5 = Model::create(test::small_family_config(model_family("t5"), 4, 4, 2), 1);
-  EXPECT_NE(test::error_message([&] { t5.shard_pipeline(0, 2, mail.comm_for(0)); }).find("decoder-only"), std::string::npos);
+  Model bert = Model::create(test::small_family_config(model_family("bert"), 4, 4, 2), 1);
+  EXPECT_NE(test::error_message([&] { bert.shard_pipeline(0, 2, mail.comm_for(0)); }).find("(this one is encoder_only)"),
+            std::string::npos);
+  ModelConfig t5_config = test::small_family_config(model_family("t5"), 4, 4, 2);
+  t5_config.n_decoder_layers = 1;
+  Model t5 = Model::create(t5_config, 1);
+  EXPECT_NE(test::error_message([&] { t5.shard_pipeline(0, 2, mail.comm_for(0)); }).find("2 encoder and 1 decoder layers cannot make 2 stages"),
+            std::string::npos);
   Model tp = Model::create(llama, 1);
   tp.shard_tensor_parallel(0, 2, [](Tensor&) {});
   EXPECT_NE(test::error_message([&] { tp.shard_pipeline(0, 2, mail.comm_for(0)); }).find("tensor-parallel shard"),
