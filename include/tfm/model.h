@@ -255,9 +255,12 @@ class Model {
   // hidden states). An encoder-decoder's stage also keeps a contiguous run of the encoder's
   // layers: encode() (and so encode_to_cache) runs the encoder through the stages the same way
   // and returns the memory on every stage, whose cross-attention layers read it; decode_cached
-  // then works as above (the full forward() is refused: generation only). The other entry
-  // points are refused on a stage. Refused for encoder-only models, RETRO, attached adapters,
-  // a tensor-parallel shard (shard the stage instead), or more stages than layers.
+  // then works as above (the full forward() is refused: generation only). An encoder-only
+  // model's stage (BERT, ViT) keeps a run of its layers: forward() encodes through the stages
+  // and every stage computes the heads on the broadcast output (no gradients). The other entry
+  // points are refused on a stage. Refused for decoder-only models with another head than the
+  // LM's, CLIP, RETRO, attached adapters, a tensor-parallel shard (shard the stage instead), or
+  // more stages than layers.
   struct PipeComm {
     std::function<void(const Tensor& x, int to)> send;   // a contiguous f32 tensor
     std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's

@@ -432,8 +432,10 @@ Tensor Model::encode(const ModelInputs& in) {
   TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
   if (m.pp_stages > 1) {
     TFM_CHECK(!m.training, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
-              ": an encoder-decoder's stages run inference only (encode, encode_to_cache, decode_cached)");
+              ": an encoder's stages run inference only");
     NoGradGuard no_grad;
+    if (m.cfg.reads_images())
+      return encode_staged(m, [&](nn::DropoutStream& rng) { return embed_patches(m, in.pixel_values, rng); }, Tensor());
     if (m.cfg.reads_audio())
       return encode_staged(m, [&](nn::DropoutStream& rng) { return embed_audio(m, in.input_features, rng); }, Tensor());
     check_ids(in.input_ids, "input_ids");

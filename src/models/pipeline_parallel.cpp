@@ -36,9 +36,11 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   TFM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "pipeline parallel", "stage ", stage, " of ", stages, " stages");
   TFM_CHECK(m.pp_stages == 1, "pipeline parallel", "the model is already stage ", m.pp_stage, " of ", m.pp_stages);
   if (stages == 1) return;
-  const bool seq2seq = c.architecture == Architecture::encoder_decoder;
-  TFM_CHECK((c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) || seq2seq, "pipeline parallel",
-            "splits decoder-only language models and encoder-decoders (this one is ", to_string(c.architecture), ")");
+  const bool seq2seq = c.architecture == Architecture::encoder_decoder, encoder_only = c.architecture == Architecture::encoder_only;
+  TFM_CHECK((c.architecture == Architecture::decoder_only && c.head == HeadKind::lm) || seq2seq || encoder_only,
+            "pipeline parallel", "splits language models, encoder-decoders and encoders (this one is a ",
+            to_string(c.architecture), " model with a ", to_string(c.head), " head)");
+  TFM_CHECK(!c.text_tower.enabled(), "pipeline parallel", "a CLIP model's two towers are not split into stages");
   TFM_CHECK(!c.retrieval.enabled(), "pipeline parallel", "RETRO's retriever stack is not split");
   TFM_CHECK(!m.lora && !m.bottleneck && !m.prefix, "pipeline parallel", "merge or detach the ",
             m.lora ? "LoRA factors" : m.bottleneck ? "bottleneck adapters" : "prefix", " first (not split)");
@@ -69,7 +71,7 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
     }
   };
   split_stack(m.layout.decoder.layers, first, last);
-  if (seq2seq) split_stack(m.layout.encoder.layers, enc_first, enc_last);
+  if (seq2seq || encoder_only) split_stack(m.layout.encoder.layers, enc_first, enc_last);
   // A stack-wide table that a family stores in its first layer (T5's relative position bias,
   // in block 0) is every stage's, under its name (each stage's layer 0 reads it there).
   std::set<const void*> stack_wide;

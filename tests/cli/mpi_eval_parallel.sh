@@ -3,7 +3,8 @@
 # Llama-layout decoder (RoPE, GQA, SwiGLU) trained here for a few steps, scored on their
 # held-out split and on a --data file by one process, by 2 tensor-parallel shards (loss within
 # 1e-5) and by 2 pipeline stages (the same report to the last digit: the stages compute what
-# one process does); rank 0 alone prints; --stride refuses model parallelism.
+# one process does); rank 0 alone prints; --stride refuses model parallelism. A text classifier
+# (encoder-only) too: 2 shards within 1e-5, 2 stages the same report.
 #   usage: mpi_eval_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
@@ -41,6 +42,29 @@ print(f"{sys.argv[4]}: loss {one['loss']:.6f} over {one['examples']} tokens; 2 s
 PY
   done
 done
+# A text classifier (an encoder's stages: every stage computes the head on the last one's output).
+head -300 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
+cat > "$DIR/cls.json" <<JSON
+{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
+  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 3, "d_ff": 64,
+  "max_positions": 64, "position": "learned", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 300},
+ "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.2, "max_length": 64, "positive_label": "spam"},
+ "training": {"batch_size": 16, "max_steps": 20}, "eval": {"every": 1000}, "checkpoint": {"every": 0}}
+JSON
+run "$DIR/cls.train.log" "$TFM" -t 1 train "$DIR/cls.json" --out "$DIR/cls"
+run "$DIR/one.json" "$TFM" -t 1 eval -m "$DIR/cls" --json
+run "$DIR/tp.json" $MPI "$TFM" -t 1 eval -m "$DIR/cls" --json --tensor-parallel 2
+run "$DIR/pp.json" $MPI "$TFM" -t 1 eval -m "$DIR/cls" --json --pipeline-parallel 2
+python3 - "$DIR/one.json" "$DIR/tp.json" "$DIR/pp.json" <<'PY'
+import json, sys
+one, tp, pp = (json.load(open(p)) for p in sys.argv[1:4])
+assert one["examples"] == tp["examples"] == pp["examples"] > 0, (one, tp, pp)
+assert abs(one["loss"] - tp["loss"]) <= 1e-5 * abs(one["loss"]), ("tensor parallel", one, tp)
+assert one == pp, ("pipeline", one, pp)
+print(f"classifier: loss {one['loss']:.6f}, accuracy {one['accuracy']:.4f} over {one['examples']} texts; 2 shards "
+      f"{tp['loss']:.6f}, 3 layers on 2 stages the same report")
+PY
 expect_error "--stride with --tensor-parallel" "runs in one process" \
   $MPI "$TFM" -t 1 eval -m "$DIR/gpt2" --data "$DIR/text.txt" --stride 16 --tensor-parallel 2
 echo "PASS"

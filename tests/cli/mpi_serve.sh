@@ -78,10 +78,10 @@ for m in cls s2s vit hub/whisper_en; do
   MODEL="$DIR/$m" start ${name}_one env
   MODEL="$DIR/$m" start ${name}_tp "$MPI" --tensor-parallel 2
 done
-for m in s2s hub/whisper_en; do  # an encoder-decoder's stages: the encoder's layers split too
+for m in cls s2s vit hub/whisper_en; do  # an encoder's stages (the encoder-decoder's: both stacks split)
   MODEL="$DIR/$m" start "$(basename "$m")_pp" "$MPI" --pipeline-parallel 2
 done
-echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier, an encoder-decoder, a ViT and a Whisper on 1 and 2 shards, the last two on 2 stages"
+echo "servers: one process, 2 shards, 2 stages, 2 stages x 2 shards; a classifier, an encoder-decoder, a ViT and a Whisper on 1 and 2 shards and 2 stages"
 
 /usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" <<'PY' || { echo "FAIL: lockstep answers"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
 import json, socket, sys, threading, urllib.error, urllib.request
@@ -162,7 +162,7 @@ for name in ("tp", "pp", "tpp"):
         for g, x in zip(got["data"], w["data"]):
             assert len(g["embedding"]) == 64 and max(abs(a - b) for a, b in zip(g["embedding"], x["embedding"])) < 1e-5, (g, x)
     else:
-        assert status == 400 and "not served by a model split into pipeline stages" in text, (name, status, text)
+        assert status == 400 and "not served by a decoder-only model split into pipeline stages" in text, (name, status, text)
     status, text = post(ports[name], "/v1/attention", {"prompt": "hello"})
     assert status == 400 and "not served by a model split over processes" in text, (name, status, text)
     assert same(answer(ports[name], *requests[1]), want[1]), name
@@ -173,9 +173,9 @@ PY
 
 # The model jobs on a classifier and an encoder-decoder: 2 shards answer as one process.
 /usr/bin/python3 - "$PORT_cls_one" "$PORT_cls_tp" "$PORT_s2s_one" "$PORT_s2s_tp" "$PORT_vit_one" "$PORT_vit_tp" \
-  "$PORT_whisper_en_one" "$PORT_whisper_en_tp" "$PORT_s2s_pp" "$PORT_whisper_en_pp" "$DIR" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp vit_tp whisper_en_tp s2s_pp whisper_en_pp; do cat "$DIR/$n.err"; done; exit 1; }
+  "$PORT_whisper_en_one" "$PORT_whisper_en_tp" "$PORT_cls_pp" "$PORT_s2s_pp" "$PORT_vit_pp" "$PORT_whisper_en_pp" "$DIR" <<'PY' || { echo "FAIL: model jobs"; for n in cls_tp s2s_tp vit_tp whisper_en_tp cls_pp s2s_pp vit_pp whisper_en_pp; do cat "$DIR/$n.err"; done; exit 1; }
 import base64, glob, json, sys, urllib.error, urllib.request
-cls_one, cls_tp, s2s_one, s2s_tp, vit_one, vit_tp, wsp_one, wsp_tp, s2s_pp, wsp_pp, d = sys.argv[1:]
+cls_one, cls_tp, s2s_one, s2s_tp, vit_one, vit_tp, wsp_one, wsp_tp, cls_pp, s2s_pp, vit_pp, wsp_pp, d = sys.argv[1:]
 def request(port, path, data, headers):
     req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", data, headers)
     try:
@@ -216,7 +216,9 @@ texts = ["WINNER!! claim your prize now", "see you at lunch?"] + [f"call me late
 for path, body in [("/v1/classify", {"input": texts}),
                    ("/v1/rerank", {"query": "free prize", "documents": texts[:5], "top_n": 3}),
                    ("/v1/embeddings", {"input": texts[:3]})]:
-    close(post(cls_tp, path, body), post(cls_one, path, body), path)
+    want = post(cls_one, path, body)
+    for split in (cls_tp, cls_pp):
+        close(post(split, path, body), want, path)
 for body in [{"prompt": "I am happy.", "max_tokens": 20}, {"prompt": "Where is the station?", "num_beams": 4, "n": 2}]:
     b = post(s2s_one, "/v1/completions", body)
     for split in (s2s_tp, s2s_pp):
@@ -227,7 +229,9 @@ pictures = ["data:image/png;base64," + base64.b64encode(open(f, "rb").read()).de
             for f in sorted(glob.glob(f"{d}/pictures/*/0[0-2].png"))]
 assert len(pictures) >= 3, pictures
 for path, body in [("/v1/classify", {"input": pictures}), ("/v1/embeddings", {"input": pictures[:2]})]:
-    close(post(vit_tp, path, body), post(vit_one, path, body), path)
+    want = post(vit_one, path, body)
+    for split in (vit_tp, vit_pp):
+        close(post(split, path, body), want, path)
 status, text = request(vit_tp, "/v1/classify", json.dumps({"input": pictures[:1], "rollout": True}).encode(),
                        {"Content-Type": "application/json"})
 assert status == 400 and "not served by a model split over processes" in text, (status, text)
@@ -240,12 +244,12 @@ text = upload(wsp_tp, [("file", ("speech.wav", speech)), ("response_format", "ve
                        ("timestamp_granularities[]", "word")], want=400)
 assert "word timestamps" in text, text
 print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation, a ViT's "
-      "classes and image embeddings, a Whisper's transcripts: 2 shards answer as one process, and 2 stages too for "
-      "the translations and transcripts; rollouts and word timestamps refused on shards (400)")
+      "classes and image embeddings, a Whisper's transcripts: 2 shards and 2 stages answer as one process; rollouts "
+      "and word timestamps refused on shards (400)")
 PY
 
 # SIGTERM to rank 0: every rank stops, mpirun exits 0
-for name in tp pp tpp cls_tp s2s_tp vit_tp whisper_en_tp s2s_pp whisper_en_pp; do
+for name in tp pp tpp cls_tp s2s_tp vit_tp whisper_en_tp cls_pp s2s_pp vit_pp whisper_en_pp; do
   kill -TERM "$(cat "$DIR/$name.pid.0")"
   pid=$(eval echo "\$LAUNCHED_$name")
   for _ in $(seq 150); do kill -0 "$pid" 2> /dev/null || break; sleep 0.2; done

@@ -82,7 +82,7 @@ void add_model_parallel_options(CLI::App* cmd, ModelParallel& p) {
                   "Split each layer's heads and FFN over N processes (mpirun -np N; docs/distributed.md)")
       ->check(CLI::Range(1, 1024));
   cmd->add_option("--pipeline-parallel", p.pipeline,
-                  "Split the layers into N stages, one per process (mpirun -np N; decoder-only or encoder-decoder; docs/distributed.md)")
+                  "Split the layers into N stages, one per process (mpirun -np N; docs/distributed.md)")
       ->check(CLI::Range(1, 1024));
 }
 

@@ -82,10 +82,8 @@ ModelConfig planned_part(const ModelConfig& c, std::int64_t tp, std::int64_t pp)
   ModelConfig part = c;
   if (pp > 1) {
     const bool seq2seq = c.architecture == Architecture::encoder_decoder;
-    TFM_CHECK((c.architecture == Architecture::decoder_only || seq2seq) && c.n_layers >= pp &&
-                  (!seq2seq || c.decoder_layers() >= pp),
-              "--pipeline-parallel", "splits the layers of decoder-only and encoder-decoder models with at least ", pp,
-              " layers (in each stack)");
+    TFM_CHECK(c.n_layers >= pp && (!seq2seq || c.decoder_layers() >= pp), "--pipeline-parallel",
+              "splits the layers of models with at least ", pp, " layers (in each stack)");
     part = pipeline_config(c, 0, static_cast<int>(pp));
   }
   if (tp > 1) {

@@ -286,6 +286,45 @@ TEST(PipelineParallel, EveryEncoderDecoderFamilysStagesGiveTheWholeModelsLogitsB
   EXPECT_GE(families, 3) << "t5, marian and whisper at least";
 }
 
+// Every encoder-only family (text and pictures) split into 2 and 3 stages of 4 layers: forward()
+// encodes through the stages and gives every stage the whole model's outputs bit for bit (the
+// encoder's hidden states and every head's logits), padded rows too.
+TEST(PipelineParallel, EveryEncoderFamilysStagesGiveTheWholeModelsOutputsBitForBit) {
+  int families = 0;
+  for (const Family& f : model_families()) {
+    const ModelConfig& base = f.schema.base;
+    if (base.architecture != Architecture::encoder_only || base.text_tower.enabled()) continue;
+    ++families;
+    SCOPED_TRACE(f.model_type);
+    ModelConfig c = test::small_family_config(f, 4, 4, 2);
+    c.n_layers = 4;
+    const Model whole = Model::create(c, 13);
+    ModelInputs in;
+    if (c.reads_images()) {
+      in.pixel_values = Tensor::randn({2, c.num_channels, c.image_size, c.image_size}, 3);
+    } else {
+      in.input_ids = Tensor::from_ints({3, 4, 5, 6, 9, 11, 4, 3, 8, 12, 0, 0}, {2, 6});
+      in.valid_lens = Tensor::from_ints({6, 4}, {2});
+    }
+    auto run = [&](Model& m) {
+      NoGradGuard ng;
+      const ModelOutputs o = m.forward(in);
+      std::vector<Tensor> out{o.hidden};
+      for (const Tensor* t : {&o.logits, &o.cls_logits, &o.distillation_logits})
+        if (t->defined()) out.push_back(*t);
+      return out;
+    };
+    Model copy = Model::from_parameters(c, whole.parameters());
+    const auto want = run(copy);
+    ASSERT_GE(want.size(), 2u) << "a head's output";
+    for (const int stages : {2, 3}) {
+      Mailboxes mail(stages);
+      expect_every_stage_gives(want, c, whole, stages, mail, run);
+    }
+  }
+  EXPECT_GE(families, 2) << "bert and vit at least";
+}
+
 TEST(PipelineParallel, StagesTakeContiguousLayersTheFirstOnesOneMore) {
   EXPECT_EQ(pipeline_layers(5, 0, 3), std::make_pair(std::int64_t{0}, std::int64_t{2}));
   EXPECT_EQ(pipeline_layers(5, 1, 3), std::make_pair(std::int64_t{2}, std::int64_t{4}));
@@ -405,8 +444,12 @@ TEST(PipelineParallel, WhatCannotBeSplitIsRefusedWithTheReasonAndAStageSplitsInt
   Model two_layers = Model::create(llama, 1);
   EXPECT_NE(test::error_message([&] { two_layers.shard_pipeline(0, 3, mail.comm_for(0)); }).find("2 layers cannot make 3 stages"),
             std::string::npos);
-  Model bert = Model::create(test::small_family_config(model_family("bert"), 4, 4, 2), 1);
-  EXPECT_NE(test::error_message([&] { bert.shard_pipeline(0, 2, mail.comm_for(0)); }).find("(this one is encoder_only)"),
+  ModelConfig classifier = llama;
+  classifier.head = HeadKind::classifier;
+  classifier.num_labels = 2;
+  Model gpt_classifier = Model::create(classifier, 1);
+  EXPECT_NE(test::error_message([&] { gpt_classifier.shard_pipeline(0, 2, mail.comm_for(0)); })
+                .find("(this one is a decoder_only model with a classifier head)"),
             std::string::npos);
   ModelConfig t5_config = test::small_family_config(model_family("t5"), 4, 4, 2);
   t5_config.n_decoder_layers = 1;
