@@ -70,4 +70,19 @@ TrainingMemoryPlan plan_training_memory(const ModelConfig& cfg, std::int64_t bat
                                         int optimizer_buffers, bool checkpoint_activations = false);
 std::string summary(const TrainingMemoryPlan& p);
 
+// Pipeline stages balanced by memory (pipeline-parallel training of a decoder-only model): the
+// first layer of each stage and the layer count (Model::shard_pipeline's bounds) that make the
+// largest stage's planned peak the least. A stage holds its layers' weights, gradients and
+// optimizer state, the embeddings and head (every stage keeps them), and the activations of
+// in_flight[s] micro-batches of `batch` x `seq_len` tokens (1F1B: stages - s of them, GPipe:
+// all); the last stage also the logits and their gradient. The even split (pipeline_layers)
+// when it is as good, or when `even` (only the peaks planned). stage_bytes: each stage's
+// planned peak.
+struct PipelineStagePlan {
+  std::vector<std::int64_t> bounds, stage_bytes;
+};
+PipelineStagePlan plan_pipeline_stages(const ModelConfig& cfg, const std::vector<std::int64_t>& in_flight,
+                                       std::int64_t batch, std::int64_t seq_len, int optimizer_buffers,
+                                       bool checkpoint_activations = false, bool even = false);
+
 }  // namespace tfm

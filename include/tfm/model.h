@@ -87,6 +87,9 @@ struct ModelOutputs {
   Tensor image_embeds, text_embeds;
 };
 
+// Pipeline stages' first decoder layers and the layer count (pipeline_layers, below the class).
+using PipelineBounds = std::vector<std::int64_t>;
+
 class Model {
  public:
   // Fresh parameters, initialised by the family's convention, reproducible from `seed`.
@@ -266,7 +269,7 @@ class Model {
     std::function<void(Tensor& x, int from)> recv;       // into x, shaped as the sender's
     std::function<void(Tensor& x, int root)> broadcast;  // root's x into every stage's x
   };
-  void shard_pipeline(int stage, int stages, PipeComm comm);
+  void shard_pipeline(int stage, int stages, PipeComm comm, const PipelineBounds& bounds = {});
   int pipeline_stage() const;
   int pipeline_stages() const;  // 1: the whole model
   // Training a stage (docs/distributed.md): one micro-batch's part of the forward pass, with
@@ -346,8 +349,12 @@ class Model {
 // The config of one rank's tensor-parallel shard of a model of config c: n_heads, n_kv_heads
 // and d_ff divided by ranks, head_dim kept (memory plans, Model::shard_tensor_parallel).
 ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks);
-// Pipeline stages: the decoder layers [first, last) of `stage`, and the stage's config.
-std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages);
-ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages);
+// Pipeline stages: the decoder layers [first, last) of `stage`, and the stage's config. Evenly
+// (the first layers % stages stages one more), or by `bounds` when given: stage s holds layers
+// [bounds[s], bounds[s + 1]) of a decoder-only model (stages + 1 entries from 0 to n_layers,
+// each stage at least one; training balances them by memory: plan_pipeline_stages).
+std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages,
+                                                      const PipelineBounds& bounds = {});
+ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages, const PipelineBounds& bounds = {});
 
 }  // namespace tfm

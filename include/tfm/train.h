@@ -235,6 +235,9 @@ struct TrainConfig {
   // language models), micro-batches scheduled "1f1b" or "gpipe".
   std::int64_t pipeline_parallel = 1;
   std::string pipeline_schedule = "1f1b";
+  // "memory": the stages' layers balanced by the memory planner (plan_pipeline_stages);
+  // "even": n_layers / P each, the first stages one more.
+  std::string pipeline_balance = "memory";
   // evaluation, logging, checkpoints
   std::int64_t eval_every = 100;
   std::int64_t eval_batches = 20;

@@ -10,6 +10,8 @@
 //   cross-attention (decoder of an encoder-decoder): ~6 C + H per target token, and the
 //     memory's keys and values per source token.
 #include <algorithm>
+#include <limits>
+#include <vector>
 
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
@@ -86,6 +88,63 @@ TrainingMemoryPlan plan_training_memory(const ModelConfig& c, std::int64_t batch
   p.activation_bytes = tape + working;
   p.total_bytes = p.weight_bytes + p.gradient_bytes + p.optimizer_bytes + p.activation_bytes;
   return p;
+}
+
+PipelineStagePlan plan_pipeline_stages(const ModelConfig& c, const std::vector<std::int64_t>& in_flight,
+                                       std::int64_t batch, std::int64_t seq_len, int optimizer_buffers,
+                                       bool checkpoint_activations, bool even_split) {
+  const auto stages = static_cast<std::int64_t>(in_flight.size());
+  const std::int64_t L = c.n_layers;
+  TFM_CHECK(c.architecture == Architecture::decoder_only && stages >= 1 && L >= stages, "memory plan",
+            "pipeline stages split a decoder-only model of at least one layer per stage");
+  // Linear in the layer count: a model of one layer and one of two give what a layer adds.
+  auto plan_of = [&](std::int64_t layers) {
+    ModelConfig one = c;
+    one.n_layers = layers;
+    return plan_training_memory(one, batch, seq_len, optimizer_buffers, checkpoint_activations);
+  };
+  const TrainingMemoryPlan p1 = plan_of(1), p2 = plan_of(2);
+  const auto held = [](const TrainingMemoryPlan& p) { return p.weight_bytes + p.gradient_bytes + p.optimizer_bytes; };
+  const std::int64_t layer_held = held(p2) - held(p1), shared_held = held(p1) - layer_held;
+  const std::int64_t layer_act = p2.activation_bytes - p1.activation_bytes, edge_act = p1.activation_bytes - layer_act;
+  const auto cost = [&](std::int64_t s, std::int64_t n) {  // stage s holding n layers
+    const std::int64_t k = std::max<std::int64_t>(1, in_flight[static_cast<std::size_t>(s)]);
+    return shared_held + n * layer_held + k * n * layer_act + (s == stages - 1 ? edge_act : 0);
+  };
+  // best[s][j]: the least largest cost of stages s.. holding layers j..L (each at least one).
+  const std::int64_t inf = std::numeric_limits<std::int64_t>::max();
+  std::vector<std::vector<std::int64_t>> best(static_cast<std::size_t>(stages + 1), std::vector<std::int64_t>(static_cast<std::size_t>(L + 1), inf));
+  std::vector<std::vector<std::int64_t>> cut = best;
+  best[static_cast<std::size_t>(stages)][static_cast<std::size_t>(L)] = 0;
+  for (std::int64_t s = stages - 1; s >= 0; --s)
+    for (std::int64_t j = s; j <= L - (stages - s); ++j)
+      for (std::int64_t e = j + 1; e <= L - (stages - s - 1); ++e) {
+        const std::int64_t rest = best[static_cast<std::size_t>(s + 1)][static_cast<std::size_t>(e)];
+        if (rest == inf) continue;
+        const std::int64_t worst = std::max(cost(s, e - j), rest);
+        if (worst < best[static_cast<std::size_t>(s)][static_cast<std::size_t>(j)]) {
+          best[static_cast<std::size_t>(s)][static_cast<std::size_t>(j)] = worst;
+          cut[static_cast<std::size_t>(s)][static_cast<std::size_t>(j)] = e;
+        }
+      }
+  PipelineStagePlan plan;
+  std::vector<std::int64_t> even{0};
+  std::int64_t even_worst = 0;
+  for (std::int64_t s = 0; s < stages; ++s) {
+    const std::int64_t base = L / stages, extra = L % stages, n = base + (s < extra ? 1 : 0);
+    even.push_back(even.back() + n);
+    even_worst = std::max(even_worst, cost(s, n));
+  }
+  if (even_split || even_worst <= best[0][0]) {
+    plan.bounds = even;
+  } else {
+    plan.bounds = {0};
+    for (std::int64_t s = 0; s < stages; ++s)
+      plan.bounds.push_back(cut[static_cast<std::size_t>(s)][static_cast<std::size_t>(plan.bounds.back())]);
+  }
+  for (std::int64_t s = 0; s < stages; ++s)
+    plan.stage_bytes.push_back(cost(s, plan.bounds[static_cast<std::size_t>(s) + 1] - plan.bounds[static_cast<std::size_t>(s)]));
+  return plan;
 }
 
 }  // namespace tfm

@@ -12,16 +12,32 @@
 
 namespace tfm {
 
-std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages) {
+namespace {
+void check_bounds(const PipelineBounds& b, std::int64_t layers, int stages) {
+  bool ok = static_cast<int>(b.size()) == stages + 1 && b.front() == 0 && b.back() == layers;
+  for (std::size_t i = 1; ok && i < b.size(); ++i) ok = b[i] > b[i - 1];
+  TFM_CHECK(ok, "pipeline parallel", "stage bounds must rise from 0 to the ", layers, " layers in ", stages + 1,
+            " steps of at least one layer (", b.size(), " given)");
+}
+}  // namespace
+
+std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages,
+                                                      const PipelineBounds& bounds) {
+  if (!bounds.empty()) {
+    check_bounds(bounds, layers, stages);
+    return {bounds[static_cast<std::size_t>(stage)], bounds[static_cast<std::size_t>(stage) + 1]};
+  }
   // The first layers % stages stages take one layer more.
   const std::int64_t base = layers / stages, extra = layers % stages;
   const std::int64_t first = stage * base + std::min<std::int64_t>(stage, extra);
   return {first, first + base + (stage < extra ? 1 : 0)};
 }
 
-ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages) {
+ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages, const PipelineBounds& bounds) {
+  TFM_CHECK(bounds.empty() || c.architecture == Architecture::decoder_only, "pipeline parallel",
+            "stage bounds split a decoder-only model's layers");
   ModelConfig local = c;
-  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages);
+  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages, bounds);
   local.n_layers = last - first;
   if (c.architecture == Architecture::encoder_decoder) {
     const auto [dec_first, dec_last] = pipeline_layers(c.decoder_layers(), stage, stages);
@@ -30,7 +46,7 @@ ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages) {
   return local;
 }
 
-void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
+void Model::shard_pipeline(int stage, int stages, PipeComm comm, const PipelineBounds& bounds) {
   Impl& m = *impl_;
   const ModelConfig& c = m.cfg;
   TFM_CHECK(stages >= 1 && stage >= 0 && stage < stages, "pipeline parallel", "stage ", stage, " of ", stages, " stages");
@@ -50,7 +66,9 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
                     : std::to_string(c.n_layers),
             " layers cannot make ", stages, " stages (each needs one", seq2seq ? " of each)" : ")");
   TFM_CHECK(comm.send && comm.recv && comm.broadcast, "pipeline parallel", "no functions to hand the activations on");
-  const auto [first, last] = pipeline_layers(c.decoder_layers(), stage, stages);
+  TFM_CHECK(bounds.empty() || c.architecture == Architecture::decoder_only, "pipeline parallel",
+            "stage bounds split a decoder-only model's layers");
+  const auto [first, last] = pipeline_layers(c.decoder_layers(), stage, stages, bounds);
   const auto [enc_first, enc_last] = pipeline_layers(c.n_layers, stage, stages);
   // Layer i's parameters are those under its prefix ("model.layers.7."): this stage keeps
   // layers [first, last) renamed to [0, last - first), and everything outside the layers.
@@ -107,7 +125,7 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm) {
   m.pp_global_names = std::move(globals);
   m.pp_shared = std::move(shared);
   m.pp_whole_cfg = c;
-  m.cfg = pipeline_config(c, stage, stages);
+  m.cfg = pipeline_config(c, stage, stages, bounds);
   m.pp_stage = stage;
   m.pp_stages = stages;
   m.pp_first = first;

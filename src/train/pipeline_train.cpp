@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "tfm/autograd.h"
+#include "tfm/memory_plan.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
 
@@ -66,9 +67,24 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
   stage_ = pp_.rank;
 }
 
+void PipelineParallel::balance(const ModelConfig& mc, const TrainConfig& cfg) {
+  if (!on()) return;
+  const std::int64_t micros = cfg.grad_accum / (dist::size() / (stages_ * shards_));
+  std::vector<std::int64_t> in_flight;  // the micro-batches whose activations stage s keeps at once
+  for (int s = 0; s < stages_; ++s) in_flight.push_back(one_f_one_b_ ? std::min<std::int64_t>(stages_ - s, micros) : micros);
+  const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
+  TFM_CHECK(mc.n_layers >= stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " is more stages than the model's ",
+            mc.n_layers, " layers");
+  const PipelineStagePlan plan = plan_pipeline_stages(mc, in_flight, cfg.batch_size, cfg.block_size, buffers,
+                                                      cfg.checkpoint_activations, cfg.pipeline_balance == "even");
+  bounds_ = plan.bounds;
+  stage_bytes_ = plan.stage_bytes;
+  balanced_ = cfg.pipeline_balance == "memory";
+}
+
 void PipelineParallel::shard(Model& m) const {
   if (!on()) return;
-  m.shard_pipeline(stage_, stages_, pipe_comm_over(pp_));
+  m.shard_pipeline(stage_, stages_, pipe_comm_over(pp_), bounds_);
 }
 
 std::map<std::string, Tensor> PipelineParallel::slice_state(const Model& stage,
@@ -274,7 +290,7 @@ CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optim
 
 std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {
   if (!on()) return "";
-  const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_);
+  const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_, bounds_);
   const int replicas = dist::size() / (stages_ * shards_);
   const std::int64_t micros = grad_accum / replicas;
   char buf[320];
@@ -283,7 +299,16 @@ std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accu
                 one_f_one_b_ ? "1F1B" : "GPipe", static_cast<long long>(micros), replicas,
                 replicas == 1 ? "pipeline" : "pipelines", stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
                 100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
-  return buf;
+  std::string out = buf;
+  if (!bounds_.empty()) {  // what the memory planner balanced
+    out += balanced_ ? "; layers per stage by the memory planner (planned peak):" : "; layers per stage, even (planned peak):";
+    for (int s = 0; s < stages_; ++s) {
+      std::snprintf(buf, sizeof buf, " %lld (%.1f MiB)", static_cast<long long>(bounds_[s + 1] - bounds_[s]),
+                    static_cast<double>(stage_bytes_[static_cast<std::size_t>(s)]) / 1048576.0);
+      out += buf;
+    }
+  }
+  return out;
 }
 
 std::string PipelineParallel::timing() const {

@@ -39,6 +39,11 @@ class PipelineParallel {
   int stages() const { return stages_; }
   const dist::Group& replica_group() const { return dp_; }  // the same stage of every pipeline
 
+  // Balances the stages' layers by the memory planner (plan_pipeline_stages: weights, gradients,
+  // optimizer state and the activations each stage keeps under the schedule) for a model of
+  // config mc (a stage's shard's under tensor parallelism); the same on every rank. Before shard().
+  void balance(const ModelConfig& mc, const TrainConfig& cfg);
+  const PipelineBounds& bounds() const { return bounds_; }
   // Makes `m` this rank's stage (nothing when P = 1).
   void shard(Model& m) const;
   // A whole model's optimizer state ("kind.name" -> tensor), this stage's part under its names.
@@ -81,6 +86,9 @@ class PipelineParallel {
   bool one_f_one_b_ = true;
   double step_s_ = 0, wait_s_ = 0;
   std::int64_t steps_ = 0, micros_ = 0;
+  PipelineBounds bounds_;                 // balance(): each stage's first layer, and the layer count
+  std::vector<std::int64_t> stage_bytes_;  // ... and each stage's planned peak
+  bool balanced_ = true;                   // by memory (else pipeline_balance "even")
 };
 
 }  // namespace tfm::train_detail

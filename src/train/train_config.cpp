@@ -359,7 +359,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 
   const Section dp(section(root, "distributed"), where + ".distributed", {"bucket_mb", "overlap", "zero_optimizer", "bit_exact",
                                                                                     "tensor_parallel", "pipeline_parallel",
-                                                                                    "pipeline_schedule"});
+                                                                                    "pipeline_schedule", "pipeline_balance"});
   dp.get_bool("overlap", c.overlap_grad_sync);
   dp.get_double("bucket_mb", c.bucket_mb, 0.001, 65536.0);
   dp.get_bool("zero_optimizer", c.zero_optimizer);
@@ -367,6 +367,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   dp.get_int("tensor_parallel", c.tensor_parallel, 1, 4096);
   dp.get_int("pipeline_parallel", c.pipeline_parallel, 1, 4096);
   dp.get_string("pipeline_schedule", c.pipeline_schedule, {"1f1b", "gpipe"});
+  dp.get_string("pipeline_balance", c.pipeline_balance, {"memory", "even"});
 
   const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize",
                                                             "wer_examples"});

@@ -89,7 +89,7 @@ std::string model_dir_train_config(const TrainConfig& cfg, const TaskData& d) {
 }
 
 // Everything that can fail on bad input happens here, before the first step.
-Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel& tp, const PipelineParallel& pp) {
+Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel& tp, PipelineParallel& pp) {
   Run r;
   r.max_steps = opt.max_steps > 0 ? opt.max_steps : cfg.max_steps;
   std::optional<LoadedCheckpoint> ck;
@@ -138,12 +138,13 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
         json{{"index", kFusionIndexDir}, {"k", task_cfg.fusion->k}, {"template", task_cfg.fusion->part_template}}.dump(2) + "\n";
   }
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
+  pp.balance(tp.on() ? tensor_parallel_config(mc, tp.shards()) : mc, cfg);  // the stages' layers
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
                              : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
     // Under model parallelism, one stage's (its layers), one shard's (its heads and FFN units).
-    ModelConfig planned = pp.on() ? pipeline_config(mc, pp.stage(), pp.stages()) : mc;
+    ModelConfig planned = pp.on() ? pipeline_config(mc, pp.stage(), pp.stages(), pp.bounds()) : mc;
     if (tp.on()) planned = tensor_parallel_config(planned, tp.shards());
     const TrainingMemoryPlan plan = plan_training_memory(planned, cfg.batch_size, seq, buffers, cfg.checkpoint_activations);
     std::int64_t total = plan.total_bytes;

@@ -68,6 +68,23 @@ same_run b1 b2 "2 stages, bf16 and activation checkpointing" 2
 run "$DIR/p4.log" $MPI4 "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/p4" --pipeline-parallel 4
 same_run one p4 "4 stages, 1F1B" 4
 
+# 1b. stages balanced by the memory planner: 6 layers, micro-batches of 8 x 32 tokens, whose
+# activations outweigh a layer's weights, and 1F1B keeps 2 of them alive on stage 0, 1 on stage
+# 1: stage 0 takes 2 layers, stage 1 four; bit for bit one process still, and stage 0's
+# measured peak below the even split's (3 and 3).
+sed -e 's/"batch_size": 2/"batch_size": 8/' -e 's/"n_layers": 4/"n_layers": 6/' "$DIR/untied.json" > "$DIR/heavy.json"
+sed 's/"distributed": {}/"distributed": { "pipeline_balance": "even" }/' "$DIR/heavy.json" > "$DIR/heavy-even.json"
+run "$DIR/h1.log" "$TFM" -t 1 train "$DIR/heavy.json" --out "$DIR/h1"
+run "$DIR/h2.log" $MPI "$TFM" -t 1 train "$DIR/heavy.json" --out "$DIR/h2" --pipeline-parallel 2
+run "$DIR/he.log" $MPI "$TFM" -t 1 train "$DIR/heavy-even.json" --out "$DIR/he" --pipeline-parallel 2
+grep -q "stage 0 holds layers 0-1; .*layers per stage by the memory planner (planned peak): 2 (.*) 4 (" "$DIR/h2.log" ||
+  { echo "FAIL: the planner did not give stage 0 two layers"; grep "pipeline parallel" "$DIR/h2.log"; exit 1; }
+grep -q "stage 0 holds layers 0-2; .*layers per stage, even" "$DIR/he.log" || { echo "FAIL: no even split"; grep "pipeline parallel" "$DIR/he.log"; exit 1; }
+same_run h1 h2 "2 stages balanced by memory (2 and 4 layers)" 2
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: balanced {a} MiB < even {b} MiB')" \
+  "$(sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$DIR/h2.log")" "$(sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$DIR/he.log")" ||
+  { echo "FAIL: balancing did not lower stage 0's peak"; exit 1; }
+
 # 2. resumes across layouts
 run "$DIR/r1.log" $MPI "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --pipeline-parallel 2 --max-steps 3
 run "$DIR/r2.log" "$TFM" -t 1 train "$DIR/untied.json" --out "$DIR/r21" --resume "$DIR/r21"

@@ -3,6 +3,8 @@
 // batch / context as its formula says.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "tfm/error.h"
 #include "tfm/kv_cache.h"
 #include "tfm/memory_plan.h"
@@ -83,4 +85,34 @@ TEST(MemoryPlan, BadInputIsAnError) {
   EXPECT_THROW(plan_memory(c, 41, 1), Error);
   EXPECT_THROW(plan_memory(c, 10, 0), Error);
   EXPECT_THROW(plan_memory(c, -1, 1), Error);
+}
+
+// Pipeline stages balanced by memory: under 1F1B stage s keeps stages - s micro-batches'
+// activations, so where activations outweigh the layers' weights the first stages take fewer
+// layers; the largest planned stage is then below the even split's, whose own plan is the
+// same formula over pipeline_layers. With one micro-batch alive everywhere and weights that
+// dominate, the split stays even.
+TEST(MemoryPlan, PipelineStagesBalanceTheActivationsEachStageKeeps) {
+  ModelConfig c = model_preset("gpt2");
+  c.vocab_size = 31; c.d_model = 32; c.n_heads = 4; c.d_ff = 64; c.n_layers = 8; c.max_positions = 256;
+  const std::vector<std::int64_t> one_f_one_b{4, 3, 2, 1};
+  const PipelineStagePlan balanced = plan_pipeline_stages(c, one_f_one_b, 16, 256, 2);
+  const PipelineStagePlan even = plan_pipeline_stages(c, one_f_one_b, 16, 256, 2, false, /*even=*/true);
+  ASSERT_EQ(balanced.bounds.size(), 5u);
+  EXPECT_EQ(even.bounds, (std::vector<std::int64_t>{0, 2, 4, 6, 8}));
+  EXPECT_EQ(balanced.bounds.front(), 0);
+  EXPECT_EQ(balanced.bounds.back(), 8);
+  for (std::size_t s = 1; s < balanced.bounds.size(); ++s) EXPECT_GT(balanced.bounds[s], balanced.bounds[s - 1]);
+  EXPECT_LT(balanced.bounds[1] - balanced.bounds[0], balanced.bounds[4] - balanced.bounds[3]) << "stage 0 keeps 4 micro-batches";
+  const auto worst = [](const PipelineStagePlan& p) { return *std::max_element(p.stage_bytes.begin(), p.stage_bytes.end()); };
+  EXPECT_LT(worst(balanced), worst(even));
+  EXPECT_EQ(even.stage_bytes[0], *std::max_element(even.stage_bytes.begin(), even.stage_bytes.end()));
+  // A stage holds the embeddings and head, its layers' weights, gradients and AdamW state and
+  // its activations: the one-stage plan is plan_training_memory's.
+  const PipelineStagePlan whole = plan_pipeline_stages(c, {1}, 16, 256, 2);
+  EXPECT_EQ(whole.stage_bytes[0], plan_training_memory(c, 16, 256, 2).total_bytes);
+  // Weights that outweigh one micro-batch's activations, one alive per stage: even.
+  c.d_model = 256; c.d_ff = 1024; c.n_heads = 8;
+  EXPECT_EQ(plan_pipeline_stages(c, {1, 1, 1}, 1, 8, 2).bounds, (std::vector<std::int64_t>{0, 3, 6, 8}));
+  EXPECT_THROW(plan_pipeline_stages(c, std::vector<std::int64_t>(9, 1), 1, 8, 2), Error);  // more stages than layers
 }
