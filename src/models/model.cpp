@@ -396,12 +396,13 @@ using namespace model_detail;
 
 namespace {
 
-// The encoder of a pipeline stage (inference): stage 0 embeds the inputs, each stage runs its
+// A stack of a pipeline stage (inference): stage 0 embeds the inputs, each stage runs its
 // layers on what the previous one sends (its shape first: a later stage cannot tell an audio
-// encoder's length from the inputs), the last applies the final norm, and its output, the
-// memory every stage's cross-attention reads, comes back to all of them.
-Tensor encode_staged(const Model::Impl& m, const std::function<Tensor(nn::DropoutStream&)>& embed_inputs,
-                     const Tensor& valid_lens) {
+// encoder's length from the inputs), the last applies the final norm, and its output (an
+// encoder's memory, which every stage's cross-attention reads; a decoder's last hidden states)
+// comes back to all of them.
+Tensor run_staged(const Model::Impl& m, const Stack& stack, bool causal, std::int64_t offset,
+                  const std::function<Tensor(nn::DropoutStream&)>& embed_inputs, const Tensor& valid_lens) {
   nn::DropoutStream rng(false, 0);
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
   Tensor x, shape = Tensor::zeros({3});
@@ -414,8 +415,8 @@ Tensor encode_staged(const Model::Impl& m, const std::function<Tensor(nn::Dropou
     x = Tensor::empty({static_cast<std::int64_t>(d[0]), static_cast<std::int64_t>(d[1]), static_cast<std::int64_t>(d[2])});
     m.pp->recv(x, m.pp_stage - 1);
   }
-  const auto setup = self_setup(m, m.layout.encoder, false, x.size(1), 0, valid_lens);
-  x = contiguous(run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng, nullptr, last));
+  const auto setup = self_setup(m, stack, causal, x.size(1), offset, valid_lens);
+  x = contiguous(run_stack(m, stack, x, setup, nullptr, nullptr, rng, nullptr, last));
   if (!last) {
     m.pp->send(shape, m.pp_stage + 1);
     m.pp->send(x, m.pp_stage + 1);
@@ -434,13 +435,15 @@ Tensor Model::encode(const ModelInputs& in) {
     TFM_CHECK(!m.training, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
               ": an encoder's stages run inference only");
     NoGradGuard no_grad;
+    const Stack& enc = m.layout.encoder;
     if (m.cfg.reads_images())
-      return encode_staged(m, [&](nn::DropoutStream& rng) { return embed_patches(m, in.pixel_values, rng); }, Tensor());
+      return run_staged(m, enc, false, 0, [&](nn::DropoutStream& rng) { return embed_patches(m, in.pixel_values, rng); }, Tensor());
     if (m.cfg.reads_audio())
-      return encode_staged(m, [&](nn::DropoutStream& rng) { return embed_audio(m, in.input_features, rng); }, Tensor());
+      return run_staged(m, enc, false, 0, [&](nn::DropoutStream& rng) { return embed_audio(m, in.input_features, rng); }, Tensor());
     check_ids(in.input_ids, "input_ids");
-    return encode_staged(m, [&](nn::DropoutStream& rng) { return embed(m, in.input_ids, in.token_type_ids, 0, rng); },
-                         in.valid_lens);
+    return run_staged(m, enc, false, 0,
+                      [&](nn::DropoutStream& rng) { return embed(m, in.input_ids, in.token_type_ids, 0, rng); },
+                      in.valid_lens);
   }
   nn::DropoutStream rng = m.stream();
   if (m.cfg.reads_images()) {
@@ -462,8 +465,16 @@ Tensor Model::encode(const ModelInputs& in) {
 Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
   impl_->check_converted("decode");
   Impl& m = *impl_;
-  TFM_CHECK(m.pp_stages == 1, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
-            " holds some of the layers: it decodes through decode_cached only");
+  if (m.pp_stages > 1) {  // a decoder-only model's last hidden states on every stage (its embeddings)
+    TFM_CHECK(m.cfg.architecture == Architecture::decoder_only && !m.training, "model", "pipeline stage ", m.pp_stage,
+              " of ", m.pp_stages, " holds some of the layers: ",
+              m.training ? "training runs forward_stage" : "an encoder-decoder decodes through decode_cached only");
+    NoGradGuard no_grad;
+    check_ids(in.input_ids, "input_ids");
+    return run_staged(m, m.layout.decoder, true, in.position_offset,
+                      [&](nn::DropoutStream& rng) { return embed(m, in.input_ids, Tensor(), in.position_offset, rng); },
+                      in.valid_lens);
+  }
   nn::DropoutStream rng = m.stream();
   if (m.cfg.architecture == Architecture::decoder_only) {
     check_ids(in.input_ids, "input_ids");

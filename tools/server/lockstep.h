@@ -4,10 +4,10 @@
 // so that the partial sums (or activations) of each step meet. Rank 0's scheduler records each
 // operation on the batch — a request added, one cancelled, a step — and hands the record to
 // the others before the step; they apply it to a batch built as rank 0's. The jobs of the
-// endpoints outside the batch (embeddings, classification, reranking, translation:
-// model_jobs.h) travel the same way under tensor parallelism, each run by every rank where
-// rank 0 runs it; what is not a job (slot files, attention maps, audio and image inputs, and
-// any job of a pipeline, whose stages hand on logits only) is refused with a 400.
+// endpoints outside the batch (embeddings, classification, reranking, translation,
+// transcription, of texts, pictures and audio: model_jobs.h) travel the same way, each run by
+// every rank where rank 0 runs it; what is not a job (slot files, attention maps, rollouts,
+// word timestamps) is refused with a 400.
 #pragma once
 
 #include <cstdint>

@@ -1,8 +1,8 @@
 // The model calls of the endpoints that run outside the batch — embeddings, classification,
 // reranking, translation, transcription — each a named job whose inputs travel as bytes. In one process the
-// scheduler thread runs it; a model split over processes by tensor parallelism runs the same
-// job on every rank, in the same place among the batch steps (rank 0 hands it to the others
-// with the batch's records, lockstep.h), so its partial sums meet; rank 0 answers.
+// scheduler thread runs it; a model split over processes (shards or stages) runs the same job
+// on every rank, in the same place among the batch steps (rank 0 hands it to the others with
+// the batch's records, lockstep.h), so its partial sums (or activations) meet; rank 0 answers.
 #pragma once
 
 #include <memory>

@@ -59,16 +59,13 @@ void Scheduler::cancel(const std::shared_ptr<Generation>& g) {
 
 void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
   // The other ranks of a split model repeat batch operations and model jobs only: any other
-  // model call would wait for partial sums they never send. An encoder's stages (encoder-only
-  // or encoder-decoder) end with the encoder's output on every stage, which the jobs read; a
-  // decoder-only model's stages hand on logits only, not the hidden states its embeddings read.
-  const bool staged_lm = lm_.model.pipeline_stages() > 1 && lm_.config.architecture == Architecture::decoder_only;
-  if (mirror_ != nullptr && (job == nullptr || staged_lm))
-    throw ApiError(400, "invalid_request_error", "unsupported", job == nullptr ?
+  // model call would wait for partial sums they never send. (On pipeline stages the jobs read
+  // the last stage's output, which comes back to every stage.)
+  if (mirror_ != nullptr && job == nullptr)
+    throw ApiError(400, "invalid_request_error", "unsupported",
                    "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel): "
                    "attention maps, rollouts, word timestamps and slot files read or write what every shard holds "
-                   "part of" : "this endpoint is not served by a decoder-only model split into pipeline stages "
-                   "(--pipeline-parallel): completions and chat completions are; --tensor-parallel serves it");
+                   "part of");
   std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
     if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
     fn();

@@ -340,14 +340,31 @@ TEST(PipelineParallel, StagesTakeContiguousLayersTheFirstOnesOneMore) {
   EXPECT_EQ(m.parameters().count("model.layers.1.mlp.down_proj.weight"), 0u);
   EXPECT_EQ(m.pipeline_stage(), 1);
   EXPECT_EQ(m.pipeline_stages(), 2);
-  ModelInputs in;
-  in.input_ids = Tensor::from_ints({1, 2, 3}, {1, 3});
-  EXPECT_NE(test::error_message([&] { m.decode(in, Tensor()); }).find("decodes through decode_cached only"),
-            std::string::npos);
   EXPECT_EQ(m.pipeline_global_name("model.layers.0.mlp.down_proj.weight"), "model.layers.1.mlp.down_proj.weight");
   EXPECT_TRUE(m.pipeline_shared("model.embed_tokens.weight"));
   EXPECT_FALSE(m.pipeline_shared("model.layers.0.mlp.down_proj.weight"));
   EXPECT_EQ(m.pipeline_whole_config().n_layers, 2);
+}
+
+// decode() on a decoder's stages (embeddings of a decoder-only model): every stage gets the
+// whole model's last hidden states, padded rows too.
+TEST(PipelineParallel, DecodeOnStagesGivesEveryStageTheWholeModelsHiddenStates) {
+  ModelConfig c = test::small_family_config(model_family("llama"), 4, 2, 2);
+  c.n_layers = 3;
+  Model whole = Model::create(c, 6);
+  ModelInputs in;
+  in.input_ids = Tensor::from_ints({2, 11, 17, 5, 9, 0}, {2, 3});
+  in.valid_lens = Tensor::from_ints({3, 2}, {2});
+  auto run = [&](Model& m) {
+    NoGradGuard ng;
+    return std::vector<Tensor>{m.decode(in, Tensor())};
+  };
+  Model copy = Model::from_parameters(c, whole.parameters());
+  const auto want = run(copy);
+  for (const int stages : {2, 3}) {
+    Mailboxes mail(stages);
+    expect_every_stage_gives(want, c, whole, stages, mail, run);
+  }
 }
 
 // forward() on stages in lockstep (evaluation): every stage gets the whole model's logits.
