@@ -27,9 +27,13 @@ struct GgufModelInfo {
   std::string tokenizer_model, tokenizer_pre;
 };
 
-LoadedModel load_gguf_model(const std::string& path, GgufModelInfo* info = nullptr);
+// map_weights: the weight matrices kept in their stored type view the file's read-only mapping
+// instead of being copied out, for a caller that splits the model at once (load_model under
+// tensor or pipeline parallelism: the split copies only its slices and lets the pages go);
+// nothing may write them in place.
+LoadedModel load_gguf_model(const std::string& path, GgufModelInfo* info = nullptr, bool map_weights = false);
 // The same from a parsed file (tests, fuzzing).
-LoadedModel gguf_to_model(const GgufFile& file, GgufModelInfo* info = nullptr);
+LoadedModel gguf_to_model(const GgufFile& file, GgufModelInfo* info = nullptr, bool map_weights = false);
 // The ModelConfig the file's metadata describes (no tensor is read): for `tfm info -m`.
 ModelConfig gguf_model_config(const GgufFile& file, GgufModelInfo* info = nullptr);
 

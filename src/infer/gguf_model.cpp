@@ -45,13 +45,19 @@ Tensor permute_rope_rows(const Tensor& w_in, std::int64_t n_heads, bool to_gguf)
 }
 
 // A 2-D tensor stored in a type the engine holds natively (f16, bf16, q8_0, q4_0, q4_k,
-// q6_k), copied out of the file in that type; f32 and other types come back as f32.
-Tensor read_kept(const GgufFile& f, const GgufTensorInfo& t) {
+// q6_k), copied out of the file in that type (or, `view`, viewing the file's mapping); f32 and
+// other types come back as f32.
+Tensor read_kept(const GgufFile& f, const GgufTensorInfo& t, bool view) {
   const auto d = dtype_of_ggml(t.type);
   if (!d || *d == DType::f32 || t.ne.size() != 2) return f.to_f32(t);
+  TFM_CHECK(tensor_bytes(t.shape(), *d) == t.nbytes, f.path, "tensor '", t.name, "': ", t.nbytes, " bytes for ",
+            shape_str(t.shape()), " of ", dtype_name(*d));
+  if (view && f.mapped) {
+    const std::shared_ptr<void> mapping = std::const_pointer_cast<unsigned char>(f.bytes);
+    auto storage = std::make_shared<Storage>(const_cast<unsigned char*>(f.raw(t)), t.nbytes, mapping, /*file_mapped=*/true);
+    return Tensor::from_storage(std::move(storage), t.shape(), *d, 0);
+  }
   Tensor out = Tensor::empty(t.shape(), *d);
-  TFM_CHECK(out.nbytes() == t.nbytes, f.path, "tensor '", t.name, "': ", t.nbytes, " bytes for ", shape_str(t.shape()),
-            " of ", dtype_name(*d));
   std::memcpy(out.raw_data(), f.raw(t), out.nbytes());
   return out;
 }
@@ -105,7 +111,7 @@ ModelConfig gguf_model_config(const GgufFile& f, GgufModelInfo* info) {
   return parse_model_config(j.dump(), f.path);
 }
 
-LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
+LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info, bool map_weights) {
   ModelConfig cfg = gguf_model_config(f, info);
   const std::string arch = f.get_string("general.architecture");
   const bool tied = cfg.tie_embeddings;
@@ -127,8 +133,10 @@ LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
     if (n.fix == GgufTensorName::transpose) std::reverse(want.begin(), want.end());
     TFM_CHECK(t.shape() == want, f.path, "tensor '", t.name, "' has shape ", shape_str(t.shape()),
               ", the metadata implies ", shape_str(want));
-    Tensor w = read_kept(f, t);
-    f.release(t);
+    // (Row permutations copy anyway; a view keeps its pages until the split lets them go.)
+    const bool view = map_weights && n.fix != GgufTensorName::rope_q && n.fix != GgufTensorName::rope_k;
+    Tensor w = read_kept(f, t, view);
+    if (!view || w.dtype() == DType::f32) f.release(t);
     if (n.fix == GgufTensorName::rope_q) w = permute_rope_rows(w, cfg.n_heads, false);
     if (n.fix == GgufTensorName::rope_k) w = permute_rope_rows(w, cfg.kv_heads(), false);
     if (n.fix == GgufTensorName::transpose) {
@@ -157,7 +165,9 @@ LoadedModel gguf_to_model(const GgufFile& f, GgufModelInfo* info) {
   return {std::move(cfg), std::move(model), std::move(tok)};
 }
 
-LoadedModel load_gguf_model(const std::string& path, GgufModelInfo* info) { return gguf_to_model(read_gguf(path), info); }
+LoadedModel load_gguf_model(const std::string& path, GgufModelInfo* info, bool map_weights) {
+  return gguf_to_model(read_gguf(path), info, map_weights);
+}
 
 // ---- writing ---------------------------------------------------------------------------------
 void save_gguf_model(const std::string& path, const Model& model, const Tokenizer& tokenizer,

@@ -100,7 +100,7 @@ std::map<std::string, StoredTensorType> stored_tensor_types(const std::string& d
 }
 
 LoadedModel load_model_dir(const std::string& dir, bool defer_conversion) {
-  if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir);  // -m model.gguf
+  if (is_gguf_path(dir) && !fs::is_directory(dir)) return load_gguf_model(dir, nullptr, defer_conversion);  // -m model.gguf
   ModelSource src = read_model_source(dir);
   const bool adapter = fs::exists(join(dir, "adapter_config.json"));
   Model model = build_model(src, defer_conversion && !adapter);

@@ -11,6 +11,7 @@
 #include "support/family_config.h"
 #include "support/test_support.h"
 #include "support/train_helpers.h"
+#include "tfm/gguf_model.h"
 #include "tfm/load.h"
 #include "tfm/model.h"
 #include "tfm/model_dir.h"
@@ -123,4 +124,42 @@ TEST(LoadSplit, AShardOfABf16CheckpointPeaksAtItsShareNotTheWholeModelInF32) {
   EXPECT_LT(half, 1.15 * shard_bytes) << "peak " << half << " bytes for a shard of " << shard_bytes;
   const double stage_bytes = static_cast<double>(n_stage) * sizeof(float);
   EXPECT_LT(depth, 1.15 * stage_bytes) << "peak " << depth << " bytes for a stage of " << stage_bytes;
+}
+
+// A GGUF file keeps its matrices in the stored type (f16 here); a split load views the file's
+// mapping instead of copying the whole model out, so a shard's peak is its slices, and the
+// shard equals the one cut from a model loaded whole.
+TEST(LoadSplit, AShardOfAGgufFileCopiesOnlyItsSlices) {
+  const ModelConfig c = parse_model_config(
+      R"({"model_type": "gpt2", "vocab_size": 300, "n_embd": 128, "n_layer": 4, "n_head": 4, "n_positions": 64})", "t");
+  TokenizerTrainOptions o;
+  o.vocab_size = 300;
+  const Tokenizer tok = Tokenizer::train({"the quick brown fox jumps over the lazy dog", "hello world, hello there"}, o);
+  const std::string path = train_test::tmp_dir("load_split_gguf") + "/m.gguf";
+  save_gguf_model(path, Model::create(c, 3), tok, {GgmlType::f16, "split", ""});
+  double peak = 0;
+  auto peak_loading = [&](const LoadOptions& opt) {
+    const std::size_t before = memory_stats().current_bytes;
+    reset_peak_memory();
+    LoadedModel lm = load_model(path, opt);
+    peak = static_cast<double>(memory_stats().peak_bytes - before);
+    return lm;
+  };
+  LoadOptions shard;
+  shard.tp_ranks = 2;
+  shard.tp_sum = no_sum;
+  shard.repack = false;
+  LoadOptions whole_opt;
+  whole_opt.repack = false;
+  LoadedModel whole = peak_loading(whole_opt);
+  const double whole_peak = peak;
+  LoadedModel part = peak_loading(shard);
+  const double part_peak = peak;
+  whole.model.shard_tensor_parallel(0, 2, no_sum);
+  for (const auto& [name, t] : whole.model.parameters()) {
+    ASSERT_TRUE(part.model.parameters().count(name)) << name;
+    EXPECT_EQ(part.model.parameters().at(name).dtype(), t.dtype()) << name;
+    test::expect_bitwise_equal(part.model.parameters().at(name), t, name);
+  }
+  EXPECT_LT(part_peak, 0.6 * whole_peak) << "a shard's load peaked at " << part_peak << " bytes, the whole model's at " << whole_peak;
 }
