@@ -15,6 +15,7 @@
 
 #include "tfm/error.h"
 #include "tfm/memory_plan.h"
+#include "tfm/model.h"
 
 namespace tfm {
 namespace {
@@ -131,9 +132,9 @@ PipelineStagePlan plan_pipeline_stages(const ModelConfig& c, const std::vector<s
   std::vector<std::int64_t> even{0};
   std::int64_t even_worst = 0;
   for (std::int64_t s = 0; s < stages; ++s) {
-    const std::int64_t base = L / stages, extra = L % stages, n = base + (s < extra ? 1 : 0);
-    even.push_back(even.back() + n);
-    even_worst = std::max(even_worst, cost(s, n));
+    const auto [first, last] = pipeline_layers(L, static_cast<int>(s), static_cast<int>(stages));
+    even.push_back(last);
+    even_worst = std::max(even_worst, cost(s, last - first));
   }
   if (even_split || even_worst <= best[0][0]) {
     plan.bounds = even;

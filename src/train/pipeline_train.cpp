@@ -72,7 +72,7 @@ void PipelineParallel::balance(const ModelConfig& mc, const TrainConfig& cfg) {
   const std::int64_t micros = cfg.grad_accum / (dist::size() / (stages_ * shards_));
   std::vector<std::int64_t> in_flight;  // the micro-batches whose activations stage s keeps at once
   for (int s = 0; s < stages_; ++s) in_flight.push_back(one_f_one_b_ ? std::min<std::int64_t>(stages_ - s, micros) : micros);
-  const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
+  const int buffers = optimizer_buffers(cfg.optimizer);
   TFM_CHECK(mc.n_layers >= stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " is more stages than the model's ",
             mc.n_layers, " layers");
   const PipelineStagePlan plan = plan_pipeline_stages(mc, in_flight, cfg.batch_size, cfg.block_size, buffers,

@@ -29,6 +29,12 @@
 
 namespace tfm::train_detail {
 
+// The optimizer's f32 state per parameter, in buffers (the memory planner's optimizer_buffers):
+// AdamW two, SGD with momentum one, plain SGD none.
+inline int optimizer_buffers(const OptimizerConfig& o) {
+  return o.kind == OptimizerKind::adamw ? 2 : o.momentum != 0 ? 1 : 0;
+}
+
 class PipelineParallel {
  public:
   // Checks the config (failing with the key's name) and splits the job into its groups (a

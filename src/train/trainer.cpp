@@ -140,7 +140,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
   const ModelConfig mc = task_model_config(task_cfg, r.data, r.tok->vocab_size());
   pp.balance(tp.on() ? tensor_parallel_config(mc, tp.shards()) : mc, cfg);  // the stages' layers
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
-    const int buffers = cfg.optimizer.kind == OptimizerKind::adamw ? 2 : cfg.optimizer.momentum != 0 ? 1 : 0;
+    const int buffers = optimizer_buffers(cfg.optimizer);
     const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
                              : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
     // Under model parallelism, one stage's (its layers), one shard's (its heads and FFN units).

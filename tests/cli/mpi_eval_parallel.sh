@@ -43,16 +43,7 @@ PY
   done
 done
 # A text classifier (an encoder's stages: every stage computes the head on the last one's output).
-head -300 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
-cat > "$DIR/cls.json" <<JSON
-{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
-  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 3, "d_ff": 64,
-  "max_positions": 64, "position": "learned", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
- "tokenizer": {"kind": "bpe", "vocab_size": 300},
- "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.2, "max_length": 64, "positive_label": "spam"},
- "training": {"batch_size": 16, "max_steps": 20}, "eval": {"every": 1000}, "checkpoint": {"every": 0}}
-JSON
-run "$DIR/cls.train.log" "$TFM" -t 1 train "$DIR/cls.json" --out "$DIR/cls"
+train_tiny_cls 3 20
 run "$DIR/one.json" "$TFM" -t 1 eval -m "$DIR/cls" --json
 run "$DIR/tp.json" $MPI "$TFM" -t 1 eval -m "$DIR/cls" --json --tensor-parallel 2
 run "$DIR/pp.json" $MPI "$TFM" -t 1 eval -m "$DIR/cls" --json --pipeline-parallel 2

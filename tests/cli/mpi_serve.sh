@@ -27,16 +27,7 @@ MPI4="${MPI/-np 2/-np 4}"
 train_tiny llama '{ "model_type": "llama", "hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2,
                     "num_attention_heads": 4, "num_key_value_heads": 2, "max_position_embeddings": 128 }'
 # A text classifier (also a cross-encoder for /v1/rerank) and an En->Zh encoder-decoder.
-head -400 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
-cat > "$DIR/cls.json" <<JSON
-{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
-  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": 2, "d_ff": 64,
-  "max_positions": 64, "position": "learned", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
- "tokenizer": {"kind": "bpe", "vocab_size": 300},
- "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.1, "max_length": 64, "positive_label": "spam"},
- "training": {"batch_size": 16}, "eval": {"every": 1000}, "checkpoint": {"every": 0}}
-JSON
-"$TFM" -t 2 train "$DIR/cls.json" --max-steps 60 -q --out "$DIR/cls" > /dev/null 2> "$DIR/cls.err" || { cat "$DIR/cls.err"; exit 1; }
+train_tiny_cls 2 60
 train_tiny_s2s 60
 # A ViT on generated pictures and a Whisper hub directory with random weights, and speech.
 /usr/bin/python3 "$SRC/tests/support/make_pictures.py" "$DIR/pictures" 12

@@ -120,6 +120,21 @@ train_tiny() {
 JSON
   "$TFM" -t 2 train "$DIR/$1.json" --out "$DIR/$1" > "$DIR/$1.train.log" 2>&1 || { cat "$DIR/$1.train.log"; exit 1; }
 }
+# train_tiny_cls LAYERS STEPS: a tiny spam classifier (an encoder of LAYERS layers, BPE of 300;
+# also a cross-encoder for /v1/rerank) trained for STEPS steps on the first 400 lines of
+# data/sms-spam.tsv into $DIR/cls.
+train_tiny_cls() {
+  head -400 "$SRC/data/sms-spam.tsv" > "$DIR/sms.tsv"
+  cat > "$DIR/cls.json" <<JSON
+{"task": "classifier", "seed": 1, "model": {"model_type": "transformer", "architecture": "encoder_only",
+  "head": "classifier", "pooling": "first", "d_model": 32, "n_heads": 2, "n_layers": $1, "d_ff": 64,
+  "max_positions": 64, "position": "learned", "dropout": 0.0, "attention_dropout": 0.0, "embedding_dropout": 0.0},
+ "tokenizer": {"kind": "bpe", "vocab_size": 300},
+ "data": {"train": "$DIR/sms.tsv", "header": true, "test_fraction": 0.1, "max_length": 64, "positive_label": "spam"},
+ "training": {"batch_size": 16}, "eval": {"every": 1000}, "checkpoint": {"every": 0}}
+JSON
+  "$TFM" -t 2 train "$DIR/cls.json" --max-steps "$2" -q --out "$DIR/cls" > /dev/null 2> "$DIR/cls.err" || { cat "$DIR/cls.err"; exit 1; }
+}
 # train_tiny_s2s STEPS: a tiny En->Zh encoder-decoder (sinusoidal positions, BPE of 400) trained
 # for STEPS steps on the first 300 pairs of data/cmn-eng.tsv into $DIR/s2s.
 train_tiny_s2s() {
