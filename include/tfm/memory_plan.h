@@ -70,7 +70,7 @@ TrainingMemoryPlan plan_training_memory(const ModelConfig& cfg, std::int64_t bat
                                         int optimizer_buffers, bool checkpoint_activations = false);
 std::string summary(const TrainingMemoryPlan& p);
 
-// Pipeline stages balanced by memory (pipeline-parallel training of a decoder-only model): the
+// Pipeline stages balanced by memory (pipeline-parallel training of a decoder-only or encoder-only model): the
 // first layer of each stage and the layer count (Model::shard_pipeline's bounds) that make the
 // largest stage's planned peak the least. A stage holds its layers' weights, gradients and
 // optimizer state, the embeddings and head (every stage keeps them), and the activations of

@@ -258,7 +258,8 @@ class Model {
   // hidden states). An encoder-decoder's stage also keeps a contiguous run of the encoder's
   // layers: encode() (and so encode_to_cache) runs the encoder through the stages the same way
   // and returns the memory on every stage, whose cross-attention layers read it; decode_cached
-  // then works as above (the full forward() is refused: generation only). An encoder-only
+  // then works as above, and decode() and forward() (evaluation, no gradients) run the decoder
+  // through the stages the same way, every stage getting the logits. An encoder-only
   // model's stage (BERT, ViT) keeps a run of its layers: forward() encodes through the stages
   // and every stage computes the heads on the broadcast output (no gradients). The other entry
   // points are refused on a stage. Refused for decoder-only models with another head than the
@@ -272,10 +273,12 @@ class Model {
   void shard_pipeline(int stage, int stages, PipeComm comm, const PipelineBounds& bounds = {});
   int pipeline_stage() const;
   int pipeline_stages() const;  // 1: the whole model
-  // Training a stage (docs/distributed.md): one micro-batch's part of the forward pass, with
-  // gradients; the caller moves tensors between the stages. Stage 0 embeds in.input_ids; a
-  // later stage starts from `received`, the previous stage's output (make it require grad to
-  // get its gradient). Returns the hidden states to send on, or on the last stage the logits.
+  // Training a stage of a decoder-only LM or an encoder (BERT, ViT; docs/distributed.md): one
+  // micro-batch's part of the forward pass, with gradients; the caller moves tensors between
+  // the stages. Stage 0 embeds in.input_ids (or in.pixel_values); a later stage starts from
+  // `received`, the previous stage's output, shaped stage_hidden_shape(in) (make it require
+  // grad to get its gradient). Returns the hidden states to send on, or on the last stage the
+  // head's output (the LM's logits, the classifier's).
   // The dropout masks are one process's: the stream continues where the previous stage's
   // ended (`stream` holds that position on entry, ignored on stage 0, and this stage's end on
   // return), and stochastic depth uses the layers' places in the whole model.
@@ -287,6 +290,7 @@ class Model {
     static StreamPosition from_floats(const float* in);
   };
   Tensor forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream);
+  Shape stage_hidden_shape(const ModelInputs& in) const;  // (B, positions, d_model) between the stages
   // The whole model's name of one of this stage's parameters (its layers are renumbered from 0),
   // and the whole model's config.
   std::string pipeline_global_name(const std::string& local) const;

@@ -96,8 +96,8 @@ PipelineStagePlan plan_pipeline_stages(const ModelConfig& c, const std::vector<s
                                        bool checkpoint_activations, bool even_split) {
   const auto stages = static_cast<std::int64_t>(in_flight.size());
   const std::int64_t L = c.n_layers;
-  TFM_CHECK(c.architecture == Architecture::decoder_only && stages >= 1 && L >= stages, "memory plan",
-            "pipeline stages split a decoder-only model of at least one layer per stage");
+  TFM_CHECK(c.architecture != Architecture::encoder_decoder && stages >= 1 && L >= stages, "memory plan",
+            "pipeline stages split a decoder-only or encoder-only model of at least one layer per stage");
   // Linear in the layer count: a model of one layer and one of two give what a layer adds.
   auto plan_of = [&](std::int64_t layers) {
     ModelConfig one = c;

@@ -400,9 +400,11 @@ namespace {
 // layers on what the previous one sends (its shape first: a later stage cannot tell an audio
 // encoder's length from the inputs), the last applies the final norm, and its output (an
 // encoder's memory, which every stage's cross-attention reads; a decoder's last hidden states)
-// comes back to all of them.
+// comes back to all of them. An encoder-decoder's decoder layers read `memory` (every stage's
+// copy) through `cross`.
 Tensor run_staged(const Model::Impl& m, const Stack& stack, bool causal, std::int64_t offset,
-                  const std::function<Tensor(nn::DropoutStream&)>& embed_inputs, const Tensor& valid_lens) {
+                  const std::function<Tensor(nn::DropoutStream&)>& embed_inputs, const Tensor& valid_lens,
+                  const Tensor* memory = nullptr, const nn::AttentionSetup* cross = nullptr) {
   nn::DropoutStream rng(false, 0);
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
   Tensor x, shape = Tensor::zeros({3});
@@ -416,7 +418,7 @@ Tensor run_staged(const Model::Impl& m, const Stack& stack, bool causal, std::in
     m.pp->recv(x, m.pp_stage - 1);
   }
   const auto setup = self_setup(m, stack, causal, x.size(1), offset, valid_lens);
-  x = contiguous(run_stack(m, stack, x, setup, nullptr, nullptr, rng, nullptr, last));
+  x = contiguous(run_stack(m, stack, x, setup, memory, cross, rng, nullptr, last));
   if (!last) {
     m.pp->send(shape, m.pp_stage + 1);
     m.pp->send(x, m.pp_stage + 1);
@@ -465,11 +467,18 @@ Tensor Model::encode(const ModelInputs& in) {
 Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
   impl_->check_converted("decode");
   Impl& m = *impl_;
-  if (m.pp_stages > 1) {  // a decoder-only model's last hidden states on every stage (its embeddings)
-    TFM_CHECK(m.cfg.architecture == Architecture::decoder_only && !m.training, "model", "pipeline stage ", m.pp_stage,
-              " of ", m.pp_stages, " holds some of the layers: ",
-              m.training ? "training runs forward_stage" : "an encoder-decoder decodes through decode_cached only");
+  if (m.pp_stages > 1) {  // the last hidden states on every stage (no gradients)
+    TFM_CHECK(!m.training, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
+              " holds some of the layers: training runs forward_stage");
     NoGradGuard no_grad;
+    if (m.cfg.architecture == Architecture::encoder_decoder) {  // every stage holds the memory (encode)
+      check_ids(in.decoder_input_ids, "decoder_input_ids");
+      TFM_CHECK(encoder_hidden.defined(), "model", "decode needs the encoder output");
+      const auto cross = cross_setup(m, in.valid_lens);
+      return run_staged(m, m.layout.decoder, true, in.position_offset,
+                        [&](nn::DropoutStream& rng) { return embed(m, in.decoder_input_ids, Tensor(), in.position_offset, rng); },
+                        in.decoder_valid_lens, &encoder_hidden, &cross);
+    }
     check_ids(in.input_ids, "input_ids");
     return run_staged(m, m.layout.decoder, true, in.position_offset,
                       [&](nn::DropoutStream& rng) { return embed(m, in.input_ids, Tensor(), in.position_offset, rng); },
@@ -566,26 +575,44 @@ Model::StreamPosition Model::StreamPosition::from_floats(const float* in) {
   return at;
 }
 
+Shape Model::stage_hidden_shape(const ModelInputs& in) const {
+  const Impl& m = *impl_;
+  const std::int64_t C = m.cfg.d_model;
+  if (m.cfg.reads_images()) {
+    TFM_CHECK(in.pixel_values.defined() && in.pixel_values.dim() == 4, "model", "pixel_values must be (B, channels, H, W)");
+    return {in.pixel_values.size(0), m.cfg.image_tokens(), C};
+  }
+  TFM_CHECK(!m.cfg.reads_audio(), "model", "an audio encoder's stages are not trained one at a time");
+  check_ids(in.input_ids, "input_ids");
+  return {in.input_ids.size(0), in.input_ids.size(1), C};
+}
+
 Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
   Impl& m = *impl_;
   m.check_converted("forward_stage");
   const bool first = m.pp_stage == 0, last = m.pp_stage == m.pp_stages - 1;
-  TFM_CHECK(m.cfg.architecture == Architecture::decoder_only, "model", "forward_stage runs a decoder-only model's stage");
-  check_ids(in.input_ids, "input_ids");
-  const std::int64_t B = in.input_ids.size(0), T = in.input_ids.size(1);
+  const bool decoder = m.cfg.architecture == Architecture::decoder_only;
+  TFM_CHECK(decoder || m.cfg.architecture == Architecture::encoder_only, "model",
+            "forward_stage runs a decoder-only or an encoder-only model's stage");
+  const Shape shape = stage_hidden_shape(in);
   nn::DropoutStream rng = m.stream();
   Tensor x;
-  if (first) {
-    x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
-  } else {
-    TFM_CHECK(received.defined() && received.shape() == Shape({B, T, m.cfg.d_model}), "model", "stage ", m.pp_stage,
-              " received ", received.defined() ? received.str() : std::string("nothing"), ", not (", B, ", ", T, ", ",
-              m.cfg.d_model, ") hidden states");
+  if (!first) {
+    TFM_CHECK(received.defined() && received.shape() == shape, "model", "stage ", m.pp_stage, " received ",
+              received.defined() ? received.str() : std::string("nothing"), ", not (", shape[0], ", ", shape[1], ", ",
+              shape[2], ") hidden states");
     rng.seek({stream.offset, stream.calls});
     x = received;
+  } else if (decoder) {
+    x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
+  } else {
+    x = m.cfg.reads_images() ? embed_patches(m, in.pixel_values, rng) : embed(m, in.input_ids, in.token_type_ids, 0, rng);
   }
-  const auto setup = self_setup(m, m.layout.decoder, true, T, in.position_offset, in.valid_lens);
-  x = run_stack(m, m.layout.decoder, x, setup, nullptr, nullptr, rng, nullptr, last);
+  // As decode() and encode() run them: the LM's causal layers, or the encoder's over the valid positions.
+  const Stack& stack = decoder ? m.layout.decoder : m.layout.encoder;
+  const Tensor lens = m.cfg.reads_images() ? Tensor() : in.valid_lens;
+  const auto setup = self_setup(m, stack, decoder, shape[1], decoder ? in.position_offset : 0, lens);
+  x = run_stack(m, stack, x, setup, nullptr, nullptr, rng, nullptr, last);
   std::tie(stream.offset, stream.calls) = rng.position();
   return last ? head(x, in.valid_lens, in.shard_logits) : x;
 }
@@ -674,9 +701,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       out.hidden = decode(in, Tensor());
       out.logits = head(out.hidden, in.valid_lens, in.shard_logits);
       break;
-    case Architecture::encoder_decoder:
-      TFM_CHECK(impl_->pp_stages == 1, "model", "pipeline stage ", impl_->pp_stage, " of ", impl_->pp_stages,
-                " of an encoder-decoder runs encode and decode_cached (generation), not the full forward pass");
+    case Architecture::encoder_decoder:  // (on pipeline stages, encode and decode hand the activations on)
       out.encoder_hidden = encode(in);
       if (in.fused_parts > 0) {
         ModelInputs joined = in;

@@ -34,8 +34,8 @@ std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int s
 }
 
 ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages, const PipelineBounds& bounds) {
-  TFM_CHECK(bounds.empty() || c.architecture == Architecture::decoder_only, "pipeline parallel",
-            "stage bounds split a decoder-only model's layers");
+  TFM_CHECK(bounds.empty() || c.architecture != Architecture::encoder_decoder, "pipeline parallel",
+            "stage bounds split a decoder-only or encoder-only model's layers");
   ModelConfig local = c;
   const auto [first, last] = pipeline_layers(c.n_layers, stage, stages, bounds);
   local.n_layers = last - first;
@@ -66,10 +66,9 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm, const PipelineB
                     : std::to_string(c.n_layers),
             " layers cannot make ", stages, " stages (each needs one", seq2seq ? " of each)" : ")");
   TFM_CHECK(comm.send && comm.recv && comm.broadcast, "pipeline parallel", "no functions to hand the activations on");
-  TFM_CHECK(bounds.empty() || c.architecture == Architecture::decoder_only, "pipeline parallel",
-            "stage bounds split a decoder-only model's layers");
+  TFM_CHECK(bounds.empty() || !seq2seq, "pipeline parallel", "stage bounds split a decoder-only or encoder-only model's layers");
   const auto [first, last] = pipeline_layers(c.decoder_layers(), stage, stages, bounds);
-  const auto [enc_first, enc_last] = pipeline_layers(c.n_layers, stage, stages);
+  const auto [enc_first, enc_last] = pipeline_layers(c.n_layers, stage, stages, encoder_only ? bounds : PipelineBounds());
   // Layer i's parameters are those under its prefix ("model.layers.7."): this stage keeps
   // layers [first, last) renamed to [0, last - first), and everything outside the layers.
   static const std::regex trailing_index(R"((\d+)\.$)");

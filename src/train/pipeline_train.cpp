@@ -17,12 +17,13 @@ using Clock = std::chrono::steady_clock;
 double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 // Activations go forward with the dropout stream's position in 4 more floats (its bits);
-// gradients go back padded to the same size, so one send-and-receive can carry both ways.
+// gradients go back in messages of the same size (the step's longest), so one
+// send-and-receive can carry both ways.
 constexpr std::int64_t kExtra = Model::StreamPosition::kFloats;
 
-std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at) {
+std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at, std::size_t size) {
   const Tensor c = contiguous(t);
-  std::vector<float> buf(static_cast<std::size_t>(c.numel() + kExtra), 0.0f);
+  std::vector<float> buf(size, 0.0f);
   std::memcpy(buf.data(), c.data<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
   if (at != nullptr) at->to_floats(buf.data() + c.numel());
   return buf;
@@ -49,7 +50,9 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
   const int replicas = n / model_ranks;
   TFM_CHECK(cfg.grad_accum % replicas == 0, cfg.source, ".training.grad_accum ", cfg.grad_accum, " is not a multiple of "
             "the ", replicas, " pipelines (each takes whole micro-batches)");
-  TFM_CHECK(cfg.task == TaskKind::lm, cfg.source, ": pipeline parallelism trains language models (task \"lm\")");
+  TFM_CHECK(cfg.task == TaskKind::lm || cfg.task == TaskKind::classifier || cfg.task == TaskKind::image_classifier,
+            cfg.source, ": pipeline parallelism trains language models and classifiers (task \"lm\", \"classifier\", "
+            "\"image_classifier\"), not \"", task_name(cfg.task), "\"");
   TFM_CHECK(cfg.gradient_noise == 0, cfg.source, ".training.gradient_noise cannot be used with pipeline_parallel");
   TFM_CHECK(!cfg.distill, cfg.source, ": distillation with distributed.pipeline_parallel is not supported");
   TFM_CHECK(!cfg.lora && !cfg.bottleneck && !cfg.prefix, cfg.source, ": adapters with distributed.pipeline_parallel "
@@ -75,7 +78,7 @@ void PipelineParallel::balance(const ModelConfig& mc, const TrainConfig& cfg) {
   const int buffers = optimizer_buffers(cfg.optimizer);
   TFM_CHECK(mc.n_layers >= stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " is more stages than the model's ",
             mc.n_layers, " layers");
-  const PipelineStagePlan plan = plan_pipeline_stages(mc, in_flight, cfg.batch_size, cfg.block_size, buffers,
+  const PipelineStagePlan plan = plan_pipeline_stages(mc, in_flight, cfg.batch_size, planned_positions(cfg, mc), buffers,
                                                       cfg.checkpoint_activations, cfg.pipeline_balance == "even");
   bounds_ = plan.bounds;
   stage_bytes_ = plan.stage_bytes;
@@ -112,10 +115,20 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
   const dist::Group g = pp_;
   const std::size_t M = micros.size();
   std::vector<double> out(2 * static_cast<std::size_t>(grad_accum), 0.0);
+  // Every stage loads the step's micro-batches (stage 0 reads their inputs, the last stage
+  // their targets). Their hidden states may differ in length (a classifier's batches are padded
+  // to their longest text); every message is padded to the longest, so that one
+  // send-and-receive carries a forward and a backward message of different micro-batches.
   std::vector<MicroBatch> batches(M);
+  std::vector<Shape> shapes(M);
+  std::size_t message_size = 0;
+  for (std::size_t k = 0; k < M; ++k) {
+    batches[k] = load(micros[k]);
+    shapes[k] = m.stage_hidden_shape(batches[k].in);
+    message_size = std::max(message_size, static_cast<std::size_t>(shape_numel(shapes[k]) + kExtra));
+  }
   std::vector<autograd::Tape> tapes(M);
   std::vector<Tensor> inputs(M), outputs(M);
-  Shape hidden_shape;
   double waited = 0;
   const auto timed = [&waited](auto&& f) {
     const auto w0 = Clock::now();
@@ -133,7 +146,7 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
     const Tensor y = m.forward_stage(batches[k].in, inputs[k], at);
     if (!last) {
       outputs[k] = y;
-      return pack(y, &at);
+      return pack(y, &at, message_size);
     }
     Tensor l = loss(batches[k], y);
     const auto at_step = static_cast<std::size_t>(micros[k]);
@@ -152,29 +165,22 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
     outputs[k] = Tensor();
     Tensor dx = first ? Tensor() : inputs[k].grad();
     inputs[k] = Tensor();
-    return dx.defined() ? pack(dx, nullptr) : std::vector<float>();
+    return dx.defined() ? pack(dx, nullptr, message_size) : std::vector<float>();
   };
-  const auto load_k = [&](std::size_t k) {
-    batches[k] = load(micros[k]);
-    const Tensor& ids = batches[k].in.input_ids;
-    hidden_shape = {ids.size(0), ids.size(1), m.config().d_model};
-  };
-  const auto message_size = [&] { return static_cast<std::size_t>(shape_numel(hidden_shape) + kExtra); };
   // Receive micro-batch k's input from the previous stage (stage 0: none).
   const auto receive_forward = [&](std::size_t k, Model::StreamPosition& at) {
-    load_k(k);
     if (first) return Tensor();
-    std::vector<float> buf(message_size());
+    std::vector<float> buf(message_size);
     timed([&] { dist::recv(buf.data(), buf.size(), s - 1, g); });
-    return unpack(buf, hidden_shape, &at);
+    return unpack(buf, shapes[k], &at);
   };
   const auto send = [&](const std::vector<float>& buf, int to) {
     timed([&] { dist::send(buf.data(), buf.size(), to, g); });
   };
-  const auto receive_backward = [&] {
-    std::vector<float> buf(message_size());
+  const auto receive_backward = [&](std::size_t k) {  // micro-batch k's output gradient
+    std::vector<float> buf(message_size);
     timed([&] { dist::recv(buf.data(), buf.size(), s + 1, g); });
-    return unpack(buf, hidden_shape, nullptr);
+    return unpack(buf, shapes[k], nullptr);
   };
   const auto exchange = [&](const std::vector<float>& mine, int partner) {
     std::vector<float> theirs(mine.size());
@@ -190,7 +196,7 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
       if (!last) send(y, s + 1);
     }
     for (std::size_t k = 0; k < M; ++k) {
-      const auto dx = backward_of(k, last ? Tensor() : receive_backward());
+      const auto dx = backward_of(k, last ? Tensor() : receive_backward(k));
       if (!first) send(dx, s - 1);
     }
   } else {  // 1F1B (PipeDream-Flush, Megatron-LM's non-interleaved schedule)
@@ -205,18 +211,17 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
     for (std::size_t i = 0; i < steady; ++i) {
       const std::size_t k = warm + i;
       const auto y = forward(k, x, at);
-      const Tensor dy = last ? Tensor() : unpack(exchange(y, s + 1), hidden_shape, nullptr);
+      const Tensor dy = last ? Tensor() : unpack(exchange(y, s + 1), shapes[i], nullptr);
       const auto dx = backward_of(i, dy);
       if (i + 1 == steady) {
         if (!first) send(dx, s - 1);
       } else {
         at = {};
-        load_k(k + 1);
-        x = first ? Tensor() : unpack(exchange(dx, s - 1), hidden_shape, &at);
+        x = first ? Tensor() : unpack(exchange(dx, s - 1), shapes[k + 1], &at);
       }
     }
     for (std::size_t i = 0; i < warm; ++i) {
-      const auto dx = backward_of(steady + i, receive_backward());
+      const auto dx = backward_of(steady + i, receive_backward(steady + i));
       if (!first) send(dx, s - 1);
     }
   }

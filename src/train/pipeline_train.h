@@ -1,8 +1,9 @@
 // Pipeline parallelism in the training loop (distributed.pipeline_parallel P; docs/distributed.md).
 // The job's N ranks form N / P pipelines of P consecutive ranks (rank = replica * P + stage;
 // with tensor_parallel T each stage is T shards: rank = replica * P T + stage * T + shard):
-// each rank is a stage of a decoder-only LM (Model::shard_pipeline: a contiguous run of its
-// layers; every stage keeps the embeddings, final norm and head), and the pipelines split each
+// each rank is a stage of a decoder-only LM or of an encoder classifier (BERT, ViT;
+// Model::shard_pipeline: a contiguous run of its layers; every stage keeps the embeddings,
+// final norm and head, and the last stage computes the loss), and the pipelines split each
 // step's micro-batches as data-parallel replicas, each stage summing its gradients with the
 // same stage of the others. A pipeline's micro-batches flow through its stages in one of two
 // schedules:
@@ -33,6 +34,12 @@ namespace tfm::train_detail {
 // AdamW two, SGD with momentum one, plain SGD none.
 inline int optimizer_buffers(const OptimizerConfig& o) {
   return o.kind == OptimizerKind::adamw ? 2 : o.momentum != 0 ? 1 : 0;
+}
+
+// The positions of one training example that the memory planner counts: an LM's block, a
+// ViT's patches and prefix tokens, else the longest text (data.max_length).
+inline std::int64_t planned_positions(const TrainConfig& cfg, const ModelConfig& mc) {
+  return cfg.task == TaskKind::lm ? cfg.block_size : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
 }
 
 class PipelineParallel {

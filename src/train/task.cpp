@@ -589,6 +589,12 @@ Tensor token_loss(const Model& m, const Tensor& logits, const Tensor& targets, c
   return m.logits_cross_entropy(logits, targets, static_cast<float>(cfg.label_smoothing));
 }
 
+Tensor logits_loss(const Model& m, const Tensor& logits, const Tensor& targets, const TrainConfig& cfg) {
+  if (targets.dim() == 1)  // a label per example: the classifiers' logits (B, num_labels)
+    return cross_entropy(logits, targets, -100, static_cast<float>(cfg.label_smoothing));
+  return token_loss(m, logits, targets, cfg);
+}
+
 Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill) {
   const ModelInputs& in = batch.in;
   const Tensor& targets = batch.targets;
@@ -602,13 +608,10 @@ Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cf
     throw;
   }
   m.set_hidden_capture(nullptr);
-  const auto ls = static_cast<float>(cfg.label_smoothing);
   // A DeiT student learns the true labels on its [CLS] head when its distillation head learns
   // the teacher's; without a teacher both heads learn them through their mean.
   const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
-  const Tensor hard = targets.dim() == 1  // a label per example: the classifiers
-                          ? cross_entropy(label_logits, targets, -100, ls)  // logits (B, num_labels)
-                          : token_loss(m, out.logits, targets, cfg);
+  const Tensor hard = logits_loss(m, targets.dim() == 1 ? label_logits : out.logits, targets, cfg);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }
 

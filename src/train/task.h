@@ -85,6 +85,9 @@ Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cf
 // config's label smoothing; a vocabulary-split shard's logits are its columns
 // (Model::logits_cross_entropy).
 Tensor token_loss(const Model& m, const Tensor& logits, const Tensor& targets, const TrainConfig& cfg);
+// The hard loss of a micro-batch's logits: the classifiers' cross-entropy of (B, num_labels)
+// logits against (B) labels, with label smoothing, or token_loss of token targets (B, T).
+Tensor logits_loss(const Model& m, const Tensor& logits, const Tensor& targets, const TrainConfig& cfg);
 // What evaluate() computed besides the numbers: seq2seq's decoded hypotheses (one per scored
 // test pair, in order) and the sacreBLEU signature of each translation metric.
 struct EvalDetail {

@@ -141,8 +141,7 @@ Run setup(const TrainConfig& cfg, const TrainOptions& opt, const TensorParallel&
   pp.balance(tp.on() ? tensor_parallel_config(mc, tp.shards()) : mc, cfg);  // the stages' layers
   if (opt.max_memory_bytes > 0) {  // before the model, its gradients and optimiser state exist
     const int buffers = optimizer_buffers(cfg.optimizer);
-    const std::int64_t seq = cfg.task == TaskKind::lm ? cfg.block_size
-                             : cfg.task == TaskKind::image_classifier ? mc.image_tokens() : cfg.max_length;
+    const std::int64_t seq = planned_positions(cfg, mc);
     // Under model parallelism, one stage's (its layers), one shard's (its heads and FFN units).
     ModelConfig planned = pp.on() ? pipeline_config(mc, pp.stage(), pp.stages(), pp.bounds()) : mc;
     if (tp.on()) planned = tensor_parallel_config(planned, tp.shards());
@@ -366,7 +365,7 @@ TrainResult run_training(const TrainConfig& cfg, const TrainOptions& opt) {
       mine = pp.step(
           model, micros, cfg.grad_accum,
           [&](std::int64_t k) { return load(MicroBatchPiece{k, 0, cfg.batch_size}); },
-          [&](const MicroBatch& b, const Tensor& logits) { return token_loss(model, logits, b.targets, cfg); }, hooks);
+          [&](const MicroBatch& b, const Tensor& logits) { return logits_loss(model, logits, b.targets, cfg); }, hooks);
     } else {  // this rank's micro-batches (or parts of them), one after the other
       for (std::size_t k = 0; k < pieces.size(); ++k) {
         const MicroBatchPiece& p = pieces[k];

@@ -4,7 +4,8 @@
 # held-out split and on a --data file by one process, by 2 tensor-parallel shards (loss within
 # 1e-5) and by 2 pipeline stages (the same report to the last digit: the stages compute what
 # one process does); rank 0 alone prints; --stride refuses model parallelism. A text classifier
-# (encoder-only) too: 2 shards within 1e-5, 2 stages the same report.
+# (encoder-only) and a translator (encoder-decoder; loss, BLEU and chrF) too: 2 shards within
+# 1e-5, 2 stages the same report.
 #   usage: mpi_eval_parallel.sh TFM SOURCE_DIR
 set -euo pipefail
 TFM=$1 SRC=$2
@@ -55,6 +56,21 @@ assert abs(one["loss"] - tp["loss"]) <= 1e-5 * abs(one["loss"]), ("tensor parall
 assert one == pp, ("pipeline", one, pp)
 print(f"classifier: loss {one['loss']:.6f}, accuracy {one['accuracy']:.4f} over {one['examples']} texts; 2 shards "
       f"{tp['loss']:.6f}, 3 layers on 2 stages the same report")
+PY
+# A translator (an encoder-decoder's stages: the encoder through the stages, the memory on every
+# stage, then the decoder through them): loss, BLEU and chrF from 2 stages the same report.
+train_tiny_s2s 150
+run "$DIR/one.json" "$TFM" -t 1 eval -m "$DIR/s2s" --json
+run "$DIR/tp.json" $MPI "$TFM" -t 1 eval -m "$DIR/s2s" --json --tensor-parallel 2
+run "$DIR/pp.json" $MPI "$TFM" -t 1 eval -m "$DIR/s2s" --json --pipeline-parallel 2
+python3 - "$DIR/one.json" "$DIR/tp.json" "$DIR/pp.json" <<'PY'
+import json, sys
+one, tp, pp = (json.load(open(p)) for p in sys.argv[1:4])
+assert one["examples"] == tp["examples"] == pp["examples"] > 0 and one["chrf"] > 0, (one, tp, pp)
+assert abs(one["loss"] - tp["loss"]) <= 1e-5 * abs(one["loss"]), ("tensor parallel", one, tp)
+assert one == pp, ("pipeline", one, pp)
+print(f"translator: loss {one['loss']:.6f}, BLEU {one['bleu']:.2f}, chrF {one['chrf']:.2f} over {one['examples']} pairs; "
+      f"2 shards {tp['loss']:.6f}, 2 stages the same report")
 PY
 expect_error "--stride with --tensor-parallel" "runs in one process" \
   $MPI "$TFM" -t 1 eval -m "$DIR/gpt2" --data "$DIR/text.txt" --stride 16 --tensor-parallel 2

@@ -232,7 +232,8 @@ TEST(PipelineParallel, PrefillsGoThroughTheStagesInMicroBatches) {
 // split into 2 and 3 stages (4 encoder and 3 decoder layers: uneven): encode_to_cache runs the
 // encoder through the stages and gives every stage the memory, whose cross-attention layers
 // read it; then a prefill, greedy steps and a second source (Fusion-in-Decoder's parts) give
-// every stage the whole model's logits bit for bit, and each stage holds its layers only.
+// every stage the whole model's logits bit for bit, and each stage holds its layers only; the
+// full forward (evaluation) too.
 TEST(PipelineParallel, EveryEncoderDecoderFamilysStagesGiveTheWholeModelsLogitsBitForBit) {
   int families = 0;
   for (const Family& f : model_families()) {
@@ -277,10 +278,27 @@ TEST(PipelineParallel, EveryEncoderDecoderFamilysStagesGiveTheWholeModelsLogitsB
       EXPECT_EQ(stage.config().n_layers, pipeline_layers(4, stages - 1, stages).second - pipeline_layers(4, stages - 1, stages).first);
       EXPECT_EQ(stage.config().decoder_layers(),
                 pipeline_layers(3, stages - 1, stages).second - pipeline_layers(3, stages - 1, stages).first);
+    }
+    // The full forward (evaluation): the encoder, then the decoder through the stages, padded
+    // rows on both sides; every stage gets the whole model's logits.
+    auto full = [&](Model& m) {
+      m.set_training(false);
       ModelInputs in;
-      in.input_ids = Tensor::from_ints({1, 2}, {1, 2});
-      in.decoder_input_ids = in.input_ids;
-      EXPECT_NE(test::error_message([&] { stage.forward(in); }).find("not the full forward pass"), std::string::npos);
+      if (audio) {
+        in.input_features = Tensor::randn({2, c.num_mel_bins, 2 * c.max_source_positions - 1}, 5);
+      } else {
+        in.input_ids = Tensor::from_ints({5, 9, 13, 7, 3, 4, 6, 8, 0, 0}, {2, 5});
+        in.valid_lens = Tensor::from_ints({5, 3}, {2});
+      }
+      in.decoder_input_ids = Tensor::from_ints({2, 11, 17, 2, 5, 0}, {2, 3});
+      in.decoder_valid_lens = Tensor::from_ints({3, 2}, {2});
+      return std::vector<Tensor>{m.forward(in).logits};
+    };
+    Model eval_copy = Model::from_parameters(c, whole.parameters());
+    const auto want_full = full(eval_copy);
+    for (const int stages : {2, 3}) {
+      Mailboxes mail(stages);
+      expect_every_stage_gives(want_full, c, whole, stages, mail, full);
     }
   }
   EXPECT_GE(families, 3) << "t5, marian and whisper at least";
