@@ -290,7 +290,17 @@ class Model {
     static StreamPosition from_floats(const float* in);
   };
   Tensor forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream);
-  Shape stage_hidden_shape(const ModelInputs& in) const;  // (B, positions, d_model) between the stages
+  // (B, positions, d_model) between the stages (an encoder-decoder's decoder stages).
+  Shape stage_hidden_shape(const ModelInputs& in) const;
+  // An encoder-decoder's stage in training: encode_stage runs its encoder layers as
+  // forward_stage does (stage 0 embeds the text or the audio frames; the last applies the
+  // final norm and returns the memory, (B, stage_memory_shape(in))); decode_stage its decoder
+  // layers, reading `memory` (the whole encoder's output; make it require grad to get its
+  // gradient) through cross-attention, stage 0 embedding in.decoder_input_ids, the last
+  // returning the logits. Their dropout streams are one process's encode() and decode().
+  Tensor encode_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream);
+  Tensor decode_stage(const ModelInputs& in, const Tensor& received, const Tensor& memory, StreamPosition& stream);
+  Shape stage_memory_shape(const ModelInputs& in) const;
   // The whole model's name of one of this stage's parameters (its layers are renumbered from 0),
   // and the whole model's config.
   std::string pipeline_global_name(const std::string& local) const;

@@ -578,13 +578,82 @@ Model::StreamPosition Model::StreamPosition::from_floats(const float* in) {
 Shape Model::stage_hidden_shape(const ModelInputs& in) const {
   const Impl& m = *impl_;
   const std::int64_t C = m.cfg.d_model;
+  if (m.cfg.architecture == Architecture::encoder_decoder) {
+    check_ids(in.decoder_input_ids, "decoder_input_ids");
+    return {in.decoder_input_ids.size(0), in.decoder_input_ids.size(1), C};
+  }
   if (m.cfg.reads_images()) {
     TFM_CHECK(in.pixel_values.defined() && in.pixel_values.dim() == 4, "model", "pixel_values must be (B, channels, H, W)");
     return {in.pixel_values.size(0), m.cfg.image_tokens(), C};
   }
-  TFM_CHECK(!m.cfg.reads_audio(), "model", "an audio encoder's stages are not trained one at a time");
+  TFM_CHECK(!m.cfg.reads_audio(), "model", "an audio encoder's stages are trained as an encoder-decoder's");
   check_ids(in.input_ids, "input_ids");
   return {in.input_ids.size(0), in.input_ids.size(1), C};
+}
+
+Shape Model::stage_memory_shape(const ModelInputs& in) const {
+  const Impl& m = *impl_;
+  TFM_CHECK(m.cfg.architecture == Architecture::encoder_decoder, "model", "only an encoder-decoder has a memory");
+  if (m.cfg.reads_audio()) {  // the stem's second convolution halves the frames
+    TFM_CHECK(in.input_features.defined() && in.input_features.dim() == 3, "model", "input_features must be (B, mel bins, frames)");
+    return {in.input_features.size(0), (in.input_features.size(2) - 1) / 2 + 1, m.cfg.d_model};
+  }
+  check_ids(in.input_ids, "input_ids");
+  return {in.input_ids.size(0), in.input_ids.size(1), m.cfg.d_model};
+}
+
+namespace {
+// A later stage's input: the previous stage's output, of the shape the inputs give.
+void check_received(const Model::Impl& m, const Tensor& received, const Shape& shape, const char* what) {
+  TFM_CHECK(received.defined() && received.shape() == shape, "model", "stage ", m.pp_stage, " received ",
+            received.defined() ? received.str() : std::string("nothing"), ", not (", shape[0], ", ", shape[1], ", ",
+            shape[2], ") ", what);
+}
+
+// A training stage's dropout stream: one process's stream number `call` of the step (its
+// encode() draws the first, an encoder-decoder's decode() the second), continued on a later
+// stage where the previous stage's ended (`at`), whose output `received` must be of `shape`.
+nn::DropoutStream stage_stream(Model::Impl& m, std::uint64_t call, const Tensor& received, const Shape& shape,
+                               const char* what, const Model::StreamPosition& at) {
+  m.forward_calls = call;
+  nn::DropoutStream rng = m.stream();
+  if (m.pp_stage > 0) {
+    check_received(m, received, shape, what);
+    rng.seek({at.offset, at.calls});
+  }
+  return rng;
+}
+}  // namespace
+
+Tensor Model::encode_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
+  Impl& m = *impl_;
+  m.check_converted("encode_stage");
+  TFM_CHECK(m.cfg.architecture == Architecture::encoder_decoder, "model", "encode_stage runs an encoder-decoder's stage");
+  const Shape shape = stage_memory_shape(in);
+  nn::DropoutStream rng = stage_stream(m, 0, received, shape, "encoder states", stream);
+  Tensor x = received;
+  if (m.pp_stage == 0)
+    x = m.cfg.reads_audio() ? embed_audio(m, in.input_features, rng) : embed(m, in.input_ids, in.token_type_ids, 0, rng);
+  const auto setup = self_setup(m, m.layout.encoder, false, shape[1], 0, m.cfg.reads_audio() ? Tensor() : in.valid_lens);
+  x = run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng, nullptr, m.pp_stage == m.pp_stages - 1);
+  std::tie(stream.offset, stream.calls) = rng.position();
+  return x;
+}
+
+Tensor Model::decode_stage(const ModelInputs& in, const Tensor& received, const Tensor& memory, StreamPosition& stream) {
+  Impl& m = *impl_;
+  m.check_converted("decode_stage");
+  TFM_CHECK(m.cfg.architecture == Architecture::encoder_decoder, "model", "decode_stage runs an encoder-decoder's stage");
+  const Shape shape = stage_hidden_shape(in);
+  check_received(m, memory, stage_memory_shape(in), "memory");
+  nn::DropoutStream rng = stage_stream(m, 1, received, shape, "decoder states", stream);
+  Tensor x = m.pp_stage == 0 ? embed(m, in.decoder_input_ids, Tensor(), in.position_offset, rng) : received;
+  const bool last = m.pp_stage == m.pp_stages - 1;
+  const auto self = self_setup(m, m.layout.decoder, true, shape[1], in.position_offset, in.decoder_valid_lens);
+  const auto cross = cross_setup(m, in.valid_lens);
+  x = run_stack(m, m.layout.decoder, x, self, &memory, &cross, rng, nullptr, last);
+  std::tie(stream.offset, stream.calls) = rng.position();
+  return last ? head(x, in.decoder_valid_lens, in.shard_logits) : x;
 }
 
 Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, StreamPosition& stream) {
@@ -595,19 +664,12 @@ Tensor Model::forward_stage(const ModelInputs& in, const Tensor& received, Strea
   TFM_CHECK(decoder || m.cfg.architecture == Architecture::encoder_only, "model",
             "forward_stage runs a decoder-only or an encoder-only model's stage");
   const Shape shape = stage_hidden_shape(in);
-  nn::DropoutStream rng = m.stream();
-  Tensor x;
-  if (!first) {
-    TFM_CHECK(received.defined() && received.shape() == shape, "model", "stage ", m.pp_stage, " received ",
-              received.defined() ? received.str() : std::string("nothing"), ", not (", shape[0], ", ", shape[1], ", ",
-              shape[2], ") hidden states");
-    rng.seek({stream.offset, stream.calls});
-    x = received;
-  } else if (decoder) {
+  nn::DropoutStream rng = stage_stream(m, 0, received, shape, "hidden states", stream);
+  Tensor x = received;
+  if (first && decoder)
     x = embed(m, in.input_ids, Tensor(), in.position_offset, rng);
-  } else {
+  else if (first)
     x = m.cfg.reads_images() ? embed_patches(m, in.pixel_values, rng) : embed(m, in.input_ids, in.token_type_ids, 0, rng);
-  }
   // As decode() and encode() run them: the LM's causal layers, or the encoder's over the valid positions.
   const Stack& stack = decoder ? m.layout.decoder : m.layout.encoder;
   const Tensor lens = m.cfg.reads_images() ? Tensor() : in.valid_lens;

@@ -21,20 +21,41 @@ double since(Clock::time_point t0) { return std::chrono::duration<double>(Clock:
 // send-and-receive can carry both ways.
 constexpr std::int64_t kExtra = Model::StreamPosition::kFloats;
 
-std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at, std::size_t size) {
-  const Tensor c = contiguous(t);
+std::vector<float> pack(const std::vector<Tensor>& parts, const Model::StreamPosition* at, std::size_t size) {
   std::vector<float> buf(size, 0.0f);
-  std::memcpy(buf.data(), c.data<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
-  if (at != nullptr) at->to_floats(buf.data() + c.numel());
+  std::size_t off = 0;
+  for (const Tensor& t : parts) {
+    const Tensor c = contiguous(t);
+    std::memcpy(buf.data() + off, c.data<float>(), static_cast<std::size_t>(c.numel()) * sizeof(float));
+    off += static_cast<std::size_t>(c.numel());
+  }
+  if (at != nullptr) at->to_floats(buf.data() + off);
   return buf;
 }
-
-Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPosition* at) {
-  Tensor t = Tensor::empty(shape);
-  std::memcpy(t.data<float>(), buf.data(), static_cast<std::size_t>(t.numel()) * sizeof(float));
-  if (at != nullptr) *at = Model::StreamPosition::from_floats(buf.data() + t.numel());
-  return t;
+std::vector<float> pack(const Tensor& t, const Model::StreamPosition* at, std::size_t size) {
+  return pack(std::vector<Tensor>{t}, at, size);
 }
+
+// The tensors of `shapes`, one after the other in buf (then the stream's position, when `at`).
+std::vector<Tensor> unpack(const std::vector<float>& buf, const std::vector<Shape>& shapes, Model::StreamPosition* at) {
+  std::vector<Tensor> out;
+  std::size_t off = 0;
+  for (const Shape& shape : shapes) {
+    Tensor t = Tensor::empty(shape);
+    std::memcpy(t.data<float>(), buf.data() + off, static_cast<std::size_t>(t.numel()) * sizeof(float));
+    off += static_cast<std::size_t>(t.numel());
+    out.push_back(std::move(t));
+  }
+  if (at != nullptr) *at = Model::StreamPosition::from_floats(buf.data() + off);
+  return out;
+}
+Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPosition* at) {
+  return unpack(buf, std::vector<Shape>{shape}, at).front();
+}
+
+Tensor grad_or_zeros(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
+
+bool encoder_decoder_task(TaskKind k) { return k == TaskKind::seq2seq || k == TaskKind::speech; }
 
 }  // namespace
 
@@ -50,9 +71,17 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
   const int replicas = n / model_ranks;
   TFM_CHECK(cfg.grad_accum % replicas == 0, cfg.source, ".training.grad_accum ", cfg.grad_accum, " is not a multiple of "
             "the ", replicas, " pipelines (each takes whole micro-batches)");
-  TFM_CHECK(cfg.task == TaskKind::lm || cfg.task == TaskKind::classifier || cfg.task == TaskKind::image_classifier,
-            cfg.source, ": pipeline parallelism trains language models and classifiers (task \"lm\", \"classifier\", "
-            "\"image_classifier\"), not \"", task_name(cfg.task), "\"");
+  TFM_CHECK(cfg.task == TaskKind::lm || cfg.task == TaskKind::classifier || cfg.task == TaskKind::image_classifier ||
+            encoder_decoder_task(cfg.task), cfg.source, ": pipeline parallelism does not train task \"", task_name(cfg.task), "\"");
+  TFM_CHECK(!cfg.fusion, cfg.source, ": Fusion-in-Decoder (data.fusion) with distributed.pipeline_parallel is not supported");
+  if (encoder_decoder_task(cfg.task)) {
+    // The decoder's stages need the whole memory before they start (below), so an
+    // encoder-decoder's stages run GPipe; each micro-batch's gradient is complete only after
+    // both stacks' backward passes, which the bit-exact tree (one snapshot per micro-batch) cannot take.
+    one_f_one_b_ = false;
+    encoder_decoder_ = true;
+    TFM_CHECK(!cfg.bit_exact, cfg.source, ".distributed.bit_exact cannot be used with an encoder-decoder's pipeline stages");
+  }
   TFM_CHECK(cfg.gradient_noise == 0, cfg.source, ".training.gradient_noise cannot be used with pipeline_parallel");
   TFM_CHECK(!cfg.distill, cfg.source, ": distillation with distributed.pipeline_parallel is not supported");
   TFM_CHECK(!cfg.lora && !cfg.bottleneck && !cfg.prefix, cfg.source, ": adapters with distributed.pipeline_parallel "
@@ -71,7 +100,7 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
 }
 
 void PipelineParallel::balance(const ModelConfig& mc, const TrainConfig& cfg) {
-  if (!on()) return;
+  if (!on() || encoder_decoder_) return;  // each stack split evenly (pipeline_layers)
   const std::int64_t micros = cfg.grad_accum / (dist::size() / (stages_ * shards_));
   std::vector<std::int64_t> in_flight;  // the micro-batches whose activations stage s keeps at once
   for (int s = 0; s < stages_; ++s) in_flight.push_back(one_f_one_b_ ? std::min<std::int64_t>(stages_ - s, micros) : micros);
@@ -109,6 +138,7 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
                                            const std::function<MicroBatch(std::int64_t)>& load,
                                            const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
                                            const Hooks& hooks) {
+  if (encoder_decoder_) return step_encoder_decoder(m, micros, grad_accum, load, loss, hooks);
   const auto t0 = Clock::now();
   const int s = stage_, P = stages_;
   const bool first = s == 0, last = s == P - 1;
@@ -233,6 +263,142 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
   return out;
 }
 
+// An encoder-decoder's stages (GPipe over both stacks; docs/distributed.md): stage s holds a run
+// of the encoder's layers and a run of the decoder's. Every micro-batch goes through the encoder's
+// stages; the last stage sends the memories to stage 0, whose decoder layers start, and each
+// decoder stage sends its output on with the memory that its cross-attention read. Backwards,
+// each decoder stage sends its input's gradient and the memory's gradient summed over the
+// layers after it, and adds its own layers' to that sum (the received memory is a leaf seeded
+// with it, so the sum runs in one process's order, last layer first); stage 0 sends the
+// memories' whole gradients to the last stage, and the encoder's backward passes run back to
+// stage 0. All messages go between fixed pairs in one order, so blocking sends cannot deadlock.
+std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::vector<std::int64_t>& micros,
+                                                           std::int64_t grad_accum,
+                                                           const std::function<MicroBatch(std::int64_t)>& load,
+                                                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
+                                                           const Hooks& hooks) {
+  const auto t0 = Clock::now();
+  const int s = stage_, P = stages_;
+  const bool first = s == 0, last = s == P - 1;
+  const dist::Group g = pp_;
+  const std::size_t M = micros.size();
+  std::vector<double> out(2 * static_cast<std::size_t>(grad_accum), 0.0);
+  std::vector<MicroBatch> batches(M);
+  std::vector<Shape> enc_shape(M), dec_shape(M);
+  std::size_t enc_size = 0, dec_size = 0;  // the step's longest message of each stack
+  for (std::size_t k = 0; k < M; ++k) {
+    batches[k] = load(micros[k]);
+    enc_shape[k] = m.stage_memory_shape(batches[k].in);
+    dec_shape[k] = m.stage_hidden_shape(batches[k].in);
+    enc_size = std::max(enc_size, static_cast<std::size_t>(shape_numel(enc_shape[k]) + kExtra));
+    dec_size = std::max(dec_size, static_cast<std::size_t>(shape_numel(dec_shape[k]) + shape_numel(enc_shape[k]) + kExtra));
+  }
+  std::vector<autograd::Tape> enc_tapes(M), dec_tapes(M);
+  std::vector<Tensor> enc_in(M), enc_out(M), dec_in(M), memory(M), dec_out(M);
+  double waited = 0;
+  const auto send = [&](const std::vector<float>& buf, int to) {
+    const auto w0 = Clock::now();
+    dist::send(buf.data(), buf.size(), to, g);
+    waited += since(w0);
+  };
+  const auto receive = [&](std::size_t size, int from) {
+    std::vector<float> buf(size);
+    const auto w0 = Clock::now();
+    dist::recv(buf.data(), buf.size(), from, g);
+    waited += since(w0);
+    return buf;
+  };
+  const auto leaf = [](Tensor t) {
+    t.requires_grad_(true);
+    return t;
+  };
+
+  // Forward: the encoder's stages, the memories to stage 0, the decoder's stages.
+  for (std::size_t k = 0; k < M; ++k) {
+    hooks.before_forward(micros[k]);
+    Model::StreamPosition at;
+    if (!first) enc_in[k] = leaf(unpack(receive(enc_size, s - 1), enc_shape[k], &at));
+    autograd::TapeScope scope(enc_tapes[k]);
+    enc_out[k] = m.encode_stage(batches[k].in, enc_in[k], at);
+    if (!last) send(pack(enc_out[k], &at, enc_size), s + 1);
+  }
+  for (std::size_t k = 0; k < M; ++k) {
+    const auto n = static_cast<std::size_t>(shape_numel(enc_shape[k]));
+    if (last) send(pack(enc_out[k], nullptr, n), 0);
+    if (first) memory[k] = leaf(unpack(receive(n, P - 1), enc_shape[k], nullptr));
+  }
+  for (std::size_t k = 0; k < M; ++k) {
+    hooks.before_forward(micros[k]);
+    Model::StreamPosition at;
+    if (!first) {
+      const auto parts = unpack(receive(dec_size, s - 1), {dec_shape[k], enc_shape[k]}, &at);
+      dec_in[k] = leaf(parts[0]);
+      memory[k] = leaf(parts[1]);
+    }
+    autograd::TapeScope scope(dec_tapes[k]);
+    const Tensor y = m.decode_stage(batches[k].in, dec_in[k], memory[k], at);
+    if (!last) {
+      send(pack({y, memory[k]}, &at, dec_size), s + 1);
+      dec_out[k] = y;
+      continue;
+    }
+    const Tensor l = loss(batches[k], y);
+    const auto at_step = static_cast<std::size_t>(micros[k]);
+    out[2 * at_step] = l.item();
+    out[2 * at_step + 1] = static_cast<double>(batches[k].tokens);
+    dec_out[k] = grad_accum > 1 ? mul_scalar(l, 1.0f / static_cast<float>(grad_accum)) : l;
+  }
+
+  // Backward: the decoder's stages (the memory's gradient summed on the way), the memories'
+  // gradients to the last stage, the encoder's stages. The data-parallel sums start in the
+  // last micro-batch's passes (each parameter's last contribution comes in one of them).
+  for (std::size_t k = 0; k < M; ++k) {
+    hooks.before_backward(k + 1 == M);
+    Tensor dy;
+    if (!last) {
+      const auto parts = unpack(receive(dec_size, s + 1), {dec_shape[k], enc_shape[k]}, nullptr);
+      dy = parts[0];
+      autograd::accumulate(memory[k], parts[1]);  // the later layers' part of the sum, first
+    }
+    {
+      autograd::TapeScope scope(dec_tapes[k]);
+      backward(dec_out[k], dy);
+    }
+    dec_out[k] = Tensor();
+    if (!first) {
+      send(pack({grad_or_zeros(dec_in[k]), grad_or_zeros(memory[k])}, nullptr, dec_size), s - 1);
+      dec_in[k] = memory[k] = Tensor();
+    }
+  }
+  std::vector<Tensor> memory_grad(M);
+  for (std::size_t k = 0; k < M; ++k) {
+    const auto n = static_cast<std::size_t>(shape_numel(enc_shape[k]));
+    if (first) {
+      send(pack(grad_or_zeros(memory[k]), nullptr, n), P - 1);
+      memory[k] = Tensor();
+    }
+    if (last) memory_grad[k] = unpack(receive(n, 0), enc_shape[k], nullptr);
+  }
+  for (std::size_t k = 0; k < M; ++k) {
+    const Tensor dy = last ? memory_grad[k] : unpack(receive(enc_size, s + 1), enc_shape[k], nullptr);
+    memory_grad[k] = Tensor();
+    {
+      autograd::TapeScope scope(enc_tapes[k]);
+      backward(enc_out[k], dy);
+    }
+    hooks.after_backward();
+    enc_out[k] = Tensor();
+    if (!first) send(pack(grad_or_zeros(enc_in[k]), nullptr, enc_size), s - 1);
+    enc_in[k] = Tensor();
+  }
+  dist::allreduce_sum(out.data(), out.size(), g);  // the losses live on the last stage
+  step_s_ += since(t0);
+  wait_s_ += waited;
+  ++steps_;
+  micros_ = static_cast<std::int64_t>(M);
+  return out;
+}
+
 void PipelineParallel::sum_shared_gradients(const Model& m, std::map<std::string, Tensor>& params) const {
   if (!on()) return;
   for (auto& [name, p] : params) {
@@ -301,7 +467,7 @@ std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accu
   char buf[320];
   std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step per pipeline, "
                 "%d %s; stage %d holds layers %lld-%lld; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_,
-                one_f_one_b_ ? "1F1B" : "GPipe", static_cast<long long>(micros), replicas,
+                one_f_one_b_ ? "1F1B" : encoder_decoder_ ? "GPipe (an encoder-decoder's)" : "GPipe", static_cast<long long>(micros), replicas,
                 replicas == 1 ? "pipeline" : "pipelines", stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
                 100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
   std::string out = buf;

@@ -14,7 +14,10 @@
 // process does, so a layer's gradients are one process's bit for bit; the parameters outside the
 // layers are summed over the stages in rank order (exact unless a tied embedding takes
 // contributions on two stages). Activations and their gradients move by MPI, with the dropout
-// stream's position beside them, so every mask is one process's.
+// stream's position beside them, so every mask is one process's. An encoder-decoder (task
+// seq2seq or speech) splits both stacks, stage s holding a run of each; its micro-batches run
+// GPipe through the encoder's stages, then the decoder's, whose stages all read the memory
+// (step_encoder_decoder in pipeline_train.cpp).
 #pragma once
 
 #include <functional>
@@ -94,9 +97,13 @@ class PipelineParallel {
   std::string timing() const;  // the measured bubble
 
  private:
+  std::vector<double> step_encoder_decoder(Model& m, const std::vector<std::int64_t>& micros, std::int64_t grad_accum,
+                                           const std::function<MicroBatch(std::int64_t)>& load,
+                                           const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
+                                           const Hooks& hooks);
   dist::Group pp_, dp_, model_;  // this pipeline's stages; the same stage of every pipeline; the whole pipeline
   int stage_ = 0, stages_ = 1, shards_ = 1;  // shards: of each stage (tensor_parallel)
-  bool one_f_one_b_ = true;
+  bool one_f_one_b_ = true, encoder_decoder_ = false;  // (an encoder-decoder's stages run GPipe)
   double step_s_ = 0, wait_s_ = 0;
   std::int64_t steps_ = 0, micros_ = 0;
   PipelineBounds bounds_;                 // balance(): each stage's first layer, and the layer count

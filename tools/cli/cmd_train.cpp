@@ -64,11 +64,11 @@ void add_train_command(CLI::App& app) {
                   "(its attention heads and FFN units); the N / T replicas train data-parallel")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--pipeline-parallel", args->pipeline_parallel,
-                  "Override distributed.pipeline_parallel: split a decoder-only LM's layers into P stages, one per "
-                  "rank (mpirun -np P)")
+                  "Override distributed.pipeline_parallel: split the model's layers (an LM's, an encoder "
+                  "classifier's, both stacks of an encoder-decoder) into P stages, one per rank (mpirun -np P)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--pipeline-schedule", args->pipeline_schedule,
-                  "Override distributed.pipeline_schedule: 1f1b (default) or gpipe")
+                  "Override distributed.pipeline_schedule: 1f1b (default) or gpipe (an encoder-decoder's stages run gpipe)")
       ->check(CLI::IsMember({"1f1b", "gpipe"}));
   cmd->callback([cmd, args] {
     TrainConfig cfg = load_train_config(args->config);
