@@ -13,6 +13,9 @@
 #     ViT's image classes and embeddings and a random Whisper's transcripts; stages refuse them,
 #     and every server refuses what is not a job (attention maps, rollouts, word timestamps),
 #     with a 400 naming why, and keeps serving;
+#  3b. the prompt cache's files (/slots save, erase, restore) on 2 shards, 2 stages and 2 x 2:
+#     each rank saves its part, the restored cache serves one process's answer, a missing
+#     part fails the restore on every rank (400 naming the rank) and the server goes on;
 #  4. SIGTERM to rank 0 stops every rank (mpirun exits 0); refused set-ups: a draft model
 #     under --tensor-parallel, --tensor-parallel without mpirun.
 #   usage: mpi_serve.sh TFM SOURCE_DIR
@@ -60,10 +63,11 @@ start() {
   done
   echo "FAIL: server $name did not start"; cat "$DIR/$name.err"; exit 1
 }
-start one env
-start tp "$MPI" --tensor-parallel 2
-start pp "$MPI" --pipeline-parallel 2
-start tpp "$MPI4" --tensor-parallel 2 --pipeline-parallel 2
+mkdir "$DIR/slots-one" "$DIR/slots-tp" "$DIR/slots-pp" "$DIR/slots-tpp"
+start one env --slot-save-path "$DIR/slots-one"
+start tp "$MPI" --tensor-parallel 2 --slot-save-path "$DIR/slots-tp"
+start pp "$MPI" --pipeline-parallel 2 --slot-save-path "$DIR/slots-pp"
+start tpp "$MPI4" --tensor-parallel 2 --pipeline-parallel 2 --slot-save-path "$DIR/slots-tpp"
 for m in cls s2s vit hub/whisper_en; do
   name=$(basename "$m")
   MODEL="$DIR/$m" start ${name}_one env
@@ -157,6 +161,51 @@ for name in ("tp", "pp", "tpp"):
 print("2 shards, 2 stages and 2 x 2 answer as one process: greedy, sampled n=2, stop + logprobs, a grammar (chat and "
       "completion), streamed, three at once; a client gone mid-stream; embeddings as one process's; attention maps "
       "refused (400), serving on")
+PY
+
+# The prompt cache's files (/slots) on every split server: each rank saves its part, erase and
+# restore run on every rank, the restored cache serves one process's answer; a rank's part
+# missing fails the restore with a 400 naming the rank, empties every rank's cache, and the
+# server goes on answering as one process.
+/usr/bin/python3 - "$PORT_one" "$PORT_tp" "$PORT_pp" "$PORT_tpp" "$DIR" <<'PY' || { echo "FAIL: slot files"; for n in tp pp tpp; do cat "$DIR/$n.err"; done; exit 1; }
+import json, os, sys, urllib.error, urllib.request
+ports = dict(zip(["one", "tp", "pp", "tpp"], sys.argv[1:5]))
+d = sys.argv[5]
+def post(port, path, body):
+    req = urllib.request.Request(f"http://127.0.0.1:{port}{path}", json.dumps(body).encode(), {"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(req, timeout=60) as r:
+            return r.status, json.loads(r.read().decode())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read().decode())
+prompt = "ROMEO:\n" + "Thou art the fairest of them all, and I do love thee well. " * 2  # two 64-token blocks and more
+def complete(port):
+    status, j = post(port, "/v1/completions", {"prompt": prompt, "max_tokens": 8, "temperature": 0})
+    assert status == 200, (port, j)
+    return j["choices"][0]["text"], j["usage"]["prompt_tokens_details"]["cached_tokens"]
+want, _ = complete(ports["one"])
+for name, ranks in (("tp", 2), ("pp", 2), ("tpp", 4)):
+    port = ports[name]
+    assert complete(port)[0] == want, name
+    status, saved = post(port, "/slots/0?action=save", {"filename": "c.bin"})
+    assert status == 200 and saved["n_saved"] >= 64, (name, saved)
+    files = sorted(os.listdir(f"{d}/slots-{name}"))
+    assert files == ["c.bin"] + [f"c.bin.rank{r}" for r in range(1, ranks)], (name, files)
+    status, erased = post(port, "/slots/0?action=erase", {})
+    assert status == 200 and erased["n_erased"] > 0, (name, erased)
+    assert complete(port) == (want, 0), (name, "nothing cached after erase")
+    post(port, "/slots/0?action=erase", {})
+    status, restored = post(port, "/slots/1?action=restore", {"filename": "c.bin"})
+    assert status == 200 and restored["n_restored"] == saved["n_saved"], (name, restored)
+    text, cached = complete(port)
+    assert text == want and cached >= 64, (name, text, cached, "the restored blocks serve one process's answer")
+    os.remove(f"{d}/slots-{name}/c.bin.rank1")
+    status, err = post(port, "/slots/0?action=restore", {"filename": "c.bin"})
+    msg = err["error"]["message"]
+    assert status == 400 and "rank 1 of" in msg and "emptied on every rank" in msg and d not in msg, (name, status, err)
+    assert complete(port) == (want, 0), (name, "after a failed restore: every rank's cache empty, the same answer")
+print("slot files on 2 shards, 2 stages and 2 x 2: each rank saves its part, erase and restore on every rank, the "
+      "restored cache serves one process's answer; a missing part: 400 naming the rank, every cache emptied, serving on")
 PY
 
 # The model jobs on a classifier and an encoder-decoder: 2 shards answer as one process.

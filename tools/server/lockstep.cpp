@@ -97,7 +97,7 @@ void follow_lockstep(LoadedModel& lm, const ServeOptions& opt, const std::functi
   build_serving_batch(batch, lm, serving_session(lm, opt), opt.prefill_chunk, opt.cache_ram_mib << 20,
                       spec ? &*spec : nullptr);
   std::unique_ptr<Translator> translator;
-  JobContext jobs{lm, opt, translator};
+  JobContext jobs{lm, opt, translator, batch ? &*batch : nullptr};
   for (;;) {
     const std::string record = receive();
     for (std::size_t at = 0; at < record.size();) {

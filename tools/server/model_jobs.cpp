@@ -1,6 +1,7 @@
 // The jobs of the endpoints outside the batch, as bytes and back (model_jobs.h).
 #include "model_jobs.h"
 
+#include "dist/comm.h"
 #include "record_bytes.h"
 #include "tfm/error.h"
 #include "tfm/load.h"
@@ -41,7 +42,44 @@ ModelJob translate_job(const std::string& source, const BeamOptions& o) {
   return j;
 }
 
+ModelJob prompt_cache_job(const std::string& action, const std::string& path, const std::string& model_id) {
+  ModelJob j{"prompt_cache", {}};
+  put_string(j.args, action), put_string(j.args, path), put_string(j.args, model_id);
+  return j;
+}
+
 namespace {
+
+// The prompt cache job on this rank, then (split over processes) every rank's outcome: the
+// first rank's error is everyone's.
+std::int64_t run_prompt_cache_job(ContinuousBatch& batch, const std::string& action, const std::string& path,
+                                  const std::string& model_id) {
+  const int rank = dist::rank(), ranks = dist::size();
+  // Each rank's file holds its part of the blocks, and its layout names the rank, so that no
+  // rank restores another's part.
+  const std::string mine = rank == 0 ? path : path + ".rank" + std::to_string(rank);
+  const std::string id = ranks == 1 ? model_id : model_id + " rank " + std::to_string(rank) + " of " + std::to_string(ranks);
+  std::int64_t blocks = 0;
+  std::string error;
+  try {
+    if (action == "save") blocks = batch.save_prompt_cache(mine, id);
+    else if (action == "restore") blocks = batch.load_prompt_cache(mine, id);
+    else if (action == "erase") blocks = batch.erase_prompt_cache();
+    else fail("serve", "unknown prompt cache action '", action, "'");
+  } catch (const std::exception& e) {
+    if (ranks == 1) throw;
+    error = e.what();
+  }
+  if (ranks == 1) return blocks;
+  const std::vector<std::string> all = dist::allgather_bytes(error);
+  for (std::size_t r = 0; r < all.size(); ++r) {
+    if (all[r].empty()) continue;
+    const bool emptied = action == "restore";
+    if (emptied) batch.erase_prompt_cache();  // the same (empty) cache on every rank
+    fail("prompt cache", "rank ", r, " of ", ranks, ": ", all[r], emptied ? " (the prompt cache was emptied on every rank)" : "");
+  }
+  return blocks;
+}
 
 void put_images(std::string& out, const std::vector<Image>& images) {
   put<std::uint64_t>(out, images.size());
@@ -145,6 +183,10 @@ JobResult run_model_job(JobContext& cx, const ModelJob& job) {
     o.prepend_punctuations = get_string(in, at), o.append_punctuations = get_string(in, at);
     Transcriber tr(cx.lm, o.beam_size);
     r.transcript = tr.transcribe(audio, o);
+  } else if (job.kind == "prompt_cache") {
+    const std::string action = get_string(in, at), path = get_string(in, at), model_id = get_string(in, at);
+    TFM_CHECK(cx.batch != nullptr, "serve", "the model does not generate: it has no prompt cache");
+    r.blocks = run_prompt_cache_job(*cx.batch, action, path, model_id);
   } else {
     fail("serve", "unknown model job '", job.kind, "'");
   }

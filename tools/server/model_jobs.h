@@ -11,6 +11,7 @@
 
 #include "serve_options.h"
 #include "tfm/audio.h"
+#include "tfm/continuous_batch.h"
 #include "tfm/image.h"
 #include "tfm/inspect.h"
 #include "tfm/model_dir.h"
@@ -20,7 +21,7 @@
 namespace tfm::server {
 
 struct ModelJob {
-  std::string kind;  // embed | classify | rerank | translate | embed_images | classify_images | transcribe
+  std::string kind;  // embed | classify | rerank | translate | embed_images | classify_images | transcribe | prompt_cache
   std::string args;  // its inputs (record_bytes.h)
 };
 
@@ -34,12 +35,21 @@ ModelJob classify_images_job(const std::vector<Image>& images);
 // Transcriber as the route does.
 ModelJob transcribe_job(const Audio& audio, const TranscribeOptions& o);
 
-// What a job reads besides its inputs: the model, the server's options, and the translator an
-// encoder-decoder's jobs share (made by the first, sized as `tfm serve` sizes it).
+// The prompt cache of the batch (the slots' shared cache) saved to a file, restored from one,
+// or erased (POST /slots/ID?action=...). Under model parallelism every rank holds its part of
+// each cached block (its heads, or its layers): rank r > 0 saves and restores `path`.rank<r>,
+// and the ranks agree before rank 0 answers (a restore that fails on any rank empties the
+// cache on every rank, so their batches stay the same).
+ModelJob prompt_cache_job(const std::string& action, const std::string& path, const std::string& model_id);
+
+// What a job reads besides its inputs: the model, the server's options, the translator an
+// encoder-decoder's jobs share (made by the first, sized as `tfm serve` sizes it), and the
+// batch (the prompt cache's jobs).
 struct JobContext {
   LoadedModel& lm;
   const ServeOptions& opt;
   std::unique_ptr<Translator>& translator;
+  ContinuousBatch* batch = nullptr;
 };
 
 // A job's answer: the field of its kind.
@@ -49,6 +59,7 @@ struct JobResult {
   std::vector<RerankResult> ranked;
   std::vector<TranslateResult> translations;
   Transcript transcript;
+  std::int64_t blocks = 0;  // the prompt cache's blocks saved, restored or erased
 };
 
 // Runs a job (on the scheduler thread, or on another rank as rank 0 runs it).

@@ -2,7 +2,8 @@
 // of the directory the operator names with --slot-save-path. tfm's slots share one prompt cache
 // (docs/structured_output.md), so a slot's save writes every cached block, and a restore gives
 // them to every slot; the id is checked and echoed. A file name from a request is a plain name
-// in that directory, never a path.
+// in that directory, never a path. A model split over processes saves one file per rank (each
+// rank's part of the blocks: model_jobs.h).
 #include <chrono>
 #include <filesystem>
 
@@ -22,6 +23,14 @@ std::string checked_filename(const Json& b) {
   return *name;
 }
 
+// On the scheduler thread: the job on this rank's batch (the other ranks of a split model run
+// it on theirs).
+std::int64_t run_prompt_cache(ServerContext& cx, const ModelJob& job) {
+  JobContext jobs = cx.jobs();
+  jobs.batch = &cx.sched.batch_for_jobs();
+  return run_model_job(jobs, job).blocks;
+}
+
 void slot_action(ServerContext& cx, const httplib::Request& req, httplib::Response& res) {
   if (!cx.sched.generates())
     throw ApiError(400, "invalid_request_error", "model_not_supported", "this model does not generate: it has no slots");
@@ -37,7 +46,8 @@ void slot_action(ServerContext& cx, const httplib::Request& req, httplib::Respon
   if (action == "erase") {
     reject_unknown(b, {});
     std::int64_t n = 0;
-    cx.sched.run_job([&] { n = cx.sched.batch_for_jobs().erase_prompt_cache(); });
+    const ModelJob job = prompt_cache_job("erase", "", cx.model_id);
+    cx.sched.run_job([&] { n = run_prompt_cache(cx, job); }, &job);
     return send_json(res, {{"id_slot", id}, {"n_erased", n}});
   }
   if (action != "save" && action != "restore") bad_param("action", "action must be save, restore or erase");
@@ -46,11 +56,11 @@ void slot_action(ServerContext& cx, const httplib::Request& req, httplib::Respon
   const std::string path = (std::filesystem::path(cx.opt.slot_save_path) / name).string();
   std::int64_t blocks = 0, tokens = 0;
   try {
+    const ModelJob job = prompt_cache_job(action, path, cx.model_id);
     cx.sched.run_job([&] {
-      ContinuousBatch& batch = cx.sched.batch_for_jobs();
-      blocks = action == "save" ? batch.save_prompt_cache(path, cx.model_id) : batch.load_prompt_cache(path, cx.model_id);
-      tokens = blocks * batch.prefill_chunk();
-    });
+      blocks = run_prompt_cache(cx, job);
+      tokens = blocks * cx.sched.batch_for_jobs().prefill_chunk();
+    }, &job);
   } catch (const tfm::Error& e) {
     // The message without the server's directory: the client knows the file by its name.
     std::string what = e.what();

@@ -64,8 +64,7 @@ void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
   if (mirror_ != nullptr && job == nullptr)
     throw ApiError(400, "invalid_request_error", "unsupported",
                    "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel): "
-                   "attention maps, rollouts, word timestamps and slot files read or write what every shard holds "
-                   "part of");
+                   "attention maps, rollouts and word timestamps read what every shard holds part of");
   std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
     if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
     fn();
