@@ -15,6 +15,9 @@ struct AttentionMap {
   std::string kind;     // "self" | "cross"
   std::int64_t layer = 0;
   Tensor weights;       // (B, H, Tq, Tk) softmax weights, zeros where masked (before dropout)
+  // A tensor-parallel shard's call holds heads [head_offset, head_offset + H) of heads_total
+  // (0: all of them); the model gathers the whole layer's before its forward returns.
+  std::int64_t head_offset = 0, heads_total = 0;
 };
 
 }  // namespace tfm

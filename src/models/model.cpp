@@ -429,9 +429,9 @@ Tensor run_staged(const Model::Impl& m, const Stack& stack, bool causal, std::in
 
 }  // namespace
 
-Tensor Model::encode(const ModelInputs& in) {
-  impl_->check_converted("encode");
-  Impl& m = *impl_;
+namespace {
+Tensor encode_inputs(Model::Impl& m, const ModelInputs& in) {
+  m.check_converted("encode");
   TFM_CHECK(m.cfg.architecture != Architecture::decoder_only, "model", "a decoder_only model has no encoder");
   if (m.pp_stages > 1) {
     TFM_CHECK(!m.training, "model", "pipeline stage ", m.pp_stage, " of ", m.pp_stages,
@@ -462,6 +462,14 @@ Tensor Model::encode(const ModelInputs& in) {
   const Tensor x = embed(m, in.input_ids, in.token_type_ids, 0, rng);
   const auto setup = self_setup(m, m.layout.encoder, false, in.input_ids.size(1), 0, in.valid_lens);
   return run_stack(m, m.layout.encoder, x, setup, nullptr, nullptr, rng);
+}
+}  // namespace
+
+Tensor Model::encode(const ModelInputs& in) {
+  CaptureGather gather(*impl_);
+  Tensor out = encode_inputs(*impl_, in);
+  gather.finish();
+  return out;
 }
 
 Tensor Model::decode(const ModelInputs& in, const Tensor& encoder_hidden) {
@@ -743,6 +751,7 @@ Tensor join_fused_parts(const Tensor& hidden, const Tensor& lens, std::int64_t p
 
 ModelOutputs Model::forward(const ModelInputs& in) {
   impl_->check_converted("forward");
+  CaptureGather gather(*impl_);
   ModelOutputs out;
   switch (impl_->cfg.architecture) {
     case Architecture::encoder_only:
@@ -775,6 +784,7 @@ ModelOutputs Model::forward(const ModelInputs& in) {
       out.logits = head(out.hidden, in.decoder_valid_lens, in.shard_logits);
       break;
   }
+  gather.finish();
   return out;
 }
 

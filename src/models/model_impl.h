@@ -28,6 +28,7 @@ struct Model::Impl {
   std::uint64_t forward_calls = 0;
   nn::DropoutRows dropout_rows;  // set_dropout_rows
   std::vector<AttentionMap>* attention_sink = nullptr;  // set_attention_capture
+  bool capturing_call = false;  // a forward()/encode() is gathering what a split model captured
   HiddenStates* hidden_sink = nullptr;                  // set_hidden_capture
   std::optional<LoraConfig> lora;  // set while params holds LoRA factors (model_lora.cpp)
   std::optional<BottleneckConfig> bottleneck;  // set while params holds bottleneck adapters (model_peft.cpp)
@@ -83,6 +84,33 @@ struct Model::Impl {
 };
 
 namespace model_detail {
+
+// What the shards and stages of a split model captured since maps[from], put together on every
+// rank as one process captures it (attention_gather.cpp).
+void gather_captured_attention(const Model::Impl& m, std::vector<AttentionMap>& maps, std::size_t from);
+// Around forward() and encode(): at the outermost call on a split model with capture on,
+// gathers what the call captured.
+class CaptureGather {
+ public:
+  explicit CaptureGather(Model::Impl& m)
+      : m_(m), outer_(!m.capturing_call), from_(m.attention_sink != nullptr ? m.attention_sink->size() : 0) {
+    m.capturing_call = true;
+  }
+  ~CaptureGather() {
+    if (outer_) m_.capturing_call = false;
+  }
+  CaptureGather(const CaptureGather&) = delete;
+  CaptureGather& operator=(const CaptureGather&) = delete;
+  void finish() {
+    if (outer_ && m_.attention_sink != nullptr && (m_.tp_ranks > 1 || m_.pp_stages > 1))
+      gather_captured_attention(m_, *m_.attention_sink, from_);
+  }
+
+ private:
+  Model::Impl& m_;
+  bool outer_;
+  std::size_t from_;
+};
 
 // The weight matrices of a parameter map (Model::weight_matrices), wired as cfg's family
 // wires them; in_out marks GPT-2 Conv1D weights (stored (in, out) when f32).

@@ -97,7 +97,7 @@ Tensor Attention::attend(const Tensor& q, const Tensor& k, const Tensor& v, cons
   Tensor out;  // (B, H, Tq, Dh)
   if (s.capture != nullptr) {
     auto r = scaled_dot_product_attention_with_weights(q, keys, values, o);
-    s.capture->push_back({s.capture_stack, s.capture_kind, layer, r.weights});
+    s.capture->push_back({s.capture_stack, s.capture_kind, layer, r.weights, head_offset, heads_total});
     out = r.out;
   } else {
     out = scaled_dot_product_attention(q, keys, values, o);

@@ -10,9 +10,9 @@
 #  3. the endpoints outside the batch run as model jobs on every shard (tools/server/model_jobs.h):
 #     embeddings from 2 shards equal one process's (within 1e-5), and so do a tiny text
 #     classifier's /v1/classify and /v1/rerank, a tiny encoder-decoder's translations, a tiny
-#     ViT's image classes and embeddings and a random Whisper's transcripts; stages refuse them,
-#     and every server refuses what is not a job (attention maps, rollouts, word timestamps),
-#     with a 400 naming why, and keeps serving;
+#     ViT's image classes, embeddings and attention rollouts and a random Whisper's transcripts
+#     and word timestamps, and 2 stages answer as one process too; attention maps from 2
+#     shards, 2 stages and 2 x 2 are one process's;
 #  3b. the prompt cache's files (/slots save, erase, restore) on 2 shards, 2 stages and 2 x 2:
 #     each rank saves its part, the restored cache serves one process's answer, a missing
 #     part fails the restore on every rank (400 naming the rank) and the server goes on;
@@ -155,12 +155,12 @@ for name in ("tp", "pp", "tpp"):
     assert status == 200 and len(got["data"]) == 2, (name, status, text)
     for g, x in zip(got["data"], w["data"]):
         assert len(g["embedding"]) == 64 and max(abs(a - b) for a, b in zip(g["embedding"], x["embedding"])) < 1e-5, (g, x)
-    status, text = post(ports[name], "/v1/attention", {"prompt": "hello"})
-    assert status == 400 and "not served by a model split over processes" in text, (name, status, text)
+    status, text = post(ports[name], "/v1/attention", {"prompt": "hello", "layer": 7})
+    assert status == 400 and "layer 7 is out of range" in text, (name, status, text)
     assert same(answer(ports[name], *requests[1]), want[1]), name
 print("2 shards, 2 stages and 2 x 2 answer as one process: greedy, sampled n=2, stop + logprobs, a grammar (chat and "
-      "completion), streamed, three at once; a client gone mid-stream; embeddings as one process's; attention maps "
-      "refused (400), serving on")
+      "completion), streamed, three at once; a client gone mid-stream; embeddings as one process's; a bad attention "
+      "request refused (400) on every rank, serving on")
 PY
 
 # The prompt cache's files (/slots) on every split server: each rank saves its part, erase and
@@ -204,6 +204,17 @@ for name, ranks in (("tp", 2), ("pp", 2), ("tpp", 4)):
     msg = err["error"]["message"]
     assert status == 400 and "rank 1 of" in msg and "emptied on every rank" in msg and d not in msg, (name, status, err)
     assert complete(port) == (want, 0), (name, "after a failed restore: every rank's cache empty, the same answer")
+# attention maps (every head of a layer, one head of another) as one process draws them
+for q in ({"prompt": "ROMEO: good night", "layer": 0}, {"prompt": "JULIET: farewell", "layer": 1, "head": 3}):
+    status, want = post(ports["one"], "/v1/attention", q)
+    assert status == 200 and len(want["maps"]) == (1 if "head" in q else 4), (q, want)
+    for name in ("tp", "pp", "tpp"):
+        status, got = post(ports[name], "/v1/attention", q)
+        assert status == 200 and [m["title"] for m in got["maps"]] == [m["title"] for m in want["maps"]], (name, got)
+        for a, b in zip(got["maps"], want["maps"]):
+            assert a["rows"] == b["rows"] and a["cols"] == b["cols"], (name, a, b)
+            assert len(a["values"]) == len(b["values"]) and all(abs(x - y) < 1e-5 for x, y in zip(a["values"], b["values"])), (name, q)
+print("attention maps from 2 shards, 2 stages and 2 x 2: one process's")
 print("slot files on 2 shards, 2 stages and 2 x 2: each rank saves its part, erase and restore on every rank, the "
       "restored cache serves one process's answer; a missing part: 400 naming the rank, every cache emptied, serving on")
 PY
@@ -269,20 +280,24 @@ for path, body in [("/v1/classify", {"input": pictures}), ("/v1/embeddings", {"i
     want = post(vit_one, path, body)
     for split in (vit_tp, vit_pp):
         close(post(split, path, body), want, path)
-status, text = request(vit_tp, "/v1/classify", json.dumps({"input": pictures[:1], "rollout": True}).encode(),
-                       {"Content-Type": "application/json"})
-assert status == 400 and "not served by a model split over processes" in text, (status, text)
+body = {"input": pictures[:2], "rollout": True}
+want = post(vit_one, "/v1/classify", body)
+assert all(len(c["rollout"]["values"]) == c["rollout"]["grid"] ** 2 > 0 for c in want["data"]), want
+for split in (vit_tp, vit_pp):
+    close(post(split, "/v1/classify", body), want, "rollout")
 speech = open(f"{d}/speech.wav", "rb").read()
 for fields in ([("file", ("speech.wav", speech))], [("file", ("speech.wav", speech)), ("response_format", "verbose_json")]):
     b = upload(wsp_one, fields)
     for split in (wsp_tp, wsp_pp):
         close(json.loads(upload(split, fields)), json.loads(b), "transcript")
-text = upload(wsp_tp, [("file", ("speech.wav", speech)), ("response_format", "verbose_json"),
-                       ("timestamp_granularities[]", "word")], want=400)
-assert "word timestamps" in text, text
+fields = [("file", ("speech.wav", speech)), ("response_format", "verbose_json"), ("timestamp_granularities[]", "word")]
+want = json.loads(upload(wsp_one, fields))
+assert want.get("words"), want
+for split in (wsp_tp, wsp_pp):
+    close(json.loads(upload(split, fields)), want, "word timestamps")
 print("classify (20 texts in 2 jobs), rerank, embeddings of a classifier, greedy and beam-4 translation, a ViT's "
-      "classes and image embeddings, a Whisper's transcripts: 2 shards and 2 stages answer as one process; rollouts "
-      "and word timestamps refused on shards (400)")
+      "classes, image embeddings and attention rollouts, a Whisper's transcripts and word timestamps: 2 shards and "
+      "2 stages answer as one process")
 PY
 
 # SIGTERM to rank 0: every rank stops, mpirun exits 0

@@ -6,9 +6,9 @@
 // the others before the step; they apply it to a batch built as rank 0's. The jobs of the
 // endpoints outside the batch (embeddings, classification, reranking, translation,
 // transcription, of texts, pictures and audio: model_jobs.h) travel the same way, each run by
-// every rank where rank 0 runs it, and so do the prompt cache's saves, restores and erasures
-// (each rank's file holds its part); what is not a job (attention maps, rollouts, word
-// timestamps) is refused with a 400.
+// every rank where rank 0 runs it, and so do attention maps, rollouts and word timestamps
+// (the ranks' captured attention meets on every rank) and the prompt cache's saves, restores
+// and erasures (each rank's file holds its part).
 #pragma once
 
 #include <cstdint>

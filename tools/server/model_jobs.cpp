@@ -115,6 +115,19 @@ ModelJob classify_images_job(const std::vector<Image>& images) {
   return j;
 }
 
+ModelJob rollout_images_job(const std::vector<Image>& images) {
+  ModelJob j{"rollout_images", {}};
+  put_images(j.args, images);
+  return j;
+}
+
+ModelJob attention_job(const AttentionQuery& q) {
+  ModelJob j{"attention", {}};
+  put_string(j.args, q.prompt), put_string(j.args, q.target), put_string(j.args, q.stack), put_string(j.args, q.kind);
+  put(j.args, q.layer), put(j.args, q.head);
+  return j;
+}
+
 // Every field of TranscribeOptions (as BeamOptions above).
 ModelJob transcribe_job(const Audio& audio, const TranscribeOptions& o) {
   ModelJob j{"transcribe", {}};
@@ -183,6 +196,13 @@ JobResult run_model_job(JobContext& cx, const ModelJob& job) {
     o.prepend_punctuations = get_string(in, at), o.append_punctuations = get_string(in, at);
     Transcriber tr(cx.lm, o.beam_size);
     r.transcript = tr.transcribe(audio, o);
+  } else if (job.kind == "rollout_images") {
+    for (const Image& image : get_images(in, at)) r.rollouts.push_back(attention_rollout(cx.lm, image));
+  } else if (job.kind == "attention") {
+    AttentionQuery q;
+    q.prompt = get_string(in, at), q.target = get_string(in, at), q.stack = get_string(in, at), q.kind = get_string(in, at);
+    q.layer = get<std::int64_t>(in, at), q.head = get<std::int64_t>(in, at);
+    r.figure = attention_figure(cx.lm, q);
   } else if (job.kind == "prompt_cache") {
     const std::string action = get_string(in, at), path = get_string(in, at), model_id = get_string(in, at);
     TFM_CHECK(cx.batch != nullptr, "serve", "the model does not generate: it has no prompt cache");

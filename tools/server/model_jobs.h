@@ -21,7 +21,8 @@
 namespace tfm::server {
 
 struct ModelJob {
-  std::string kind;  // embed | classify | rerank | translate | embed_images | classify_images | transcribe | prompt_cache
+  std::string kind;  // embed | classify | rerank | translate | embed_images | classify_images | rollout_images |
+                     // attention | transcribe | prompt_cache
   std::string args;  // its inputs (record_bytes.h)
 };
 
@@ -31,6 +32,10 @@ ModelJob rerank_job(const std::string& query, const std::vector<std::string>& do
 ModelJob translate_job(const std::string& source, const BeamOptions& o);
 ModelJob embed_images_job(const std::vector<Image>& images, EmbedPooling pooling, bool normalize);
 ModelJob classify_images_job(const std::vector<Image>& images);
+// Attention rollouts of pictures, and an attention figure: what a split model's shards and
+// stages capture meets on every rank (tfm/attention_map.h), so these run as jobs too.
+ModelJob rollout_images_job(const std::vector<Image>& images);
+ModelJob attention_job(const AttentionQuery& q);
 // A speech model's transcript of audio (samples at the model's rate); beam_size sizes the
 // Transcriber as the route does.
 ModelJob transcribe_job(const Audio& audio, const TranscribeOptions& o);
@@ -60,6 +65,8 @@ struct JobResult {
   std::vector<TranslateResult> translations;
   Transcript transcript;
   std::int64_t blocks = 0;  // the prompt cache's blocks saved, restored or erased
+  std::vector<ImageAttention> rollouts;
+  AttentionFigure figure;
 };
 
 // Runs a job (on the scheduler thread, or on another rank as rank 0 runs it).

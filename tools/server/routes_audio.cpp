@@ -73,13 +73,13 @@ void audio_route(ServerContext& cx, const httplib::Request& req, httplib::Respon
     throw ApiError(400, "invalid_request_error", "invalid_audio", e.what(), "file");
   }
   Transcript t;
-  // Word timestamps read the alignment heads' cross-attention, which a shard holds part of:
-  // not a job a split model runs (refused there).
+  // (Word timestamps read the alignment heads' cross-attention, which a split model's ranks
+  // put together: tfm/attention_map.h.)
   const ModelJob job = transcribe_job(audio, o);
   cx.sched.run_job([&] {
     JobContext jobs = cx.jobs();
     t = run_model_job(jobs, job).transcript;
-  }, o.word_timestamps ? nullptr : &job);
+  }, &job);
   std::int64_t tokens = 0;
   for (const auto& s : t.segments) tokens += static_cast<std::int64_t>(s.tokens.size());
   access_info().completion_tokens = tokens;

@@ -277,15 +277,19 @@ void classify_route(ServerContext& cx, const httplib::Request& req, httplib::Res
   if (images) {
     const auto pictures = image_inputs(cx, b);
     tokens = access_info().prompt_tokens;
-    // A split model's ranks run the classification as a job; a rollout reads every head's
-    // attention, which a shard holds part of (refused there).
+    // A split model's ranks run the classification and the rollouts as jobs (CLIP is not split).
     const ModelJob job = classify_images_job(pictures);
     cx.sched.run_job([&] {
       JobContext jobs = cx.jobs();
       rs = clip ? zero_shot_classify(cx.lm, pictures, labels, &cx.label_cache) : run_model_job(jobs, job).classes;
-      if (rollout)
-        for (const auto& p : pictures) maps.push_back(attention_rollout(cx.lm, p));
-    }, clip || rollout ? nullptr : &job);
+    }, clip ? nullptr : &job);
+    if (rollout) {
+      const ModelJob rollouts = rollout_images_job(pictures);
+      cx.sched.run_job([&] {
+        JobContext jobs = cx.jobs();
+        maps = run_model_job(jobs, rollouts).rollouts;
+      }, clip ? nullptr : &rollouts);
+    }
   } else {
     const auto texts = text_inputs(b, cx.opt);
     tokens = count_tokens(cx, texts);
@@ -328,7 +332,11 @@ void attention(ServerContext& cx, const httplib::Request& req, httplib::Response
                    "prompt");
   access_info().prompt_tokens = n;
   AttentionFigure f;
-  cx.sched.run_job([&] { f = attention_figure(cx.lm, q); });
+  const ModelJob job = attention_job(q);
+  cx.sched.run_job([&] {
+    JobContext jobs = cx.jobs();
+    f = run_model_job(jobs, job).figure;
+  }, &job);
   Json maps = Json::array();
   for (const auto& m : f.maps) maps.push_back({{"title", m.title}, {"rows", m.row_labels}, {"cols", m.col_labels}, {"values", m.values}});
   send_json(res, {{"object", "attention"}, {"model", cx.model_id}, {"stack", f.stack}, {"kind", f.kind},

@@ -63,8 +63,7 @@ void Scheduler::run_job(const std::function<void()>& fn, const ModelJob* job) {
   // the last stage's output, which comes back to every stage.)
   if (mirror_ != nullptr && job == nullptr)
     throw ApiError(400, "invalid_request_error", "unsupported",
-                   "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel): "
-                   "attention maps, rollouts and word timestamps read what every shard holds part of");
+                   "this is not served by a model split over processes (--tensor-parallel, --pipeline-parallel)");
   std::packaged_task<void()> task([this, fn, mirrored = job != nullptr ? std::optional<ModelJob>(*job) : std::nullopt] {
     if (mirror_ != nullptr) mirror_->job(*mirrored);  // the other ranks run it alongside
     fn();

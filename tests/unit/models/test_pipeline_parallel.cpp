@@ -410,6 +410,44 @@ TEST(PipelineParallel, ForwardOnStagesGivesEveryStageTheWholeModelsLogits) {
   for (int s = 0; s < 3; ++s) test::expect_bitwise_equal(got[static_cast<std::size_t>(s)], want, "stage " + std::to_string(s));
 }
 
+// Attention captured on stages (a decoder-only, an encoder-only and an encoder-decoder
+// family): each stage records its layers, and forward() hands every stage's to all of them in
+// one process's order, so each stage holds the whole model's maps bit for bit.
+TEST(PipelineParallel, StagesCaptureTheWholeModelsAttention) {
+  for (const char* type : {"llama", "bert", "t5", "whisper"}) {
+    SCOPED_TRACE(type);
+    ModelConfig c = test::small_family_config(model_family(type), 4, 2, 2);
+    c.n_layers = 3;
+    if (c.architecture == Architecture::encoder_decoder) c.n_decoder_layers = 2;
+    const Model whole = Model::create(c, 5);
+    auto capture = [&](Model& m) {
+      m.set_training(false);
+      ModelInputs in;
+      if (c.reads_audio()) in.input_features = Tensor::randn({1, c.num_mel_bins, 2 * c.max_source_positions - 1}, 3);
+      else in.input_ids = Tensor::from_ints({5, 9, 13, 7, 3, 4, 6, 8}, {2, 4});
+      if (c.architecture == Architecture::encoder_decoder)
+        in.decoder_input_ids = Tensor::from_ints({2, 11, 17, 2, 5, 6}, {in.input_ids.defined() ? 2 : 1, in.input_ids.defined() ? 3 : 6});
+      std::vector<AttentionMap> maps;
+      NoGradGuard no_grad;
+      m.set_attention_capture(&maps);
+      m.forward(in);
+      m.set_attention_capture(nullptr);
+      std::vector<Tensor> out;
+      for (const AttentionMap& a : maps) {  // where each map comes from, then its weights
+        out.push_back(Tensor::from_floats({a.stack == "encoder" ? 0.0f : 1.0f, a.kind == "self" ? 0.0f : 1.0f,
+                                           static_cast<float>(a.layer)}, {3}));
+        out.push_back(contiguous(a.weights));
+      }
+      return out;
+    };
+    Model copy = Model::from_parameters(c, whole.parameters());
+    const auto want = capture(copy);
+    ASSERT_FALSE(want.empty());
+    Mailboxes mail(2);
+    expect_every_stage_gives(want, c, whole, 2, mail, capture);
+  }
+}
+
 // Training a stage: the stages' forward_stage calls chained by hand (with the dropout stream's
 // position handed on), and the backward passes chained back, give the whole model's loss and
 // every parameter's gradient bit for bit, with every dropout and stochastic depth on.

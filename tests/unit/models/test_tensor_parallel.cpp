@@ -121,6 +121,39 @@ TEST(TensorParallel, EveryFamilysShardsGiveTheWholeModelsLogits) {
   }
 }
 
+// Attention captured on shards (every family but CLIP): each shard records its heads, and
+// forward() puts every layer's heads together, so each shard holds what the whole model
+// captures, in the same order (within rounding: the shards' partial sums).
+TEST(TensorParallel, EveryFamilysShardsCaptureTheWholeModelsAttention) {
+  for (const Family& f : model_families()) {
+    if (f.schema.base.text_tower.enabled()) continue;
+    SCOPED_TRACE(f.model_type);
+    const ModelConfig c = tiny(f);
+    Model whole = Model::create(c, 7);
+    const ModelInputs in = inputs_for(c);
+    std::vector<AttentionMap> want;
+    {
+      NoGradGuard ng;
+      whole.set_attention_capture(&want);
+      whole.forward(in);
+      whole.set_attention_capture(nullptr);
+    }
+    ASSERT_FALSE(want.empty());
+    in_lockstep(c, whole.parameters(), 2, [&](int r, Model& shard) {
+      std::vector<AttentionMap> got;
+      NoGradGuard ng;
+      shard.set_attention_capture(&got);
+      shard.forward(in);
+      shard.set_attention_capture(nullptr);
+      ASSERT_EQ(got.size(), want.size()) << "rank " << r;
+      for (std::size_t i = 0; i < got.size(); ++i) {
+        EXPECT_EQ(got[i].stack + got[i].kind + std::to_string(got[i].layer), want[i].stack + want[i].kind + std::to_string(want[i].layer));
+        test::expect_close(got[i].weights, want[i].weights, 1e-5, 1e-6, "map " + std::to_string(i) + " on rank " + std::to_string(r));
+      }
+    });
+  }
+}
+
 // The decoder's attention and FFN weights, the token embedding and the LM head: 1/R of them
 // per shard, the rest (norms) whole.
 TEST(TensorParallel, AShardHoldsItsShareOfTheLayerWeights) {
