@@ -128,8 +128,8 @@ same_run vit1 vitg "a ViT on 2 stages, GPipe" 2
 # translator (3 encoder and 2 decoder layers, untied head, every dropout, stochastic depth,
 # clipping) on 2 stages prints one process's metrics.jsonl byte for byte (only the token
 # embedding, which the encoder and the decoder share, sums its parts in another order: within
-# 1e-5), resumes on one process byte-identical; 2 pipelines of 2 stages and 2 stages of 2
-# shards within 1e-5; T5 (its relative-position tables on every stage) and Whisper (speech,
+# 1e-5), and in bf16 with activation checkpointing too, resumes on one process
+# byte-identical; 2 pipelines of 2 stages (ZeRO-1) and 2 stages of 2 shards within 1e-5; T5 (its relative-position tables on every stage) and Whisper (speech,
 # SpecAugment) on 2 stages byte-identical metrics
 head -300 "$SRC/data/cmn-eng.tsv" | sed '1s/^\xEF\xBB\xBF//' | cut -f1,2 > "$DIR/pairs.tsv"
 cat > "$DIR/s2s.json" <<JSON
@@ -154,8 +154,13 @@ run "$DIR/sr1.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --pipe
 run "$DIR/sr2.log" "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --resume "$DIR/sr"
 cmp -s "$DIR/s1/metrics.jsonl" "$DIR/sr/metrics.jsonl" || { echo "FAIL: translator, 2 stages then one process"; exit 1; }
 echo "a translator on 2 stages for 3 steps, then one process: metrics byte-identical"
-run "$DIR/sd.log" $MPI4 "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sd" --pipeline-parallel 2
-metrics_within "$DIR/s1/metrics.jsonl" "$DIR/sd/metrics.jsonl" 8 "a translator as 2 pipelines x 2 stages"
+run "$DIR/sb1.log" "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sb1" --precision bf16 --checkpoint-activations
+run "$DIR/sb2.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sb2" --precision bf16 --checkpoint-activations --pipeline-parallel 2
+cmp -s "$DIR/sb1/metrics.jsonl" "$DIR/sb2/metrics.jsonl" || { echo "FAIL: translator on 2 stages, bf16 and checkpointing"; exit 1; }
+echo "a translator on 2 stages in bf16 with activation checkpointing: metrics byte-identical"
+sed 's/"schedule": { "name": "constant" },/"schedule": { "name": "constant" }, "distributed": { "zero_optimizer": true },/' "$DIR/s2s.json" > "$DIR/s2s-zero.json"
+run "$DIR/sd.log" $MPI4 "$TFM" -t 1 train "$DIR/s2s-zero.json" --out "$DIR/sd" --pipeline-parallel 2
+metrics_within "$DIR/s1/metrics.jsonl" "$DIR/sd/metrics.jsonl" 8 "a translator as 2 pipelines x 2 stages with ZeRO-1"
 run "$DIR/st.log" $MPI4 "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/st" --pipeline-parallel 2 --tensor-parallel 2
 metrics_within "$DIR/s1/metrics.jsonl" "$DIR/st/metrics.jsonl" 8 "a translator as 2 stages x 2 shards"
 sharded_as "$DIR/s1" "$DIR/st" 4 1e-5 "a translator as 2 stages x 2 shards"
