@@ -464,11 +464,16 @@ std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accu
   const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_, bounds_);
   const int replicas = dist::size() / (stages_ * shards_);
   const std::int64_t micros = grad_accum / replicas;
+  std::string held = std::to_string(a) + "-" + std::to_string(b - 1);
+  if (encoder_decoder_) {  // a run of each stack
+    const auto [da, db] = pipeline_layers(stage.pipeline_whole_config().decoder_layers(), stage_, stages_);
+    held += " (encoder) and " + std::to_string(da) + "-" + std::to_string(db - 1) + " (decoder)";
+  }
   char buf[320];
   std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step per pipeline, "
-                "%d %s; stage %d holds layers %lld-%lld; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_,
+                "%d %s; stage %d holds layers %s; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_,
                 one_f_one_b_ ? "1F1B" : encoder_decoder_ ? "GPipe (an encoder-decoder's)" : "GPipe", static_cast<long long>(micros), replicas,
-                replicas == 1 ? "pipeline" : "pipelines", stage_, static_cast<long long>(a), static_cast<long long>(b - 1),
+                replicas == 1 ? "pipeline" : "pipelines", stage_, held.c_str(),
                 100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
   std::string out = buf;
   if (!bounds_.empty()) {  // what the memory planner balanced
