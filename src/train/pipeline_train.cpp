@@ -55,6 +55,16 @@ Tensor unpack(const std::vector<float>& buf, const Shape& shape, Model::StreamPo
 
 Tensor grad_or_zeros(const Tensor& t) { return t.grad().defined() ? t.grad() : Tensor::zeros(t.shape()); }
 
+// The last stage's loss l of micro-batch `micro`: its value and tokens into the step's
+// (loss, tokens) pairs, and what the backward pass starts from (its share of the step's mean).
+Tensor record_loss(std::vector<double>& out, std::int64_t micro, const MicroBatch& batch, const Tensor& l,
+                   std::int64_t grad_accum) {
+  const auto at = static_cast<std::size_t>(micro);
+  out[2 * at] = l.item();
+  out[2 * at + 1] = static_cast<double>(batch.tokens);
+  return grad_accum > 1 ? mul_scalar(l, 1.0f / static_cast<float>(grad_accum)) : l;
+}
+
 bool encoder_decoder_task(TaskKind k) { return k == TaskKind::seq2seq || k == TaskKind::speech; }
 
 }  // namespace
@@ -178,11 +188,7 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
       outputs[k] = y;
       return pack(y, &at, message_size);
     }
-    Tensor l = loss(batches[k], y);
-    const auto at_step = static_cast<std::size_t>(micros[k]);
-    out[2 * at_step] = l.item();
-    out[2 * at_step + 1] = static_cast<double>(batches[k].tokens);
-    outputs[k] = grad_accum > 1 ? mul_scalar(l, 1.0f / static_cast<float>(grad_accum)) : l;
+    outputs[k] = record_loss(out, micros[k], batches[k], loss(batches[k], y), grad_accum);
     return std::vector<float>();
   };
   const auto backward_of = [&](std::size_t k, const Tensor& dy) {
@@ -255,12 +261,7 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
       if (!first) send(dx, s - 1);
     }
   }
-  dist::allreduce_sum(out.data(), out.size(), g);  // the losses live on the last stage
-  step_s_ += since(t0);
-  wait_s_ += waited;
-  ++steps_;
-  micros_ = static_cast<std::int64_t>(M);
-  return out;
+  return finish_step(std::move(out), t0, waited, M);
 }
 
 // An encoder-decoder's stages (GPipe over both stacks; docs/distributed.md): stage s holds a run
@@ -342,11 +343,7 @@ std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::
       dec_out[k] = y;
       continue;
     }
-    const Tensor l = loss(batches[k], y);
-    const auto at_step = static_cast<std::size_t>(micros[k]);
-    out[2 * at_step] = l.item();
-    out[2 * at_step + 1] = static_cast<double>(batches[k].tokens);
-    dec_out[k] = grad_accum > 1 ? mul_scalar(l, 1.0f / static_cast<float>(grad_accum)) : l;
+    dec_out[k] = record_loss(out, micros[k], batches[k], loss(batches[k], y), grad_accum);
   }
 
   // Backward: the decoder's stages (the memory's gradient summed on the way), the memories'
@@ -391,11 +388,16 @@ std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::
     if (!first) send(pack(grad_or_zeros(enc_in[k]), nullptr, enc_size), s - 1);
     enc_in[k] = Tensor();
   }
-  dist::allreduce_sum(out.data(), out.size(), g);  // the losses live on the last stage
+  return finish_step(std::move(out), t0, waited, M);
+}
+
+std::vector<double> PipelineParallel::finish_step(std::vector<double> out, std::chrono::steady_clock::time_point t0,
+                                                  double waited, std::size_t micros) {
+  dist::allreduce_sum(out.data(), out.size(), pp_);  // the losses live on the last stage
   step_s_ += since(t0);
   wait_s_ += waited;
   ++steps_;
-  micros_ = static_cast<std::int64_t>(M);
+  micros_ = static_cast<std::int64_t>(micros);
   return out;
 }
 

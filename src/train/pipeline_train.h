@@ -20,6 +20,7 @@
 // (step_encoder_decoder in pipeline_train.cpp).
 #pragma once
 
+#include <chrono>
 #include <functional>
 #include <map>
 #include <string>
@@ -101,6 +102,9 @@ class PipelineParallel {
                                            const std::function<MicroBatch(std::int64_t)>& load,
                                            const std::function<Tensor(const MicroBatch&, const Tensor&)>& loss,
                                            const Hooks& hooks);
+  // The end of a step: every stage gets the losses, and the step's timing is counted.
+  std::vector<double> finish_step(std::vector<double> out, std::chrono::steady_clock::time_point t0, double waited,
+                                  std::size_t micros);
   dist::Group pp_, dp_, model_;  // this pipeline's stages; the same stage of every pipeline; the whole pipeline
   int stage_ = 0, stages_ = 1, shards_ = 1;  // shards: of each stage (tensor_parallel)
   bool one_f_one_b_ = true, encoder_decoder_ = false;  // (an encoder-decoder's stages run GPipe)
