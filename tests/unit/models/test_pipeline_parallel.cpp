@@ -165,11 +165,35 @@ void expect_every_stage_gives(const std::vector<Tensor>& want, const ModelConfig
       got[static_cast<std::size_t>(s)] = run(stage);
     });
   for (auto& t : threads) t.join();
-  for (int s = 0; s < stages; ++s)
+  for (int s = 0; s < stages; ++s) {
+    ASSERT_EQ(got[static_cast<std::size_t>(s)].size(), want.size()) << "stage " << s << " of " << stages;
     for (std::size_t k = 0; k < want.size(); ++k)
       test::expect_bitwise_equal(got[static_cast<std::size_t>(s)][k], want[k],
                                  "stage " + std::to_string(s) + " of " + std::to_string(stages) + ", call " + std::to_string(k));
+  }
 }
+
+namespace {
+
+// Training mode, gradients on every parameter, and one dropout seed for a whole model and its stages.
+void train_mode(Model& m) {
+  for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
+  m.set_training(true);
+  m.set_dropout_seed(3, 1);
+}
+
+// The 2 stages of the model Model::create(c, seed) makes, in training mode.
+std::vector<Model> training_stages(const ModelConfig& c, std::uint64_t seed, Mailboxes& mail) {
+  std::vector<Model> stages;
+  for (int s = 0; s < 2; ++s) {
+    stages.push_back(Model::from_parameters(c, Model::create(c, seed).parameters()));
+    stages.back().shard_pipeline(s, 2, mail.comm_for(s));
+    train_mode(stages.back());
+  }
+  return stages;
+}
+
+}  // namespace
 
 // Batched decoding (5 rows in shuffled slots): every row gets what the whole model gives it.
 TEST(PipelineParallel, BatchedRowsGetTheWholeModelsLogits) {
@@ -461,22 +485,12 @@ TEST(PipelineParallel, ChainedStagesTrainAsTheWholeModelBitForBit) {
   ModelInputs in;
   in.input_ids = Tensor::from_ints({2, 11, 17, 5, 9, 30, 7, 7}, {2, 4});
   const Tensor weights = Tensor::randn({2, 4, c.vocab_size}, 5);
-  auto train = [&](Model& m) {
-    for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
-    m.set_training(true);
-    m.set_dropout_seed(3, 1);
-  };
   Model whole = Model::create(c, 8);
-  train(whole);
+  train_mode(whole);
   const Tensor want = sum(mul(whole.forward(in).logits, weights));
   backward(want);
   Mailboxes mail(2);  // (not used: the test hands the tensors on itself)
-  std::vector<Model> stages;
-  for (int s = 0; s < 2; ++s) {
-    stages.push_back(Model::from_parameters(c, Model::create(c, 8).parameters()));
-    stages.back().shard_pipeline(s, 2, mail.comm_for(s));
-    train(stages.back());
-  }
+  std::vector<Model> stages = training_stages(c, 8, mail);
   // A tape per stage, as the stages' own threads would have.
   autograd::Tape first, second;
   Model::StreamPosition at;
@@ -539,22 +553,12 @@ TEST(PipelineParallel, ChainedEncoderDecoderStagesTrainAsTheWholeModel) {
     in.decoder_input_ids = Tensor::from_ints({2, 11, 17, 2, 5, 0}, {2, 3});
     in.decoder_valid_lens = Tensor::from_ints({3, 2}, {2});
     const Tensor weights = Tensor::randn({2, 3, c.vocab_size}, 5);
-    auto train = [&](Model& m) {
-      for (auto& [name, p] : m.parameters()) p.requires_grad_(true);
-      m.set_training(true);
-      m.set_dropout_seed(3, 1);
-    };
     Model whole = Model::create(c, 8);
-    train(whole);
+    train_mode(whole);
     const Tensor want = sum(mul(whole.forward(in).logits, weights));
     backward(want);
     Mailboxes mail(2);  // (not used: the test hands the tensors on itself)
-    std::vector<Model> stages;
-    for (int s = 0; s < 2; ++s) {
-      stages.push_back(Model::from_parameters(c, Model::create(c, 8).parameters()));
-      stages.back().shard_pipeline(s, 2, mail.comm_for(s));
-      train(stages.back());
-    }
+    std::vector<Model> stages = training_stages(c, 8, mail);
     const auto leaf = [](const Tensor& t) {
       Tensor copy = t.clone();
       copy.requires_grad_(true);
