@@ -84,5 +84,15 @@ struct PipelineStagePlan {
 PipelineStagePlan plan_pipeline_stages(const ModelConfig& cfg, const std::vector<std::int64_t>& in_flight,
                                        std::int64_t batch, std::int64_t seq_len, int optimizer_buffers,
                                        bool checkpoint_activations = false, bool even = false);
+// The same for an encoder-decoder, each stage a run of the encoder's layers and one of the
+// decoder's (both stacks split at once, each stage at least one layer of each): alive[s] lists
+// the (encoder, decoder) micro-batch graphs stage s holds at the moments its memory peaks (its
+// schedule's; train/pipeline_schedule.h), the largest of which counts, each graph the
+// activations of its stack's layers on the stage. bounds: the encoder's stages + 1 entries,
+// then the decoder's (Model::shard_pipeline).
+PipelineStagePlan plan_encoder_decoder_stages(const ModelConfig& cfg,
+                                              const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>& alive,
+                                              std::int64_t batch, std::int64_t seq_len, int optimizer_buffers,
+                                              bool checkpoint_activations = false, bool even = false);
 
 }  // namespace tfm

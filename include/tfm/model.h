@@ -87,7 +87,8 @@ struct ModelOutputs {
   Tensor image_embeds, text_embeds;
 };
 
-// Pipeline stages' first decoder layers and the layer count (pipeline_layers, below the class).
+// Pipeline stages' first layers and the layer count (pipeline_layers, below the class); an
+// encoder-decoder's: the encoder's, then the decoder's (stack_bounds).
 using PipelineBounds = std::vector<std::int64_t>;
 
 class Model {
@@ -363,12 +364,15 @@ class Model {
 // The config of one rank's tensor-parallel shard of a model of config c: n_heads, n_kv_heads
 // and d_ff divided by ranks, head_dim kept (memory plans, Model::shard_tensor_parallel).
 ModelConfig tensor_parallel_config(const ModelConfig& c, int ranks);
-// Pipeline stages: the decoder layers [first, last) of `stage`, and the stage's config. Evenly
-// (the first layers % stages stages one more), or by `bounds` when given: stage s holds layers
-// [bounds[s], bounds[s + 1]) of a decoder-only model (stages + 1 entries from 0 to n_layers,
-// each stage at least one; training balances them by memory: plan_pipeline_stages).
+// Pipeline stages: the layers [first, last) of one stack of `stage`, and the stage's config.
+// Evenly (the first layers % stages stages one more), or by `bounds` when given: stage s holds
+// layers [bounds[s], bounds[s + 1]) (stages + 1 entries from 0 to the layer count, each stage
+// at least one); an encoder-decoder's bounds are the encoder's stages + 1 entries, then the
+// decoder's (training balances them by memory: plan_pipeline_stages, plan_encoder_decoder_stages).
 std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int stage, int stages,
                                                       const PipelineBounds& bounds = {});
+// One stack's part of a model's bounds (the whole when not an encoder-decoder's; empty: even).
+PipelineBounds stack_bounds(const PipelineBounds& bounds, int stages, bool decoder_of_encoder_decoder);
 ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages, const PipelineBounds& bounds = {});
 
 }  // namespace tfm

@@ -228,21 +228,25 @@ void exchange(const float* send, float* recv, std::size_t n, int partner, const 
 #endif
 }
 
-void send(const float* data, std::size_t n, int to, const Group& g) {
+void send(const float* data, std::size_t n, int to, const Group& g, int tag) {
   if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
-    check(MPI_Send(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, to, 8, comm(g)), "send");
+    check(MPI_Send(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, to, tag, comm(g)), "send");
+#else
+  (void)data, (void)n, (void)to, (void)tag;
 #endif
 }
 
-void recv(float* data, std::size_t n, int from, const Group& g) {
+void recv(float* data, std::size_t n, int from, const Group& g, int tag) {
   if (g.size <= 1) return;
 #ifdef TFM_HAVE_MPI
   for (std::size_t i = 0; i < n; i += kChunk)
-    check(MPI_Recv(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, from, 8, comm(g),
+    check(MPI_Recv(data + i, static_cast<int>(std::min(kChunk, n - i)), MPI_FLOAT, from, tag, comm(g),
                    MPI_STATUS_IGNORE),
           "receive");
+#else
+  (void)data, (void)n, (void)from, (void)tag;
 #endif
 }
 
@@ -270,21 +274,45 @@ Allreduce::Allreduce(float* data, std::size_t n, const Group& g) {
 #endif
 }
 
-Allreduce::Allreduce(Allreduce&& o) noexcept : requests_(std::exchange(o.requests_, {})) {}
+Send::Send(std::vector<float> data, int to, int tag, const Group& g) : data_(std::move(data)) {
+  if (g.size <= 1) return;
+#ifdef TFM_HAVE_MPI
+  for (std::size_t i = 0; i < data_.size(); i += kChunk) {
+    auto* req = new MPI_Request;
+    check(MPI_Isend(data_.data() + i, static_cast<int>(std::min(kChunk, data_.size() - i)), MPI_FLOAT, to, tag,
+                    comm(g), req),
+          "starting a send");
+    requests_.push_back(req);
+  }
+#else
+  (void)to;
+  (void)tag;
+#endif
+}
 
-Allreduce& Allreduce::operator=(Allreduce&& o) noexcept {
+Send& Send::operator=(Send&& o) noexcept {
   if (this != &o) {
-    try {
-      wait();
-    } catch (...) {
-    }
+    settle();  // this send's buffer must outlive its requests
+    requests_ = std::exchange(o.requests_, {});
+    data_ = std::move(o.data_);
+  }
+  return *this;
+}
+
+Pending::Pending(Pending&& o) noexcept : requests_(std::exchange(o.requests_, {})) {}
+
+Pending& Pending::operator=(Pending&& o) noexcept {
+  if (this != &o) {
+    settle();
     requests_ = std::exchange(o.requests_, {});
   }
   return *this;
 }
 
-Allreduce::~Allreduce() {
-  // While an exception unwinds, the other ranks may never join this reduction: waiting would
+Pending::~Pending() { settle(); }
+
+void Pending::settle() noexcept {
+  // While an exception unwinds, the other ranks may never answer this request: waiting would
   // hang the job that the error path is about to stop, so the request is abandoned.
   if (std::uncaught_exceptions() > 0) return;
   try {
@@ -293,12 +321,12 @@ Allreduce::~Allreduce() {
   }
 }
 
-bool Allreduce::test() {
+bool Pending::test() {
 #ifdef TFM_HAVE_MPI
   bool done = true;
   for (void* r : requests_) {
     int flag = 0;
-    check(MPI_Test(static_cast<MPI_Request*>(r), &flag, MPI_STATUS_IGNORE), "all-reduce");
+    check(MPI_Test(static_cast<MPI_Request*>(r), &flag, MPI_STATUS_IGNORE), "a non-blocking operation");
     done = done && flag != 0;
   }
   return done;
@@ -307,14 +335,14 @@ bool Allreduce::test() {
 #endif
 }
 
-void Allreduce::wait() {
+void Pending::wait() {
 #ifdef TFM_HAVE_MPI
   std::vector<void*> reqs = std::exchange(requests_, {});
   for (void* r : reqs) {
     auto* req = static_cast<MPI_Request*>(r);
     const int rc = MPI_Wait(req, MPI_STATUS_IGNORE);
     delete req;
-    check(rc, "all-reduce");
+    check(rc, "a non-blocking operation");
   }
 #endif
 }

@@ -53,26 +53,48 @@ std::vector<std::string> allgather_bytes(const std::string& mine, const Group& g
 // send to and receive from `partner` at once (n floats each way).
 void exchange(const float* send, float* recv, std::size_t n, int partner, const Group& g = world());
 // n floats to rank `to`, and from rank `from` (blocking; a pipeline stage's activations).
-void send(const float* data, std::size_t n, int to, const Group& g = world());
-void recv(float* data, std::size_t n, int from, const Group& g = world());
+// Messages between two ranks with the same tag arrive in the order they were sent.
+void send(const float* data, std::size_t n, int to, const Group& g = world(), int tag = 8);
+void recv(float* data, std::size_t n, int from, const Group& g = world(), int tag = 8);
 void barrier(const Group& g = world());
+
+// A started non-blocking operation (its MPI requests): wait() finishes it, test() lets MPI
+// progress it; the destructor waits, so a request is never left dangling.
+class Pending {
+ public:
+  Pending() = default;
+  Pending(Pending&& o) noexcept;
+  Pending& operator=(Pending&& o) noexcept;
+  Pending(const Pending&) = delete;
+  Pending& operator=(const Pending&) = delete;
+  ~Pending();
+  bool test();  // true when done
+  void wait();
+
+ protected:
+  void settle() noexcept;        // wait() unless an exception is unwinding (then abandon)
+  std::vector<void*> requests_;  // MPI_Request, one per chunk of at most 2^30 elements
+};
 
 // A non-blocking in-place sum over all ranks of a float buffer (MPI_Iallreduce). The buffer
 // must stay untouched until wait() returns.
-class Allreduce {
+class Allreduce : public Pending {
  public:
   Allreduce() = default;
   Allreduce(float* data, std::size_t n, const Group& g = world());  // starts it
-  Allreduce(Allreduce&& o) noexcept;
-  Allreduce& operator=(Allreduce&& o) noexcept;
-  Allreduce(const Allreduce&) = delete;
-  Allreduce& operator=(const Allreduce&) = delete;
-  ~Allreduce();                 // waits (a request is never left dangling)
-  bool test();                  // lets MPI progress it; true when done
-  void wait();
+};
+
+// A non-blocking send (MPI_Isend) of a buffer that it keeps until the send completes: a
+// pipeline stage sends on and goes on with its next pass while the receiver is busy.
+class Send : public Pending {
+ public:
+  Send(std::vector<float> data, int to, int tag, const Group& g = world());  // starts it
+  Send(Send&& o) noexcept = default;  // (the buffer's storage moves with it)
+  Send& operator=(Send&& o) noexcept;
+  ~Send() { settle(); }  // before data_ goes
 
  private:
-  std::vector<void*> requests_;  // MPI_Request, one per chunk of at most 2^30 elements
+  std::vector<float> data_;
 };
 
 // Ends the MPI session after a successful run (every rank must call it).

@@ -148,4 +148,86 @@ PipelineStagePlan plan_pipeline_stages(const ModelConfig& c, const std::vector<s
   return plan;
 }
 
+PipelineStagePlan plan_encoder_decoder_stages(const ModelConfig& c,
+                                              const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>& alive,
+                                              std::int64_t batch, std::int64_t seq_len, int optimizer_buffers,
+                                              bool checkpoint_activations, bool even_split) {
+  const auto stages = static_cast<std::int64_t>(alive.size());
+  const std::int64_t Le = c.n_layers, Ld = c.decoder_layers();
+  TFM_CHECK(c.architecture == Architecture::encoder_decoder && stages >= 1 && Le >= stages && Ld >= stages, "memory plan",
+            "an encoder-decoder's pipeline stages need at least one layer of each stack per stage");
+  // Linear in each stack's layer count: one layer of each, and one more of either.
+  auto plan_of = [&](std::int64_t encoder, std::int64_t decoder) {
+    ModelConfig m = c;
+    m.n_layers = encoder;
+    m.n_decoder_layers = decoder;
+    return plan_training_memory(m, batch, seq_len, optimizer_buffers, checkpoint_activations);
+  };
+  const TrainingMemoryPlan p11 = plan_of(1, 1), p21 = plan_of(2, 1), p12 = plan_of(1, 2);
+  const auto held = [](const TrainingMemoryPlan& p) { return p.weight_bytes + p.gradient_bytes + p.optimizer_bytes; };
+  const std::int64_t enc_held = held(p21) - held(p11), dec_held = held(p12) - held(p11);
+  const std::int64_t shared_held = held(p11) - enc_held - dec_held;
+  const std::int64_t enc_act = p21.activation_bytes - p11.activation_bytes, dec_act = p12.activation_bytes - p11.activation_bytes;
+  const std::int64_t edge_act = p11.activation_bytes - enc_act - dec_act;
+  const auto cost = [&](std::int64_t s, std::int64_t e, std::int64_t d) {  // stage s holding e and d layers
+    std::int64_t act = 0;
+    for (const auto& [encoders, decoders] : alive[static_cast<std::size_t>(s)])
+      act = std::max(act, encoders * e * enc_act + decoders * d * dec_act);
+    return shared_held + e * enc_held + d * dec_held + act + (s == stages - 1 ? edge_act : 0);
+  };
+  // best[s][je][jd]: the least largest cost of stages s.. holding encoder layers je..Le and
+  // decoder layers jd..Ld (each stage at least one of each); cut: where stage s's runs end.
+  const std::int64_t inf = std::numeric_limits<std::int64_t>::max();
+  const auto at = [&](std::int64_t s, std::int64_t je, std::int64_t jd) {
+    return static_cast<std::size_t>((s * (Le + 1) + je) * (Ld + 1) + jd);
+  };
+  std::vector<std::int64_t> best(static_cast<std::size_t>((stages + 1) * (Le + 1) * (Ld + 1)), inf);
+  std::vector<std::pair<std::int64_t, std::int64_t>> cut(best.size());
+  best[at(stages, Le, Ld)] = 0;
+  for (std::int64_t s = stages - 1; s >= 0; --s) {
+    const std::int64_t after = stages - s - 1;  // stages still to come, one layer of each at least
+    std::vector<std::int64_t> costs(static_cast<std::size_t>((Le + 1) * (Ld + 1)));
+    for (std::int64_t e = 1; e <= Le - s - after; ++e)
+      for (std::int64_t d = 1; d <= Ld - s - after; ++d) costs[static_cast<std::size_t>(e * (Ld + 1) + d)] = cost(s, e, d);
+    for (std::int64_t je = s; je <= Le - after - 1; ++je)
+      for (std::int64_t jd = s; jd <= Ld - after - 1; ++jd)
+        for (std::int64_t ee = je + 1; ee <= Le - after; ++ee)
+          for (std::int64_t ed = jd + 1; ed <= Ld - after; ++ed) {
+            const std::int64_t rest = best[at(s + 1, ee, ed)];
+            if (rest == inf) continue;
+            const std::int64_t worst = std::max(costs[static_cast<std::size_t>((ee - je) * (Ld + 1) + ed - jd)], rest);
+            if (worst < best[at(s, je, jd)]) {
+              best[at(s, je, jd)] = worst;
+              cut[at(s, je, jd)] = {ee, ed};
+            }
+          }
+  }
+  std::vector<std::int64_t> enc{0}, dec{0};
+  std::int64_t even_worst = 0;
+  for (std::int64_t s = 0; s < stages; ++s) {
+    const auto [ea, eb] = pipeline_layers(Le, static_cast<int>(s), static_cast<int>(stages));
+    const auto [da, db] = pipeline_layers(Ld, static_cast<int>(s), static_cast<int>(stages));
+    enc.push_back(eb);
+    dec.push_back(db);
+    even_worst = std::max(even_worst, cost(s, eb - ea, db - da));
+  }
+  if (!even_split && best[at(0, 0, 0)] < even_worst) {
+    enc = {0};
+    dec = {0};
+    for (std::int64_t s = 0; s < stages; ++s) {
+      const auto [ee, ed] = cut[at(s, enc.back(), dec.back())];
+      enc.push_back(ee);
+      dec.push_back(ed);
+    }
+  }
+  PipelineStagePlan plan;
+  for (std::int64_t s = 0; s < stages; ++s) {
+    const auto u = static_cast<std::size_t>(s);
+    plan.stage_bytes.push_back(cost(s, enc[u + 1] - enc[u], dec[u + 1] - dec[u]));
+  }
+  plan.bounds = enc;
+  plan.bounds.insert(plan.bounds.end(), dec.begin(), dec.end());
+  return plan;
+}
+
 }  // namespace tfm

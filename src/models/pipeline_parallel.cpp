@@ -33,16 +33,26 @@ std::pair<std::int64_t, std::int64_t> pipeline_layers(std::int64_t layers, int s
   return {first, first + base + (stage < extra ? 1 : 0)};
 }
 
+PipelineBounds stack_bounds(const PipelineBounds& bounds, int stages, bool decoder_of_encoder_decoder) {
+  if (bounds.empty()) return bounds;
+  const auto n = static_cast<std::size_t>(stages) + 1;
+  TFM_CHECK(bounds.size() == 2 * n, "pipeline parallel", "an encoder-decoder's stage bounds are ", 2 * n,
+            " entries (the encoder's ", n, ", then the decoder's), not ", bounds.size());
+  const auto from = bounds.begin() + static_cast<std::ptrdiff_t>(decoder_of_encoder_decoder ? n : 0);
+  return PipelineBounds(from, from + static_cast<std::ptrdiff_t>(n));
+}
+
 ModelConfig pipeline_config(const ModelConfig& c, int stage, int stages, const PipelineBounds& bounds) {
-  TFM_CHECK(bounds.empty() || c.architecture != Architecture::encoder_decoder, "pipeline parallel",
-            "stage bounds split a decoder-only or encoder-only model's layers");
   ModelConfig local = c;
-  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages, bounds);
-  local.n_layers = last - first;
-  if (c.architecture == Architecture::encoder_decoder) {
-    const auto [dec_first, dec_last] = pipeline_layers(c.decoder_layers(), stage, stages);
-    local.n_decoder_layers = dec_last - dec_first;
+  if (c.architecture != Architecture::encoder_decoder) {
+    const auto [first, last] = pipeline_layers(c.n_layers, stage, stages, bounds);
+    local.n_layers = last - first;
+    return local;
   }
+  const auto [first, last] = pipeline_layers(c.n_layers, stage, stages, stack_bounds(bounds, stages, false));
+  local.n_layers = last - first;
+  const auto [dec_first, dec_last] = pipeline_layers(c.decoder_layers(), stage, stages, stack_bounds(bounds, stages, true));
+  local.n_decoder_layers = dec_last - dec_first;
   return local;
 }
 
@@ -66,9 +76,10 @@ void Model::shard_pipeline(int stage, int stages, PipeComm comm, const PipelineB
                     : std::to_string(c.n_layers),
             " layers cannot make ", stages, " stages (each needs one", seq2seq ? " of each)" : ")");
   TFM_CHECK(comm.send && comm.recv && comm.broadcast, "pipeline parallel", "no functions to hand the activations on");
-  TFM_CHECK(bounds.empty() || !seq2seq, "pipeline parallel", "stage bounds split a decoder-only or encoder-only model's layers");
-  const auto [first, last] = pipeline_layers(c.decoder_layers(), stage, stages, bounds);
-  const auto [enc_first, enc_last] = pipeline_layers(c.n_layers, stage, stages, encoder_only ? bounds : PipelineBounds());
+  const auto [first, last] =
+      pipeline_layers(c.decoder_layers(), stage, stages, seq2seq ? stack_bounds(bounds, stages, true) : bounds);
+  const auto [enc_first, enc_last] =
+      pipeline_layers(c.n_layers, stage, stages, seq2seq ? stack_bounds(bounds, stages, false) : encoder_only ? bounds : PipelineBounds());
   // Layer i's parameters are those under its prefix ("model.layers.7."): this stage keeps
   // layers [first, last) renamed to [0, last - first), and everything outside the layers.
   static const std::regex trailing_index(R"((\d+)\.$)");

@@ -9,6 +9,7 @@
 #include "tfm/memory_plan.h"
 #include "tfm/error.h"
 #include "tfm/ops.h"
+#include "train/pipeline_schedule.h"
 
 namespace tfm::train_detail {
 namespace {
@@ -85,10 +86,9 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
             encoder_decoder_task(cfg.task), cfg.source, ": pipeline parallelism does not train task \"", task_name(cfg.task), "\"");
   TFM_CHECK(!cfg.fusion, cfg.source, ": Fusion-in-Decoder (data.fusion) with distributed.pipeline_parallel is not supported");
   if (encoder_decoder_task(cfg.task)) {
-    // The decoder's stages need the whole memory before they start (below), so an
-    // encoder-decoder's stages run GPipe; each micro-batch's gradient is complete only after
-    // both stacks' backward passes, which the bit-exact tree (one snapshot per micro-batch) cannot take.
-    one_f_one_b_ = false;
+    // Its passes run in pipeline_schedule.h's order. Each micro-batch's gradient is complete
+    // only after both stacks' backward passes, which the bit-exact tree (one snapshot per
+    // micro-batch) cannot take.
     encoder_decoder_ = true;
     TFM_CHECK(!cfg.bit_exact, cfg.source, ".distributed.bit_exact cannot be used with an encoder-decoder's pipeline stages");
   }
@@ -110,18 +110,28 @@ PipelineParallel::PipelineParallel(const TrainConfig& cfg) {
 }
 
 void PipelineParallel::balance(const ModelConfig& mc, const TrainConfig& cfg) {
-  if (!on() || encoder_decoder_) return;  // each stack split evenly (pipeline_layers)
+  if (!on()) return;
   const std::int64_t micros = cfg.grad_accum / (dist::size() / (stages_ * shards_));
+  const int buffers = optimizer_buffers(cfg.optimizer);
+  balanced_ = cfg.pipeline_balance == "memory";
+  if (encoder_decoder_) {  // both stacks at once, weighed by the graphs the schedule keeps alive
+    TFM_CHECK(mc.n_layers >= stages_ && mc.decoder_layers() >= stages_, cfg.source, ".distributed.pipeline_parallel ",
+              stages_, " is more stages than the model's ", mc.n_layers, " encoder and ", mc.decoder_layers(), " decoder layers");
+    const ScheduleModel schedule = model_encoder_decoder_schedule(stages_, micros, one_f_one_b_);
+    const PipelineStagePlan plan = plan_encoder_decoder_stages(mc, schedule.alive, cfg.batch_size, planned_positions(cfg, mc),
+                                                               buffers, cfg.checkpoint_activations, !balanced_);
+    bounds_ = plan.bounds;
+    stage_bytes_ = plan.stage_bytes;
+    return;
+  }
   std::vector<std::int64_t> in_flight;  // the micro-batches whose activations stage s keeps at once
   for (int s = 0; s < stages_; ++s) in_flight.push_back(one_f_one_b_ ? std::min<std::int64_t>(stages_ - s, micros) : micros);
-  const int buffers = optimizer_buffers(cfg.optimizer);
   TFM_CHECK(mc.n_layers >= stages_, cfg.source, ".distributed.pipeline_parallel ", stages_, " is more stages than the model's ",
             mc.n_layers, " layers");
   const PipelineStagePlan plan = plan_pipeline_stages(mc, in_flight, cfg.batch_size, planned_positions(cfg, mc), buffers,
                                                       cfg.checkpoint_activations, cfg.pipeline_balance == "even");
   bounds_ = plan.bounds;
   stage_bytes_ = plan.stage_bytes;
-  balanced_ = cfg.pipeline_balance == "memory";
 }
 
 void PipelineParallel::shard(Model& m) const {
@@ -264,15 +274,16 @@ std::vector<double> PipelineParallel::step(Model& m, const std::vector<std::int6
   return finish_step(std::move(out), t0, waited, M);
 }
 
-// An encoder-decoder's stages (GPipe over both stacks; docs/distributed.md): stage s holds a run
-// of the encoder's layers and a run of the decoder's. Every micro-batch goes through the encoder's
-// stages; the last stage sends the memories to stage 0, whose decoder layers start, and each
-// decoder stage sends its output on with the memory that its cross-attention read. Backwards,
-// each decoder stage sends its input's gradient and the memory's gradient summed over the
-// layers after it, and adds its own layers' to that sum (the received memory is a leaf seeded
-// with it, so the sum runs in one process's order, last layer first); stage 0 sends the
-// memories' whole gradients to the last stage, and the encoder's backward passes run back to
-// stage 0. All messages go between fixed pairs in one order, so blocking sends cannot deadlock.
+// An encoder-decoder's stages (pipeline_schedule.h: GPipe or interleaved 1F1B over both
+// stacks): each stage runs its passes in the schedule's order. An encoder pass sends its output
+// on (the last stage's, the memory, to stage 0, whose decoder layers start); a decoder pass
+// sends its output on with the memory that its cross-attention read. Backwards, each decoder
+// stage sends its input's gradient and the memory's gradient summed over the layers after it,
+// and adds its own layers' to that sum (the received memory is a leaf seeded with it, so the
+// sum runs in one process's order, last layer first); stage 0 sends the memory's whole
+// gradient to the last stage, whose encoder backward pass starts. Sends do not block, and each
+// kind of message has its own tag (messages of one kind leave and arrive in micro-batch order),
+// so a stage receives exactly what its next pass needs.
 std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::vector<std::int64_t>& micros,
                                                            std::int64_t grad_accum,
                                                            const std::function<MicroBatch(std::int64_t)>& load,
@@ -296,16 +307,17 @@ std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::
   }
   std::vector<autograd::Tape> enc_tapes(M), dec_tapes(M);
   std::vector<Tensor> enc_in(M), enc_out(M), dec_in(M), memory(M), dec_out(M);
+  enum Tag { encoded = 9, memory_tag, decoded, decoded_grad, memory_grad, encoded_grad };
+  std::vector<dist::Send> sending;
   double waited = 0;
-  const auto send = [&](const std::vector<float>& buf, int to) {
-    const auto w0 = Clock::now();
-    dist::send(buf.data(), buf.size(), to, g);
-    waited += since(w0);
+  const auto send = [&](std::vector<float> buf, int to, Tag tag) {
+    sending.emplace_back(std::move(buf), to, static_cast<int>(tag), g);
+    std::erase_if(sending, [](dist::Send& x) { return x.test(); });  // (lets MPI move them on)
   };
-  const auto receive = [&](std::size_t size, int from) {
+  const auto receive = [&](std::size_t size, int from, Tag tag) {
     std::vector<float> buf(size);
     const auto w0 = Clock::now();
-    dist::recv(buf.data(), buf.size(), from, g);
+    dist::recv(buf.data(), buf.size(), from, g, static_cast<int>(tag));
     waited += since(w0);
     return buf;
   };
@@ -313,47 +325,43 @@ std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::
     t.requires_grad_(true);
     return t;
   };
+  const auto memory_size = [&](std::size_t k) { return static_cast<std::size_t>(shape_numel(enc_shape[k])); };
 
-  // Forward: the encoder's stages, the memories to stage 0, the decoder's stages.
-  for (std::size_t k = 0; k < M; ++k) {
+  const auto encode = [&](std::size_t k) {
     hooks.before_forward(micros[k]);
     Model::StreamPosition at;
-    if (!first) enc_in[k] = leaf(unpack(receive(enc_size, s - 1), enc_shape[k], &at));
+    if (!first) enc_in[k] = leaf(unpack(receive(enc_size, s - 1, encoded), enc_shape[k], &at));
     autograd::TapeScope scope(enc_tapes[k]);
     enc_out[k] = m.encode_stage(batches[k].in, enc_in[k], at);
-    if (!last) send(pack(enc_out[k], &at, enc_size), s + 1);
-  }
-  for (std::size_t k = 0; k < M; ++k) {
-    const auto n = static_cast<std::size_t>(shape_numel(enc_shape[k]));
-    if (last) send(pack(enc_out[k], nullptr, n), 0);
-    if (first) memory[k] = leaf(unpack(receive(n, P - 1), enc_shape[k], nullptr));
-  }
-  for (std::size_t k = 0; k < M; ++k) {
+    if (!last) send(pack(enc_out[k], &at, enc_size), s + 1, encoded);
+    else send(pack(enc_out[k], nullptr, memory_size(k)), 0, memory_tag);
+  };
+  const auto decode = [&](std::size_t k) {
     hooks.before_forward(micros[k]);
     Model::StreamPosition at;
-    if (!first) {
-      const auto parts = unpack(receive(dec_size, s - 1), {dec_shape[k], enc_shape[k]}, &at);
+    if (first) {
+      memory[k] = leaf(unpack(receive(memory_size(k), P - 1, memory_tag), enc_shape[k], nullptr));
+    } else {
+      const auto parts = unpack(receive(dec_size, s - 1, decoded), {dec_shape[k], enc_shape[k]}, &at);
       dec_in[k] = leaf(parts[0]);
       memory[k] = leaf(parts[1]);
     }
     autograd::TapeScope scope(dec_tapes[k]);
     const Tensor y = m.decode_stage(batches[k].in, dec_in[k], memory[k], at);
     if (!last) {
-      send(pack({y, memory[k]}, &at, dec_size), s + 1);
+      send(pack({y, memory[k]}, &at, dec_size), s + 1, decoded);
       dec_out[k] = y;
-      continue;
+      return;
     }
     dec_out[k] = record_loss(out, micros[k], batches[k], loss(batches[k], y), grad_accum);
-  }
-
-  // Backward: the decoder's stages (the memory's gradient summed on the way), the memories'
-  // gradients to the last stage, the encoder's stages. The data-parallel sums start in the
-  // last micro-batch's passes (each parameter's last contribution comes in one of them).
-  for (std::size_t k = 0; k < M; ++k) {
+  };
+  // The data-parallel sums start in the last micro-batch's passes (each parameter's last
+  // contribution comes in one of them).
+  const auto decode_backward = [&](std::size_t k) {
     hooks.before_backward(k + 1 == M);
     Tensor dy;
     if (!last) {
-      const auto parts = unpack(receive(dec_size, s + 1), {dec_shape[k], enc_shape[k]}, nullptr);
+      const auto parts = unpack(receive(dec_size, s + 1, decoded_grad), {dec_shape[k], enc_shape[k]}, nullptr);
       dy = parts[0];
       autograd::accumulate(memory[k], parts[1]);  // the later layers' part of the sum, first
     }
@@ -362,32 +370,35 @@ std::vector<double> PipelineParallel::step_encoder_decoder(Model& m, const std::
       backward(dec_out[k], dy);
     }
     dec_out[k] = Tensor();
-    if (!first) {
-      send(pack({grad_or_zeros(dec_in[k]), grad_or_zeros(memory[k])}, nullptr, dec_size), s - 1);
-      dec_in[k] = memory[k] = Tensor();
-    }
-  }
-  std::vector<Tensor> memory_grad(M);
-  for (std::size_t k = 0; k < M; ++k) {
-    const auto n = static_cast<std::size_t>(shape_numel(enc_shape[k]));
-    if (first) {
-      send(pack(grad_or_zeros(memory[k]), nullptr, n), P - 1);
-      memory[k] = Tensor();
-    }
-    if (last) memory_grad[k] = unpack(receive(n, 0), enc_shape[k], nullptr);
-  }
-  for (std::size_t k = 0; k < M; ++k) {
-    const Tensor dy = last ? memory_grad[k] : unpack(receive(enc_size, s + 1), enc_shape[k], nullptr);
-    memory_grad[k] = Tensor();
+    if (first) send(pack(grad_or_zeros(memory[k]), nullptr, memory_size(k)), P - 1, memory_grad);
+    else send(pack({grad_or_zeros(dec_in[k]), grad_or_zeros(memory[k])}, nullptr, dec_size), s - 1, decoded_grad);
+    dec_in[k] = memory[k] = Tensor();
+  };
+  const auto encode_backward = [&](std::size_t k) {
+    const Tensor dy = last ? unpack(receive(memory_size(k), 0, memory_grad), enc_shape[k], nullptr)
+                           : unpack(receive(enc_size, s + 1, encoded_grad), enc_shape[k], nullptr);
     {
       autograd::TapeScope scope(enc_tapes[k]);
       backward(enc_out[k], dy);
     }
     hooks.after_backward();
     enc_out[k] = Tensor();
-    if (!first) send(pack(grad_or_zeros(enc_in[k]), nullptr, enc_size), s - 1);
+    if (!first) send(pack(grad_or_zeros(enc_in[k]), nullptr, enc_size), s - 1, encoded_grad);
     enc_in[k] = Tensor();
+  };
+
+  for (const StagePass& p : encoder_decoder_schedule(s, P, static_cast<std::int64_t>(M), one_f_one_b_)) {
+    const auto k = static_cast<std::size_t>(p.micro);
+    switch (p.pass) {
+      case Pass::encode: encode(k); break;
+      case Pass::decode: decode(k); break;
+      case Pass::decode_backward: decode_backward(k); break;
+      case Pass::encode_backward: encode_backward(k); break;
+    }
   }
+  const auto w0 = Clock::now();
+  sending.clear();  // (waits for the last sends)
+  waited += since(w0);
   return finish_step(std::move(out), t0, waited, M);
 }
 
@@ -463,26 +474,31 @@ CheckpointPart PipelineParallel::checkpoint_part(const Model& stage, const Optim
 
 std::string PipelineParallel::summary(const Model& stage, std::int64_t grad_accum) const {
   if (!on()) return "";
-  const auto [a, b] = pipeline_layers(stage.pipeline_whole_config().n_layers, stage_, stages_, bounds_);
+  const ModelConfig& whole = stage.pipeline_whole_config();
+  const PipelineBounds enc = encoder_decoder_ ? stack_bounds(bounds_, stages_, false) : bounds_;
+  const PipelineBounds dec = encoder_decoder_ ? stack_bounds(bounds_, stages_, true) : PipelineBounds();
+  const auto [a, b] = pipeline_layers(whole.n_layers, stage_, stages_, enc);
   const int replicas = dist::size() / (stages_ * shards_);
   const std::int64_t micros = grad_accum / replicas;
   std::string held = std::to_string(a) + "-" + std::to_string(b - 1);
   if (encoder_decoder_) {  // a run of each stack
-    const auto [da, db] = pipeline_layers(stage.pipeline_whole_config().decoder_layers(), stage_, stages_);
+    const auto [da, db] = pipeline_layers(whole.decoder_layers(), stage_, stages_, dec);
     held += " (encoder) and " + std::to_string(da) + "-" + std::to_string(db - 1) + " (decoder)";
   }
-  char buf[320];
+  std::string schedule = one_f_one_b_ ? "1F1B" : "GPipe";
+  if (encoder_decoder_) schedule += one_f_one_b_ ? " (interleaved over an encoder-decoder's two stacks)" : " (an encoder-decoder's)";
+  char buf[400];
   std::snprintf(buf, sizeof buf, "pipeline parallel: %d stages, schedule %s, %lld micro-batches per step per pipeline, "
-                "%d %s; stage %d holds layers %s; ideal bubble (P-1)/(M+P-1) = %.1f%%", stages_,
-                one_f_one_b_ ? "1F1B" : encoder_decoder_ ? "GPipe (an encoder-decoder's)" : "GPipe", static_cast<long long>(micros), replicas,
-                replicas == 1 ? "pipeline" : "pipelines", stage_, held.c_str(),
-                100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
+                "%d %s; stage %d holds layers %s; %s", stages_, schedule.c_str(), static_cast<long long>(micros), replicas,
+                replicas == 1 ? "pipeline" : "pipelines", stage_, held.c_str(), ideal_bubble(micros).c_str());
   std::string out = buf;
   if (!bounds_.empty()) {  // what the memory planner balanced
-    out += balanced_ ? "; layers per stage by the memory planner (planned peak):" : "; layers per stage, even (planned peak):";
-    for (int s = 0; s < stages_; ++s) {
-      std::snprintf(buf, sizeof buf, " %lld (%.1f MiB)", static_cast<long long>(bounds_[s + 1] - bounds_[s]),
-                    static_cast<double>(stage_bytes_[static_cast<std::size_t>(s)]) / 1048576.0);
+    out += std::string("; ") + (encoder_decoder_ ? "encoder + decoder " : "") + "layers per stage" +
+           (balanced_ ? " by the memory planner" : ", even") + " (planned peak):";
+    for (std::size_t s = 0; s < static_cast<std::size_t>(stages_); ++s) {
+      std::string layers = std::to_string(enc[s + 1] - enc[s]);
+      if (encoder_decoder_) layers += " + " + std::to_string(dec[s + 1] - dec[s]);
+      std::snprintf(buf, sizeof buf, " %s (%.1f MiB)", layers.c_str(), static_cast<double>(stage_bytes_[s]) / 1048576.0);
       out += buf;
     }
   }
@@ -493,9 +509,23 @@ std::string PipelineParallel::timing() const {
   if (!on() || steps_ == 0) return "";
   char buf[240];
   std::snprintf(buf, sizeof buf, "pipeline: stage %d spent %.1f%% of its step time sending, receiving and waiting for the "
-                "other stages (%.1f ms of %.1f ms per step; ideal bubble %.1f%%)", stage_, 100.0 * wait_s_ / step_s_,
+                "other stages (%.1f ms of %.1f ms per step; %s)", stage_, 100.0 * wait_s_ / step_s_,
                 1e3 * wait_s_ / static_cast<double>(steps_), 1e3 * step_s_ / static_cast<double>(steps_),
-                100.0 * (stages_ - 1) / static_cast<double>(micros_ + stages_ - 1));
+                ideal_bubble(micros_).c_str());
+  return buf;
+}
+
+std::string PipelineParallel::ideal_bubble(std::int64_t micros) const {
+  char buf[160];
+  if (!encoder_decoder_) {
+    std::snprintf(buf, sizeof buf, "ideal bubble (P-1)/(M+P-1) = %.1f%%",
+                  100.0 * (stages_ - 1) / static_cast<double>(micros + stages_ - 1));
+    return buf;
+  }
+  const ScheduleModel model = model_encoder_decoder_schedule(stages_, micros, one_f_one_b_);
+  std::snprintf(buf, sizeof buf, "ideal bubble %.1f%% (the schedule replayed with backward = 2 forward), "
+                "at most %d graphs alive on this stage", 100.0 * model.bubble,
+                model.peak_graphs[static_cast<std::size_t>(stage_)]);
   return buf;
 }
 

@@ -15,9 +15,9 @@
 // layers are summed over the stages in rank order (exact unless a tied embedding takes
 // contributions on two stages). Activations and their gradients move by MPI, with the dropout
 // stream's position beside them, so every mask is one process's. An encoder-decoder (task
-// seq2seq or speech) splits both stacks, stage s holding a run of each; its micro-batches run
-// GPipe through the encoder's stages, then the decoder's, whose stages all read the memory
-// (step_encoder_decoder in pipeline_train.cpp).
+// seq2seq or speech) splits both stacks, stage s holding a run of each; its micro-batches go
+// through the encoder's stages, then the decoder's, whose stages all read the memory, under
+// GPipe or an interleaved 1F1B (pipeline_schedule.h; step_encoder_decoder in pipeline_train.cpp).
 #pragma once
 
 #include <chrono>
@@ -56,7 +56,8 @@ class PipelineParallel {
   int stages() const { return stages_; }
   const dist::Group& replica_group() const { return dp_; }  // the same stage of every pipeline
 
-  // Balances the stages' layers by the memory planner (plan_pipeline_stages: weights, gradients,
+  // Balances the stages' layers by the memory planner (plan_pipeline_stages, or for an
+  // encoder-decoder both stacks at once, plan_encoder_decoder_stages: weights, gradients,
   // optimizer state and the activations each stage keeps under the schedule) for a model of
   // config mc (a stage's shard's under tensor parallelism); the same on every rank. Before shard().
   void balance(const ModelConfig& mc, const TrainConfig& cfg);
@@ -105,9 +106,10 @@ class PipelineParallel {
   // The end of a step: every stage gets the losses, and the step's timing is counted.
   std::vector<double> finish_step(std::vector<double> out, std::chrono::steady_clock::time_point t0, double waited,
                                   std::size_t micros);
+  std::string ideal_bubble(std::int64_t micros) const;  // the schedule's, for M micro-batches
   dist::Group pp_, dp_, model_;  // this pipeline's stages; the same stage of every pipeline; the whole pipeline
   int stage_ = 0, stages_ = 1, shards_ = 1;  // shards: of each stage (tensor_parallel)
-  bool one_f_one_b_ = true, encoder_decoder_ = false;  // (an encoder-decoder's stages run GPipe)
+  bool one_f_one_b_ = true, encoder_decoder_ = false;
   double step_s_ = 0, wait_s_ = 0;
   std::int64_t steps_ = 0, micros_ = 0;
   PipelineBounds bounds_;                 // balance(): each stage's first layer, and the layer count

@@ -20,7 +20,7 @@
 #     them, with gradient clipping: losses and gradient norms within 1e-5 of one process, the
 #     shards' weights and optimizer state too; resumes across layouts both ways; the shipped
 #     config's sample is one process's;
-#  1d. encoder-decoders (a translator, T5, Whisper) on 2 stages, 2 x 2 with data and tensor
+#  1d. encoder-decoders (a translator, T5, Whisper) on 2 stages (1F1B and GPipe), 3 stages, balanced by memory, 2 x 2 with data and tensor
 #     parallelism, resumed on one process;
 #  4. errors: stages (times shards) other than the ranks, the bit-exact sums with an
 #     encoder-decoder's stages: one line, non-zero exit, no hang.
@@ -31,6 +31,8 @@ DIR=$(mktemp -d)
 trap 'rm -rf "$DIR"' EXIT
 source "$SRC/tests/cli/lib/mpi.sh"
 MPI4="${MPI/-np 2/-np 4}"
+MPI3="${MPI/-np 2/-np 3}"
+peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }  # stage 0's, measured by the allocator
 config() {  # config NAME TIE MAX_STEPS [DISTRIBUTED_JSON]
   local dist=${4:-'{}'}
   cat > "$DIR/$1.json" <<JSON
@@ -86,7 +88,7 @@ grep -q "stage 0 holds layers 0-1; .*layers per stage by the memory planner (pla
 grep -q "stage 0 holds layers 0-2; .*layers per stage, even" "$DIR/he.log" || { echo "FAIL: no even split"; grep "pipeline parallel" "$DIR/he.log"; exit 1; }
 same_run h1 h2 "2 stages balanced by memory (2 and 4 layers)" 2
 python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: balanced {a} MiB < even {b} MiB')" \
-  "$(sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$DIR/h2.log")" "$(sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$DIR/he.log")" ||
+  "$(peak "$DIR/h2.log")" "$(peak "$DIR/he.log")" ||
   { echo "FAIL: balancing did not lower stage 0's peak"; exit 1; }
 
 # 1c. encoders: a 4-layer BERT-style spam classifier (its micro-batches padded to their own
@@ -124,9 +126,10 @@ same_run vit1 vit2 "a ViT on 2 stages, 1F1B" 2
 run "$DIR/vitg.log" $MPI "$TFM" -t 1 train "$DIR/vit.json" --out "$DIR/vitg" --pipeline-parallel 2 --pipeline-schedule gpipe
 same_run vit1 vitg "a ViT on 2 stages, GPipe" 2
 
-# 1d. encoder-decoders (GPipe through the encoder's stages, then the decoder's): a pre-norm
+# 1d. encoder-decoders (through the encoder's stages, then the decoder's): a pre-norm
 # translator (3 encoder and 2 decoder layers, untied head, every dropout, stochastic depth,
-# clipping) on 2 stages prints one process's metrics.jsonl byte for byte (only the token
+# clipping) on 2 stages prints one process's metrics.jsonl byte for byte under 1F1B and GPipe,
+# on 3 stages (3 decoder layers) too (only the token
 # embedding, which the encoder and the decoder share, sums its parts in another order: within
 # 1e-5), and in bf16 with activation checkpointing too, resumes on one process
 # byte-identical; 2 pipelines of 2 stages (ZeRO-1) and 2 stages of 2 shards within 1e-5; T5 (its relative-position tables on every stage) and Whisper (speech,
@@ -145,11 +148,43 @@ cat > "$DIR/s2s.json" <<JSON
 JSON
 run "$DIR/s1.log" "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/s1"
 run "$DIR/s2.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/s2" --pipeline-parallel 2
-grep -q "^pipeline parallel: 2 stages, schedule GPipe (an encoder-decoder's), 4 micro-batches .*; stage 0 holds layers 0-1 (encoder) and 0-0 (decoder);" "$DIR/s2.log" ||
+grep -q "^pipeline parallel: 2 stages, schedule 1F1B (interleaved over an encoder-decoder's two stacks), 4 micro-batches .*; stage 0 holds layers 0-1 (encoder) and 0-0 (decoder); ideal bubble 11.1% .*, at most 5 graphs alive on this stage" "$DIR/s2.log" ||
   { echo "FAIL: no encoder-decoder pipeline summary"; grep pipeline "$DIR/s2.log"; exit 1; }
 grep -q '"bleu"' "$DIR/s2/metrics.jsonl" || { echo "FAIL: the translator's stages did not evaluate"; exit 1; }
 cmp "$DIR/s1/metrics.jsonl" "$DIR/s2/metrics.jsonl" || { echo "FAIL: translator on 2 stages: metrics differ"; diff "$DIR/s1/metrics.jsonl" "$DIR/s2/metrics.jsonl"; exit 1; }
-sharded_as "$DIR/s1" "$DIR/s2" 2 1e-5 "a translator on 2 stages (metrics byte-identical)"
+sharded_as "$DIR/s1" "$DIR/s2" 2 1e-5 "a translator on 2 stages under 1F1B (metrics byte-identical)"
+run "$DIR/sg.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sg" --pipeline-parallel 2 --pipeline-schedule gpipe
+grep -q "schedule GPipe (an encoder-decoder's), .*ideal bubble 11.1% .*, at most 8 graphs alive" "$DIR/sg.log" ||
+  { echo "FAIL: no GPipe summary"; grep pipeline "$DIR/sg.log"; exit 1; }
+cmp -s "$DIR/s1/metrics.jsonl" "$DIR/sg/metrics.jsonl" || { echo "FAIL: translator on 2 stages under GPipe"; exit 1; }
+sharded_as "$DIR/s1" "$DIR/sg" 2 1e-5 "a translator on 2 stages under GPipe (metrics byte-identical)"
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'a translator\'s peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
+  "$(peak "$DIR/s2.log")" "$(peak "$DIR/sg.log")" || { echo "FAIL: the translator's 1F1B stages did not use less memory"; exit 1; }
+# 3 stages and 4 micro-batches: one group of 4, stage 0 warming up with 2 (P - 1) + 4 passes
+sed 's/"n_decoder_layers": 2/"n_decoder_layers": 3/' "$DIR/s2s.json" > "$DIR/s2s3.json"
+run "$DIR/s31.log" "$TFM" -t 1 train "$DIR/s2s3.json" --out "$DIR/s31"
+run "$DIR/s33.log" $MPI3 "$TFM" -t 1 train "$DIR/s2s3.json" --out "$DIR/s33" --pipeline-parallel 3
+cmp -s "$DIR/s31/metrics.jsonl" "$DIR/s33/metrics.jsonl" || { echo "FAIL: translator on 3 stages"; diff "$DIR/s31/metrics.jsonl" "$DIR/s33/metrics.jsonl"; exit 1; }
+sharded_as "$DIR/s31" "$DIR/s33" 3 1e-5 "a translator on 3 stages under 1F1B (metrics byte-identical)"
+# Balanced by memory: 8 + 8 layers and micro-batches of 16 pairs, whose activations outweigh a
+# layer's weights; stage 0 keeps more graphs alive under 1F1B (5 against 3), so it takes 3
+# encoder layers and stage 1 five: one process's metrics still, and stage 0's measured peak
+# below the even split's (4 + 4 each)
+sed -e 's/"n_layers": 3,/"n_layers": 8,/' -e 's/"n_decoder_layers": 2,/"n_decoder_layers": 8,/' \
+    -e 's/"batch_size": 4, "grad_accum": 4, "max_steps": 6,/"batch_size": 16, "grad_accum": 4, "max_steps": 4,/' \
+    -e 's/"schedule": { "name": "constant" },/"schedule": { "name": "constant" }, "distributed": {},/' \
+    -e 's/"every": 3, "log_every": 1, "bleu_examples": 10/"every": 4, "log_every": 1, "bleu_examples": 0/' "$DIR/s2s.json" > "$DIR/deep.json"
+sed 's/"distributed": {}/"distributed": { "pipeline_balance": "even" }/' "$DIR/deep.json" > "$DIR/deep-even.json"
+run "$DIR/db1.log" "$TFM" -t 1 train "$DIR/deep.json" --out "$DIR/db1"
+run "$DIR/db2.log" $MPI "$TFM" -t 1 train "$DIR/deep.json" --out "$DIR/db2" --pipeline-parallel 2
+run "$DIR/dbe.log" $MPI "$TFM" -t 1 train "$DIR/deep-even.json" --out "$DIR/dbe" --pipeline-parallel 2
+grep -q "stage 0 holds layers 0-2 (encoder) and 0-3 (decoder); .*encoder + decoder layers per stage by the memory planner (planned peak): 3 + 4 (.*) 5 + 4 (" "$DIR/db2.log" ||
+  { echo "FAIL: the planner did not give stage 0 three encoder layers"; grep "pipeline parallel" "$DIR/db2.log"; exit 1; }
+grep -q "encoder + decoder layers per stage, even (planned peak): 4 + 4 (.*) 4 + 4 (" "$DIR/dbe.log" || { echo "FAIL: no even split"; exit 1; }
+cmp -s "$DIR/db1/metrics.jsonl" "$DIR/db2/metrics.jsonl" || { echo "FAIL: a balanced translator's metrics"; exit 1; }
+sharded_as "$DIR/db1" "$DIR/db2" 2 1e-5 "a translator on 2 stages balanced by memory (3 + 4 and 5 + 4 layers; metrics byte-identical)"
+python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'a translator\'s peak of the steps on stage 0: balanced {a} MiB < even {b} MiB')" \
+  "$(peak "$DIR/db2.log")" "$(peak "$DIR/dbe.log")" || { echo "FAIL: balancing the translator did not lower stage 0's peak"; exit 1; }
 run "$DIR/sr1.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --pipeline-parallel 2 --max-steps 3
 run "$DIR/sr2.log" "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --resume "$DIR/sr"
 cmp -s "$DIR/s1/metrics.jsonl" "$DIR/sr/metrics.jsonl" || { echo "FAIL: translator, 2 stages then one process"; exit 1; }
@@ -218,7 +253,6 @@ metrics_within "$DIR/t1/metrics.jsonl" "$DIR/t2/metrics.jsonl" 8 "tied embedding
 (cd "$SRC" && $MPI "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt" --max-steps 2 --pipeline-parallel 2) \
   > "$DIR/gpt.out" 2> "$DIR/gpt.log" || { echo "FAIL: shakespeare-gpt on 2 stages"; cat "$DIR/gpt.log"; exit 1; }
 [ -s "$DIR/gpt.out" ] || { echo "FAIL: no sample from 2 stages"; exit 1; }
-peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }
 python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
   "$(peak "$DIR/p2.log")" "$(peak "$DIR/g2.log")"
 

@@ -116,3 +116,38 @@ TEST(MemoryPlan, PipelineStagesBalanceTheActivationsEachStageKeeps) {
   EXPECT_EQ(plan_pipeline_stages(c, {1, 1, 1}, 1, 8, 2).bounds, (std::vector<std::int64_t>{0, 3, 6, 8}));
   EXPECT_THROW(plan_pipeline_stages(c, std::vector<std::int64_t>(9, 1), 1, 8, 2), Error);  // more stages than layers
 }
+
+// An encoder-decoder's stages split both stacks at once, weighing each stack's layers by the
+// graphs of it that the stage keeps alive: with 4 encoder graphs and 1 decoder graph alive on
+// stage 0, and 1 of each on stage 1, stage 0 takes fewer encoder layers and the largest stage
+// falls below the even split's; the bounds are the encoder's, then the decoder's. One stage's
+// plan is plan_training_memory's; weights that dominate keep both stacks even.
+TEST(MemoryPlan, EncoderDecoderStagesBalanceBothStacks) {
+  ModelConfig c = model_preset("vaswani");
+  c.vocab_size = 31; c.d_model = 32; c.n_heads = 4; c.d_ff = 64; c.max_positions = 256;
+  c.n_layers = 6; c.n_decoder_layers = 4;
+  const std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>> alive = {{{4, 1}, {3, 2}}, {{1, 1}}};
+  const PipelineStagePlan balanced = plan_encoder_decoder_stages(c, alive, 16, 256, 2);
+  const PipelineStagePlan even = plan_encoder_decoder_stages(c, alive, 16, 256, 2, false, /*even=*/true);
+  EXPECT_EQ(even.bounds, (std::vector<std::int64_t>{0, 3, 6, 0, 2, 4}));
+  ASSERT_EQ(balanced.bounds.size(), 6u);
+  EXPECT_EQ(balanced.bounds[0], 0);
+  EXPECT_EQ(balanced.bounds[2], 6);
+  EXPECT_EQ(balanced.bounds[3], 0);
+  EXPECT_EQ(balanced.bounds[5], 4);
+  EXPECT_LT(balanced.bounds[1], 3) << "stage 0 keeps 4 encoder graphs";
+  EXPECT_GE(balanced.bounds[1], 1);
+  EXPECT_GE(balanced.bounds[4], 1);
+  EXPECT_LT(balanced.bounds[4], 4);
+  const auto worst = [](const PipelineStagePlan& p) { return *std::max_element(p.stage_bytes.begin(), p.stage_bytes.end()); };
+  EXPECT_LT(worst(balanced), worst(even));
+  const PipelineStagePlan whole = plan_encoder_decoder_stages(c, {{{1, 1}}}, 16, 256, 2);
+  EXPECT_EQ(whole.bounds, (std::vector<std::int64_t>{0, 6, 0, 4}));
+  EXPECT_EQ(whole.stage_bytes[0], plan_training_memory(c, 16, 256, 2).total_bytes);
+  c.d_model = 256; c.d_ff = 1024; c.n_heads = 8;
+  EXPECT_EQ(plan_encoder_decoder_stages(c, {{{1, 1}}, {{1, 1}}}, 1, 8, 2).bounds, (std::vector<std::int64_t>{0, 3, 6, 0, 2, 4}));
+  EXPECT_THROW(plan_encoder_decoder_stages(c, std::vector<std::vector<std::pair<std::int64_t, std::int64_t>>>(5, {{1, 1}}), 1, 8, 2),
+               Error);  // more stages than decoder layers
+  c.architecture = Architecture::decoder_only;
+  EXPECT_THROW(plan_encoder_decoder_stages(c, {{{1, 1}}}, 1, 8, 2), Error);
+}
