@@ -24,6 +24,7 @@
 #include "kernels/attention.h"
 #include "kernels/parallel.h"
 #include "kernels/simd/math.h"
+#include "kernels/simd/transpose.h"
 
 namespace tfm::kernels::flash {
 
@@ -153,59 +154,21 @@ void load_rows(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std
     for (std::int64_t d = 0; d < D; ++d) rows[r * ldd + d] = alpha * src[d];
   }
 }
-namespace {
-// 16 x 16 tiles of a key block transposed in registers (AVX-512): a tile is 16 loads, 64
-// shuffles and 16 stores where the scalar loop below does 256 loads and 256 strided stores
-// (the k and v blocks are read through the fused qkv projection's strided view, so every
-// key's row is its own cache line). Pure data movement: the result is the scalar loop's.
-template <class Isa>
-struct TileTranspose {
-  static constexpr bool available = false;
-  static void run(const float* const* /*rows*/, std::int64_t /*d0*/, float* /*dst*/, std::int64_t /*ldd*/) {}
-};
-#if defined(__AVX512F__)
-template <>
-struct TileTranspose<simd::Avx512> {
-  static constexpr bool available = true;
-  // dst[d * ldd + c] = rows[c][d0 + d] for c, d < 16.
-  static void run(const float* const* rows, std::int64_t d0, float* dst, std::int64_t ldd) {
-    __m512 r[16], t[16];
-    for (int c = 0; c < 16; ++c) r[c] = _mm512_loadu_ps(rows[c] + d0);
-    for (int c = 0; c < 16; c += 2) {  // per 128-bit lane: rows c, c+1 interleaved
-      t[c] = _mm512_unpacklo_ps(r[c], r[c + 1]);
-      t[c + 1] = _mm512_unpackhi_ps(r[c], r[c + 1]);
-    }
-    for (int c = 0; c < 16; c += 4) {  // per lane: one dim of rows c .. c+3
-      r[c] = _mm512_shuffle_ps(t[c], t[c + 2], _MM_SHUFFLE(1, 0, 1, 0));
-      r[c + 1] = _mm512_shuffle_ps(t[c], t[c + 2], _MM_SHUFFLE(3, 2, 3, 2));
-      r[c + 2] = _mm512_shuffle_ps(t[c + 1], t[c + 3], _MM_SHUFFLE(1, 0, 1, 0));
-      r[c + 3] = _mm512_shuffle_ps(t[c + 1], t[c + 3], _MM_SHUFFLE(3, 2, 3, 2));
-    }
-    for (int g = 0; g < 16; g += 8)  // lanes of rows g..g+3 and g+4..g+7 gathered
-      for (int q = 0; q < 4; ++q) {
-        t[g + q] = _mm512_shuffle_f32x4(r[g + q], r[g + 4 + q], 0x88);
-        t[g + 4 + q] = _mm512_shuffle_f32x4(r[g + q], r[g + 4 + q], 0xDD);
-      }
-    for (int q = 0; q < 8; ++q) {  // then rows 0-7 with rows 8-15
-      r[q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0x88);
-      r[8 + q] = _mm512_shuffle_f32x4(t[q], t[8 + q], 0xDD);
-    }
-    for (int d = 0; d < 16; ++d) _mm512_storeu_ps(dst + d * ldd, r[d]);
-  }
-};
-#endif
-}  // namespace
 
 // cols (D x kBc): cols[d*kBc + c] = row_of(x, b, h, t0 + c)[d]; columns n..kBc zeroed.
 template <class Isa>
 void load_transposed(HeadsView x, std::int64_t b, std::int64_t h, std::int64_t t0, std::int64_t n, std::int64_t D,
                      float* cols) {
-  if constexpr (TileTranspose<Isa>::available) {
-    if (n == kBc && D % 16 == 0) {
-      for (std::int64_t c0 = 0; c0 < kBc; c0 += 16) {
-        const float* rows[16];
-        for (int c = 0; c < 16; ++c) rows[c] = row_of(x, b, h, t0 + c0 + c);
-        for (std::int64_t d0 = 0; d0 < D; d0 += 16) TileTranspose<Isa>::run(rows, d0, cols + d0 * kBc + c0, kBc);
+  // Tiles transposed in registers (simd/transpose.h): the k and v blocks are read through the
+  // fused qkv projection's strided view, so every key's row is its own cache line.
+  using Tile = simd::TileTranspose<Isa>;
+  if constexpr (Tile::available) {
+    constexpr int S = Tile::size;
+    if (n == kBc && D % S == 0) {
+      for (std::int64_t c0 = 0; c0 < kBc; c0 += S) {
+        const float* rows[S];
+        for (int c = 0; c < S; ++c) rows[c] = row_of(x, b, h, t0 + c0 + c);
+        for (std::int64_t d0 = 0; d0 < D; d0 += S) Tile::run(rows, d0, cols + d0 * kBc + c0, kBc);
       }
       return;
     }

@@ -2,7 +2,8 @@
 // one per-ISA Kernel (packing routines and a register-tiled micro-kernel) run over blocks of C.
 //
 // Both operands are packed into panels (A: mr rows, B: nr columns, K in pairs): B once per
-// call, A one block row at a time by the thread that runs it. The (M/mr) x (N/nr) grid of
+// call (with one block row of A, block by block by the thread that runs it, so that the packed
+// panels are still in its cache), A one block row at a time by the thread that runs it. The (M/mr) x (N/nr) grid of
 // micro-tiles is cut into blocks of block_a_panels A-panels by 4 B-panels that the threads
 // share out. A
 // B-panel stays in L1/L2 while the block's A-panels pass over it. Each C element is one
