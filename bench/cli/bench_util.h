@@ -14,6 +14,7 @@ namespace tfm::cli {
 struct BenchOptions {
   std::string section = "all";
   std::int64_t bt = 1024;   // gemm: B*T rows of the activation matrix
+  bool linear = false;      // gemm: B a layer's weight (N, K) times its transpose, from memory
   double min_time = 0.15;   // seconds spent per figure (at least min_reps runs)
   int min_reps = 3;
   bool torch = true;        // run the PyTorch helper scripts for the torch columns

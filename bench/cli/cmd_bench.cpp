@@ -1,6 +1,6 @@
 // tfm bench — the machine's yardsticks and our GEMM beside the BLAS and PyTorch, in one run.
 //
-//   tfm bench [all|machine|gemm|kernels|attention|train-step|decode] [--bt 1024] [--min-time 0.15]
+//   tfm bench [all|machine|gemm|kernels|attention|train-step|decode] [--bt 1024] [--linear] [--min-time 0.15]
 //             [--no-torch] [--long] [--plain-max-t 2048] [-m DIR]
 //   tfm -t 2 bench gemm
 //
@@ -77,7 +77,8 @@ std::map<std::tuple<std::int64_t, std::int64_t, std::int64_t, int>, double> torc
   for (int t : thread_counts) tc += (tc.empty() ? "" : ",") + std::to_string(t);
   std::string why;
   const auto j = run_torch_script("bench_torch_gemm.py", "--shapes '" + spec + "' --threads " + tc + " --min-time " +
-                                  std::to_string(o.min_time) + " --min-reps " + std::to_string(o.min_reps), why);
+                                  std::to_string(o.min_time) + " --min-reps " + std::to_string(o.min_reps) +
+                                  (o.linear ? " --linear" : ""), why);
   try {
     for (const auto& r : j.at("results"))
       out[{r.at("M").get<std::int64_t>(), r.at("N").get<std::int64_t>(), r.at("K").get<std::int64_t>(),
@@ -103,6 +104,9 @@ void run_gemm(const BenchOptions& o, int threads) {
 
   std::printf("\n== gemm GFLOP/s, fp32, BT=%lld rows (best of %d interleaved rounds of >= %d runs, >= %.2fs each)\n",
               static_cast<long long>(o.bt), kGemmRounds, o.min_reps, o.min_time);
+  if (o.linear)
+    std::printf("--linear: B a layer's weight stored (N, K) and multiplied transposed (nn.Linear), each run on the next\n"
+                "of copies filling >= 256 MiB, so that the weight comes from memory as in a model's forward pass\n");
   std::printf("ours = tfm::kernels::gemm (%s)\nblas = the same library called directly with its own threading\n",
               kernels::gemm_backend_name());
   std::printf("%s\n\n", torch_note.c_str());
@@ -114,9 +118,18 @@ void run_gemm(const BenchOptions& o, int threads) {
 
   double sum_ratio = 0;
   for (const auto& s : shapes) {
-    const Tensor a = Tensor::uniform({s.M, s.K}, 1, -0.5f, 0.5f), b = Tensor::uniform({s.K, s.N}, 2, -0.5f, 0.5f);
+    const Tensor a = Tensor::uniform({s.M, s.K}, 1, -0.5f, 0.5f);
+    // --linear: copies of the weight, each run on the next (B[next()]); else one B (K, N).
+    const std::size_t copies = o.linear ? std::max<std::size_t>(2, (std::size_t{256} << 20) / static_cast<std::size_t>(4 * s.N * s.K) + 1) : 1;
+    std::vector<Tensor> bs;
+    for (std::size_t i = 0; i < copies; ++i)
+      bs.push_back(o.linear ? Tensor::uniform({s.N, s.K}, 2 + i, -0.5f, 0.5f) : Tensor::uniform({s.K, s.N}, 2, -0.5f, 0.5f));
+    std::size_t turn = 0;
+    const auto next = [&] { return bs[turn++ % copies].data<float>(); };
+    const bool tb = o.linear;
+    const std::int64_t ldb = tb ? s.K : s.N;
     Tensor c = Tensor::zeros({s.M, s.N});
-    const float *A = a.data<float>(), *B = b.data<float>();
+    const float* A = a.data<float>();
     float* Cp = c.data<float>();
     const double flops = 2.0 * static_cast<double>(s.M) * s.N * s.K;
     // The columns are measured in interleaved rounds (ours@1t, ours@Nt, blas@1t, blas@Nt,
@@ -127,13 +140,13 @@ void run_gemm(const BenchOptions& o, int threads) {
       for (std::size_t i = 0; i < tcs.size(); ++i) {
         set_num_threads(tcs[i]);
         ours[i] = std::max(ours[i], best_gflops(flops, o, [&] {
-          kernels::gemm(false, false, s.M, s.N, s.K, 1.0f, A, s.K, B, s.N, 0.0f, Cp, s.N);
+          kernels::gemm(false, tb, s.M, s.N, s.K, 1.0f, A, s.K, next(), ldb, 0.0f, Cp, s.N);
         }));
       }
       set_num_threads(threads);
       for (std::size_t i = 0; i < tcs.size(); ++i)
         blas[i] = std::max(blas[i], best_gflops(flops, o, [&] {
-          kernels::gemm_blas_direct(false, false, s.M, s.N, s.K, 1.0f, A, s.K, B, s.N, 0.0f, Cp, s.N, tcs[i]);
+          kernels::gemm_blas_direct(false, tb, s.M, s.N, s.K, 1.0f, A, s.K, next(), ldb, 0.0f, Cp, s.N, tcs[i]);
         }));
     }
     char dims[40];
@@ -188,6 +201,7 @@ void add_bench_command(CLI::App& app) {
   cmd->add_option("--precision", *train_precision, "train-config: fp32, or bf16 (ours bf16 mixed precision, torch autocast)")
       ->check(CLI::IsMember({"fp32", "bf16"}));
   cmd->add_option("--bt", opts->bt, "Rows B*T of the activation matrix in the GEMM shapes")->check(CLI::Range(1, 1 << 16));
+  cmd->add_flag("--linear", opts->linear, "gemm: B a layer's weight (N, K) multiplied transposed, from memory (copies >= 256 MiB)");
   cmd->add_option("--min-time", opts->min_time, "Seconds spent per figure (best run is reported)")
       ->check(CLI::Range(0.0, 10.0));
   cmd->add_option("--min-reps", opts->min_reps, "Minimum runs per figure")->check(CLI::Range(1, 1000));
