@@ -65,7 +65,10 @@ void run(const Kernel& k, bool ta, bool tb, std::int64_t M, std::int64_t N, std:
     bbuf = static_cast<std::uint8_t*>(sized(t_buffers.b, nb * b_panel));
     const std::int64_t pack_shares = std::min<std::int64_t>(num_threads(), nb);
     parallel_for(pack_shares, 1, [&](std::int64_t s0, std::int64_t s1) {
-      for (std::int64_t s = s0; s < s1; ++s) pack_b_panels(nb * s / pack_shares, nb * (s + 1) / pack_shares, bbuf + nb * s / pack_shares * b_panel);
+      for (std::int64_t s = s0; s < s1; ++s) {
+        const std::int64_t j0 = nb * s / pack_shares, j1 = nb * (s + 1) / pack_shares;
+        pack_b_panels(j0, j1, bbuf + j0 * b_panel);
+      }
     });
   }
   // K in blocks of k.block_pairs: the partial sums wait in C between blocks (exact, see

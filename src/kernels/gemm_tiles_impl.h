@@ -18,7 +18,6 @@
 // back exactly (+0 + -0 = +0, -0 + -0 = -0), so the pad step changes no bit.
 #pragma once
 
-#include <algorithm>
 #include <cstdint>
 
 #include "kernels/gemm_packed.h"
@@ -70,20 +69,15 @@ void pack_b(bool tb, const float* B, std::int64_t ldb, std::int64_t n0, std::int
       for (int j = 0; j < NR; ++j) out[k * NR + j] = j < cols && k < K ? B[(n0 + j) * ldb + k] : 0.0f;
     return;
   }
-  for (std::int64_t p = 0; p < P; ++p) {
-    float* even = out + p * 2 * NR;
-    float* odd = even + NR;
-    const std::int64_t k = 2 * p;
-    if (!tb && cols == NR) {  // rows of B: contiguous copies
-      for (int j = 0; j < NR; ++j) even[j] = B[k * ldb + n0 + j];
-      for (int j = 0; j < NR; ++j) odd[j] = k + 1 < K ? B[(k + 1) * ldb + n0 + j] : 0.0f;
+  // B stored (K, N): the panel's rows are runs of B's rows, copied (zeros past N and past K).
+  for (std::int64_t k = 0; k < 2 * P; ++k) {
+    float* row = out + k * NR;
+    const float* src = k < K ? B + k * ldb + n0 : nullptr;  // (the pad k: none)
+    if (src != nullptr && cols == NR) {
+      for (int j = 0; j < NR; ++j) row[j] = src[j];
       continue;
     }
-    for (int j = 0; j < NR; ++j) {
-      const bool col = j < cols;
-      even[j] = col ? at(B, ldb, !tb, n0 + j, k) : 0.0f;
-      odd[j] = col && k + 1 < K ? at(B, ldb, !tb, n0 + j, k + 1) : 0.0f;
-    }
+    for (int j = 0; j < NR; ++j) row[j] = src != nullptr && j < cols ? src[j] : 0.0f;
   }
 }
 
@@ -122,13 +116,6 @@ void micro(std::int64_t P, const void* a_panel, const void* b_panel, float alpha
 // stays in L2 while the B panels pass.
 constexpr int kBlockRows = 288;
 
-template <class V>
-struct IsaOf;
-template <class Isa>
-struct IsaOf<simd::Vec<Isa>> {
-  using type = Isa;
-};
-
 template <class V, int MR, int BLOCK_PAIRS>
 constexpr packed::Kernel make_kernel() {
   packed::Kernel k;
@@ -138,7 +125,7 @@ constexpr packed::Kernel make_kernel() {
   k.block_pairs = BLOCK_PAIRS;
   k.block_a_panels = kBlockRows / MR;
   k.pack_a = &pack_a<MR>;
-  k.pack_b = &pack_b<typename IsaOf<V>::type, 2 * V::width>;
+  k.pack_b = &pack_b<typename V::isa, 2 * V::width>;
   k.micro = &micro<V, MR>;
   return k;
 }

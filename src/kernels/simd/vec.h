@@ -36,6 +36,7 @@ struct Vec;
 // ---- portable: 8 lanes in an array; GCC turns the loops into SSE ------------------------
 template <>
 struct Vec<Generic> {
+  using isa = Generic;  // (for kernels keyed on the ISA itself: simd/transpose.h)
   static constexpr int width = 8;
   struct T {
     float v[8];
@@ -96,6 +97,7 @@ struct Vec<Generic> {
 #if defined(__AVX2__)
 template <>
 struct Vec<Avx2> {
+  using isa = Avx2;  // (for kernels keyed on the ISA itself: simd/transpose.h)
   static constexpr int width = 8;
   using T = __m256;
   using type = T;
@@ -144,6 +146,7 @@ struct Vec<Avx2> {
 #if defined(__AVX512F__)
 template <>
 struct Vec<Avx512> {
+  using isa = Avx512;  // (for kernels keyed on the ISA itself: simd/transpose.h)
   static constexpr int width = 16;
   using T = __m512;
   using type = T;
