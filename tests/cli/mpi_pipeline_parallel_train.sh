@@ -33,6 +33,17 @@ source "$SRC/tests/cli/lib/mpi.sh"
 MPI4="${MPI/-np 2/-np 4}"
 MPI3="${MPI/-np 2/-np 3}"
 peak() { sed -n 's/.*peak of the steps \([0-9.]*\) MiB.*/\1/p' "$1"; }  # stage 0's, measured by the allocator
+peak_below() {  # peak_below LOG_A LOG_B WHAT NAME_A NAME_B: stage 0's measured peak in LOG_A below LOG_B's
+  python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'{sys.argv[3]}: peak of the steps on stage 0: {sys.argv[4]} {a} MiB < {sys.argv[5]} {b} MiB')" \
+    "$(peak "$1")" "$(peak "$2")" "$3" "$4" "$5" || { echo "FAIL: $3: $4 did not lower stage 0's peak below $5"; exit 1; }
+}
+balanced_and_even() {  # balanced_and_even NAME P: NAME.json (with "distributed": {}) on one process (P1),
+  # on 2 stages balanced by memory (P2) and on 2 even stages (Pe); logs P1.log, P2.log, Pe.log
+  sed 's/"distributed": {}/"distributed": { "pipeline_balance": "even" }/' "$DIR/$1.json" > "$DIR/$1-even.json"
+  run "$DIR/${2}1.log" "$TFM" -t 1 train "$DIR/$1.json" --out "$DIR/${2}1"
+  run "$DIR/${2}2.log" $MPI "$TFM" -t 1 train "$DIR/$1.json" --out "$DIR/${2}2" --pipeline-parallel 2
+  run "$DIR/${2}e.log" $MPI "$TFM" -t 1 train "$DIR/$1-even.json" --out "$DIR/${2}e" --pipeline-parallel 2
+}
 config() {  # config NAME TIE MAX_STEPS [DISTRIBUTED_JSON]
   local dist=${4:-'{}'}
   cat > "$DIR/$1.json" <<JSON
@@ -79,17 +90,12 @@ same_run one p4 "4 stages, 1F1B" 4
 # 1: stage 0 takes 2 layers, stage 1 four; bit for bit one process still, and stage 0's
 # measured peak below the even split's (3 and 3).
 sed -e 's/"batch_size": 2/"batch_size": 8/' -e 's/"n_layers": 4/"n_layers": 6/' "$DIR/untied.json" > "$DIR/heavy.json"
-sed 's/"distributed": {}/"distributed": { "pipeline_balance": "even" }/' "$DIR/heavy.json" > "$DIR/heavy-even.json"
-run "$DIR/h1.log" "$TFM" -t 1 train "$DIR/heavy.json" --out "$DIR/h1"
-run "$DIR/h2.log" $MPI "$TFM" -t 1 train "$DIR/heavy.json" --out "$DIR/h2" --pipeline-parallel 2
-run "$DIR/he.log" $MPI "$TFM" -t 1 train "$DIR/heavy-even.json" --out "$DIR/he" --pipeline-parallel 2
+balanced_and_even heavy h
 grep -q "stage 0 holds layers 0-1; .*layers per stage by the memory planner (planned peak): 2 (.*) 4 (" "$DIR/h2.log" ||
   { echo "FAIL: the planner did not give stage 0 two layers"; grep "pipeline parallel" "$DIR/h2.log"; exit 1; }
 grep -q "stage 0 holds layers 0-2; .*layers per stage, even" "$DIR/he.log" || { echo "FAIL: no even split"; grep "pipeline parallel" "$DIR/he.log"; exit 1; }
 same_run h1 h2 "2 stages balanced by memory (2 and 4 layers)" 2
-python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: balanced {a} MiB < even {b} MiB')" \
-  "$(peak "$DIR/h2.log")" "$(peak "$DIR/he.log")" ||
-  { echo "FAIL: balancing did not lower stage 0's peak"; exit 1; }
+peak_below "$DIR/h2.log" "$DIR/he.log" "a decoder on 2 stages" balanced even
 
 # 1c. encoders: a 4-layer BERT-style spam classifier (its micro-batches padded to their own
 # longest text) and a 4-layer ViT on generated pictures, every dropout and stochastic depth on,
@@ -158,8 +164,7 @@ grep -q "schedule GPipe (an encoder-decoder's), .*ideal bubble 11.1% .*, at most
   { echo "FAIL: no GPipe summary"; grep pipeline "$DIR/sg.log"; exit 1; }
 cmp -s "$DIR/s1/metrics.jsonl" "$DIR/sg/metrics.jsonl" || { echo "FAIL: translator on 2 stages under GPipe"; exit 1; }
 sharded_as "$DIR/s1" "$DIR/sg" 2 1e-5 "a translator on 2 stages under GPipe (metrics byte-identical)"
-python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'a translator\'s peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
-  "$(peak "$DIR/s2.log")" "$(peak "$DIR/sg.log")" || { echo "FAIL: the translator's 1F1B stages did not use less memory"; exit 1; }
+peak_below "$DIR/s2.log" "$DIR/sg.log" "a translator on 2 stages" 1F1B GPipe
 # 3 stages and 4 micro-batches: one group of 4, stage 0 warming up with 2 (P - 1) + 4 passes
 sed 's/"n_decoder_layers": 2/"n_decoder_layers": 3/' "$DIR/s2s.json" > "$DIR/s2s3.json"
 run "$DIR/s31.log" "$TFM" -t 1 train "$DIR/s2s3.json" --out "$DIR/s31"
@@ -174,17 +179,13 @@ sed -e 's/"n_layers": 3,/"n_layers": 8,/' -e 's/"n_decoder_layers": 2,/"n_decode
     -e 's/"batch_size": 4, "grad_accum": 4, "max_steps": 6,/"batch_size": 16, "grad_accum": 4, "max_steps": 4,/' \
     -e 's/"schedule": { "name": "constant" },/"schedule": { "name": "constant" }, "distributed": {},/' \
     -e 's/"every": 3, "log_every": 1, "bleu_examples": 10/"every": 4, "log_every": 1, "bleu_examples": 0/' "$DIR/s2s.json" > "$DIR/deep.json"
-sed 's/"distributed": {}/"distributed": { "pipeline_balance": "even" }/' "$DIR/deep.json" > "$DIR/deep-even.json"
-run "$DIR/db1.log" "$TFM" -t 1 train "$DIR/deep.json" --out "$DIR/db1"
-run "$DIR/db2.log" $MPI "$TFM" -t 1 train "$DIR/deep.json" --out "$DIR/db2" --pipeline-parallel 2
-run "$DIR/dbe.log" $MPI "$TFM" -t 1 train "$DIR/deep-even.json" --out "$DIR/dbe" --pipeline-parallel 2
+balanced_and_even deep db
 grep -q "stage 0 holds layers 0-2 (encoder) and 0-3 (decoder); .*encoder + decoder layers per stage by the memory planner (planned peak): 3 + 4 (.*) 5 + 4 (" "$DIR/db2.log" ||
   { echo "FAIL: the planner did not give stage 0 three encoder layers"; grep "pipeline parallel" "$DIR/db2.log"; exit 1; }
 grep -q "encoder + decoder layers per stage, even (planned peak): 4 + 4 (.*) 4 + 4 (" "$DIR/dbe.log" || { echo "FAIL: no even split"; exit 1; }
 cmp -s "$DIR/db1/metrics.jsonl" "$DIR/db2/metrics.jsonl" || { echo "FAIL: a balanced translator's metrics"; exit 1; }
 sharded_as "$DIR/db1" "$DIR/db2" 2 1e-5 "a translator on 2 stages balanced by memory (3 + 4 and 5 + 4 layers; metrics byte-identical)"
-python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'a translator\'s peak of the steps on stage 0: balanced {a} MiB < even {b} MiB')" \
-  "$(peak "$DIR/db2.log")" "$(peak "$DIR/dbe.log")" || { echo "FAIL: balancing the translator did not lower stage 0's peak"; exit 1; }
+peak_below "$DIR/db2.log" "$DIR/dbe.log" "a translator on 2 stages" balanced even
 run "$DIR/sr1.log" $MPI "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --pipeline-parallel 2 --max-steps 3
 run "$DIR/sr2.log" "$TFM" -t 1 train "$DIR/s2s.json" --out "$DIR/sr" --resume "$DIR/sr"
 cmp -s "$DIR/s1/metrics.jsonl" "$DIR/sr/metrics.jsonl" || { echo "FAIL: translator, 2 stages then one process"; exit 1; }
@@ -253,8 +254,7 @@ metrics_within "$DIR/t1/metrics.jsonl" "$DIR/t2/metrics.jsonl" 8 "tied embedding
 (cd "$SRC" && $MPI "$TFM" -t 1 train configs/shakespeare-gpt.json --out "$DIR/gpt" --max-steps 2 --pipeline-parallel 2) \
   > "$DIR/gpt.out" 2> "$DIR/gpt.log" || { echo "FAIL: shakespeare-gpt on 2 stages"; cat "$DIR/gpt.log"; exit 1; }
 [ -s "$DIR/gpt.out" ] || { echo "FAIL: no sample from 2 stages"; exit 1; }
-python3 -c "import sys; a, b = float(sys.argv[1]), float(sys.argv[2]); assert a < b, (a, b); print(f'peak of the steps on stage 0: 1F1B {a} MiB < GPipe {b} MiB')" \
-  "$(peak "$DIR/p2.log")" "$(peak "$DIR/g2.log")"
+peak_below "$DIR/p2.log" "$DIR/g2.log" "a decoder on 2 stages" 1F1B GPipe
 
 # 3b. tensor x pipeline: 4 ranks as 2 stages of 2 shards, 8 as 2 pipelines of them; losses
 # and gradient norms (clipped) within 1e-5 of one process, the 4 ranks' shards of the weights
