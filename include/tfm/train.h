@@ -218,6 +218,9 @@ struct TrainConfig {
   std::int64_t max_steps = 1000;
   double clip_grad_norm = 1.0;      // 0: no clipping
   double label_smoothing = 0.0;
+  // speech: the weight w of a CTC loss on the encoder's states, mixed as (1 - w) · decoder loss +
+  // w · CTC (joint CTC/attention training; docs/speech.md). 0: the decoder's loss alone.
+  double ctc_weight = 0.0;
   double gradient_noise = 0.0;         // eta of add_gradient_noise (0: off); added before clipping
   double gradient_noise_gamma = 0.55;  // its annealing exponent
   bool checkpoint_activations = false;  // recompute each layer in backward (Model::set_checkpoint_activations)

@@ -83,7 +83,8 @@ void SpeechData::pack(const std::vector<const SpeechClip*>& clips, const std::ve
   }
 }
 
-void SpeechData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels) {
+void SpeechData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels,
+                             Tensor* ctc_targets, Tensor* ctc_lengths) {
   const std::int64_t n = train_size();
   std::vector<const SpeechClip*> clips;
   std::vector<bool> ts;
@@ -98,6 +99,16 @@ void SpeechData::train_batch(std::int64_t cursor, std::int64_t batch, Tensor& fe
     ts.push_back(u < timestamps_fraction_);
   }
   pack(clips, ts, true, seed_ ^ static_cast<std::uint64_t>(cursor), features, dec_in, labels);
+  if (ctc_targets == nullptr || ctc_lengths == nullptr) return;
+  std::int64_t L = 1;
+  for (const SpeechClip* c : clips) L = std::max<std::int64_t>(L, static_cast<std::int64_t>(c->text.size()));
+  *ctc_targets = Tensor::zeros({batch, L}, DType::i64);
+  *ctc_lengths = Tensor::empty({batch}, DType::i64);
+  for (std::int64_t b = 0; b < batch; ++b) {
+    const std::vector<std::int32_t>& text = clips[static_cast<std::size_t>(b)]->text;
+    std::copy(text.begin(), text.end(), ctc_targets->data<std::int64_t>() + b * L);
+    ctc_lengths->data<std::int64_t>()[b] = static_cast<std::int64_t>(text.size());
+  }
 }
 
 void SpeechData::test_batch(std::int64_t first, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels) const {

@@ -567,7 +567,12 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
     in.fused_parts = d.s2s->fused_parts();
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::speech) {
-    d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets);
+    if (cfg.ctc_weight > 0) {
+      d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets, &b.ctc_targets, &b.ctc_target_lengths);
+      b.ctc_blank = d.special.no_speech;
+    } else {
+      d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets);
+    }
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::image_classifier) {
     d.images->train_batch(cursor, rows, in.pixel_values, targets);
@@ -595,6 +600,46 @@ Tensor logits_loss(const Model& m, const Tensor& logits, const Tensor& targets, 
   return token_loss(m, logits, targets, cfg);
 }
 
+namespace {
+
+// Joint CTC/attention training (Kim, Hori and Watanabe 2017): a CTC loss over the encoder's
+// states pulls each frame toward the token being spoken, which teaches the encoder an alignment
+// long before the decoder's cross-attention finds one. The CTC head is the decoder's token
+// embedding (as the decoder's own head is), so the saved model is a plain Whisper layout; the
+// blank is <|nospeech|>, which no transcript contains.
+Tensor joint_ctc_loss(const Model& m, const Tensor& encoder_states, const MicroBatch& batch, const Tensor& decoder_loss,
+                      double weight) {
+  const Tensor& table = m.parameters().at("model.decoder.embed_tokens.weight");
+  const Tensor log_probs = log_softmax(linear(encoder_states, table), -1);
+  const std::int64_t B = log_probs.size(0), frames = log_probs.size(1);
+  const Tensor lengths = Tensor::full({B}, static_cast<float>(frames), DType::i64);
+  const Tensor ctc = ctc_loss(log_probs, lengths, batch.ctc_targets, batch.ctc_target_lengths, batch.ctc_blank,
+                              LossReduction::mean, /*zero_infinity=*/true);
+  return add(mul_scalar(decoder_loss, static_cast<float>(1.0 - weight)), mul_scalar(ctc, static_cast<float>(weight)));
+}
+
+// The CTC head's best path of each row: the most likely token of every frame, repeats merged,
+// blanks dropped (no language model; it shows what the encoder alone has learned to hear).
+std::vector<std::string> ctc_greedy(const Model& m, const Tensor& encoder_states, const Tokenizer& tok, std::int32_t blank) {
+  const Tensor best = argmax(linear(encoder_states, m.parameters().at("model.decoder.embed_tokens.weight")), -1);
+  const std::int64_t B = best.size(0), frames = best.size(1);
+  const std::vector<std::int64_t> ids = best.to_ints();
+  std::vector<std::string> out;
+  for (std::int64_t b = 0; b < B; ++b) {
+    std::vector<std::int32_t> path;
+    std::int64_t prev = -1;
+    for (std::int64_t t = 0; t < frames; ++t) {
+      const std::int64_t id = ids[static_cast<std::size_t>(b * frames + t)];
+      if (id != prev && id != blank) path.push_back(static_cast<std::int32_t>(id));
+      prev = id;
+    }
+    out.push_back(tok.decode(path, /*skip_special=*/true));
+  }
+  return out;
+}
+
+}  // namespace
+
 Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cfg, Distiller* distill) {
   const ModelInputs& in = batch.in;
   const Tensor& targets = batch.targets;
@@ -611,7 +656,8 @@ Tensor micro_batch_loss(const MicroBatch& batch, Model& m, const TrainConfig& cf
   // A DeiT student learns the true labels on its [CLS] head when its distillation head learns
   // the teacher's; without a teacher both heads learn them through their mean.
   const Tensor& label_logits = distill != nullptr && out.cls_logits.defined() ? out.cls_logits : out.logits;
-  const Tensor hard = logits_loss(m, targets.dim() == 1 ? label_logits : out.logits, targets, cfg);
+  Tensor hard = logits_loss(m, targets.dim() == 1 ? label_logits : out.logits, targets, cfg);
+  if (batch.ctc_targets.defined()) hard = joint_ctc_loss(m, out.encoder_hidden, batch, hard, cfg.ctc_weight);
   return distill != nullptr ? distill->loss(in, targets, out, hidden, hard) : hard;
 }
 
@@ -638,16 +684,19 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     out["perplexity"] = std::exp(out["loss"]);
   } else if (d.kind == TaskKind::speech) {
     double count = 0;
+    const std::int64_t n = std::min(cfg.wer_examples, d.speech->test_size());
+    std::vector<std::string> ctc_hyps;  // the CTC head's greedy transcripts, when it was trained
     for (std::int64_t first = 0; first < d.speech->test_size(); first += cfg.batch_size) {
       ModelInputs in;
       Tensor labels;
       d.speech->test_batch(first, cfg.batch_size, in.input_features, in.decoder_input_ids, labels);
-      const Tensor logits = m.forward(in).logits;
-      sum += cross_entropy(reshape(logits, {-1, logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
+      const ModelOutputs o = m.forward(in);
+      sum += cross_entropy(reshape(o.logits, {-1, o.logits.size(-1)}), reshape(labels, {-1}), -100, 0.0f, LossReduction::sum).item();
       for (std::int64_t l : labels.to_ints()) count += l != -100;
+      if (cfg.ctc_weight > 0 && first < n)
+        for (std::string& h : ctc_greedy(m, o.encoder_hidden, *d.tok, d.special.no_speech)) ctc_hyps.push_back(std::move(h));
     }
     out["loss"] = sum / count;
-    const std::int64_t n = std::min(cfg.wer_examples, d.speech->test_size());
     if (n > 0) {
       // Greedy transcription of each test clip's window, scored as Whisper's papers do: WER after
       // its basic normaliser (case and punctuation, which the speech does not carry, ignored).
@@ -662,6 +711,12 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
       const auto r = metrics::error_rates(refs, hyps, metrics::TranscriptNormalizer::basic);
       out["wer"] = r.words.rate();
       out["cer"] = r.chars.rate();
+      if (!ctc_hyps.empty()) {
+        ctc_hyps.resize(static_cast<std::size_t>(n));
+        const auto c = metrics::error_rates(refs, ctc_hyps, metrics::TranscriptNormalizer::basic);
+        out["ctc_wer"] = c.words.rate();
+        out["ctc_cer"] = c.chars.rate();
+      }
       if (detail) detail->hypotheses = std::move(hyps);
     }
   } else if (d.kind == TaskKind::seq2seq) {

@@ -76,6 +76,10 @@ struct MicroBatch {
   Tensor targets;                // lm, seq2seq, speech: (B, T) with -100 at padding; classifiers: (B)
   std::int64_t tokens = 0;       // input tokens (throughput)
   std::int64_t loss_terms = 0;   // targets the mean loss averages over
+  // speech with training.ctc_weight: each clip's transcript tokens (B, L) padded, their counts
+  // (B), and the blank the encoder's CTC head uses.
+  Tensor ctc_targets, ctc_target_lengths;
+  std::int64_t ctc_blank = -1;
 };
 MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg, std::int64_t cursor, std::int64_t rows);
 // Mean loss of a loaded micro-batch. With a distiller, its mix of the teacher's terms and this

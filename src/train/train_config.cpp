@@ -344,12 +344,13 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
 
   const Section t(section(root, "training"), where + ".training",
                   {"batch_size", "grad_accum", "max_steps", "clip_grad_norm", "label_smoothing",
-                   "checkpoint_activations", "gradient_noise", "gradient_noise_gamma", "precision"});
+                   "checkpoint_activations", "gradient_noise", "gradient_noise_gamma", "precision", "ctc_weight"});
   t.get_int("batch_size", c.batch_size, 1);
   t.get_int("grad_accum", c.grad_accum, 1);
   t.get_int("max_steps", c.max_steps, 1);
   t.get_double("clip_grad_norm", c.clip_grad_norm, 0.0, 1e9);
   t.get_double("label_smoothing", c.label_smoothing, 0.0, 0.999);
+  t.get_double("ctc_weight", c.ctc_weight, 0.0, 1.0);
   t.get_bool("checkpoint_activations", c.checkpoint_activations);
   std::string precision = "fp32";
   t.get_string("precision", precision, {"fp32", "bf16", "auto"});
@@ -378,6 +379,11 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   e.get_int("bleu_examples", c.bleu_examples, 0);
   e.get_int("beam", c.bleu_beam, 1);
   e.get_string("bleu_tokenize", c.bleu_tokenize, {"auto", "13a", "intl", "zh", "char", "none"});
+  // The CTC head reads the whole encoder output and the whole token embedding, which model
+  // parallelism splits between ranks.
+  TFM_CHECK(c.ctc_weight == 0.0 || c.task == TaskKind::speech, t.key("ctc_weight"), "applies to task \"speech\" only");
+  TFM_CHECK(c.ctc_weight == 0.0 || (c.tensor_parallel == 1 && c.pipeline_parallel == 1), t.key("ctc_weight"),
+            "is not supported with tensor or pipeline parallelism (data parallelism is)");
   const Section k(section(root, "checkpoint"), where + ".checkpoint", {"every"});
   k.get_int("every", c.checkpoint_every, 0);
   const Section sm(section(root, "sample"), where + ".sample", {"prompt", "tokens", "temperature"});

@@ -145,7 +145,10 @@ class SpeechData {
   // input_features (B, n_mels, window) and the decoder's inputs and labels (-100 at padding):
   // <|startoftranscript|> then <|notimestamps|> text <|endoftext|>, or (timestamps_fraction of
   // the training clips) <|0.00|> text <|end time|> <|endoftext|>, as Whisper trains.
-  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels);
+  // ctc_targets / ctc_lengths, when given: each clip's transcript tokens (B, L), padded with
+  // 0, and their counts (B), for a CTC loss on the encoder.
+  void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels,
+                   Tensor* ctc_targets = nullptr, Tensor* ctc_lengths = nullptr);
   void test_batch(std::int64_t first, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels) const;
   Tensor window(const SpeechClip& c) const;  // (n_mels, window) as the model reads it
 

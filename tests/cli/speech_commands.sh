@@ -142,8 +142,9 @@ printf 'hello world\n' | "$TFM" wer "$DIR/ref.txt" --normalize basic --json > "$
   || fail "wer --normalize basic: $(cat "$DIR/wer.json")"
 echo "wer: jiwer's counts; basic normalisation"
 # ---- tfm train (task speech) --------------------------------------------------------------------
-# A tiny corpus from tools/speech (espeak-ng + sox), a few steps: the run writes the WER, and
-# its directory is a Whisper hub layout tfm transcribe reads (the front end, the decoding rules).
+# A tiny corpus from tools/speech (espeak-ng + sox), a few steps with the joint CTC loss: the run
+# writes the WER, and its directory is a Whisper hub layout tfm transcribe reads (the front end,
+# the decoding rules).
 /usr/bin/python3 "$SRC/tools/speech/make_speech_corpus.py" "$DIR/corpus" --train 24 --test 4 --jobs 1 2> /dev/null \
   || fail "make_speech_corpus.py"
 cat > "$DIR/speech.json" <<JSON
@@ -154,11 +155,11 @@ cat > "$DIR/speech.json" <<JSON
   "tokenizer": { "kind": "bpe", "vocab_size": 300 },
   "data": { "train": "$DIR/corpus/train.tsv", "test": "$DIR/corpus/test.tsv", "chunk_length": 6,
             "spec_augment": { "time_masks": 1, "time_width": 10, "freq_masks": 1, "freq_width": 5 } },
-  "training": { "batch_size": 4, "max_steps": 4 },
+  "training": { "batch_size": 4, "max_steps": 4, "ctc_weight": 0.3 },
   "eval": { "every": 4, "log_every": 2, "wer_examples": 4 } }
 JSON
 "$TFM" -t 1 train "$DIR/speech.json" --out "$DIR/asr" > "$DIR/asr.log" 2>&1 || { cat "$DIR/asr.log"; fail "train task speech"; }
-grep -q '"split":"val".*"wer"' "$DIR/asr/metrics.jsonl" || fail "no wer in metrics.jsonl: $(cat "$DIR/asr/metrics.jsonl")"
+grep -q '"split":"val".*"ctc_wer".*"wer"' "$DIR/asr/metrics.jsonl" || fail "no wer and ctc_wer in metrics.jsonl: $(cat "$DIR/asr/metrics.jsonl")"
 for f in preprocessor_config.json generation_config.json tokenizer.json config.json model.safetensors; do
   [ -s "$DIR/asr/$f" ] || fail "the speech model directory has no $f"
 done

@@ -72,6 +72,18 @@ TEST(ParityNn, CrossEntropy) {
   });
 }
 
+TEST(ParityNn, CtcLoss) {
+  const std::vector<std::pair<std::string, LossReduction>> reductions{
+      {"mean", LossReduction::mean}, {"sum", LossReduction::sum}, {"none", LossReduction::none}};
+  for (const auto& [red_name, red] : reductions)
+    check("ctc_" + red_name, {"logits"}, [red = red](Inputs& in) {
+      return ctc_loss(log_softmax(in["logits"], -1), in["input_lengths"], in["targets"], in["target_lengths"], 0, red, true);
+    });
+  check("ctc_blank_last", {"logits"}, [](Inputs& in) {
+    return ctc_loss(log_softmax(in["logits"], -1), in["input_lengths"], in["targets"], in["target_lengths"], 5);
+  });
+}
+
 TEST(ParityNn, ConcatAndSplit) {
   check("concat", {"a", "b"}, [](Inputs& in) {
     return concat({in["a"], transpose(in["b"], 1, 2), slice(in["a"], 1, 0, 1)}, 1);

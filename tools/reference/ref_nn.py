@@ -64,6 +64,23 @@ def make(out):
                                                                           label_smoothing=0.2),
           {"logits_t": logits.t().contiguous()}, {"targets": tgt2.to(torch.int32)})
 
+    # CTC through log_softmax (PyTorch's kernel returns the logits' gradient; composed with
+    # log_softmax both agree). Repeated labels, an empty target, rows shorter than T, the blank
+    # first or last, and a row no alignment fits (zero_infinity).
+    ctc_logits = torch.randn(4, 12, 6) * 2
+    ctc_tgt = torch.tensor([[1, 1, 2, 3, 3], [4, 2, 4, 0, 0], [0, 0, 0, 0, 0], [2, 2, 2, 2, 2]])
+    ctc_in = torch.tensor([12, 9, 7, 8])
+    ctc_tl = torch.tensor([5, 3, 0, 5])
+    for red in ("mean", "sum", "none"):
+        _case(out, f"ctc_{red}", lambda logits: F.ctc_loss(F.log_softmax(logits, -1).transpose(0, 1), ctc_tgt, ctc_in,
+                                                           ctc_tl, blank=0, reduction=red, zero_infinity=True),
+              {"logits": ctc_logits}, {"targets": ctc_tgt, "input_lengths": ctc_in, "target_lengths": ctc_tl})
+    ctc_tgt5 = ctc_tgt.clone()  # 0 is a label when the blank is 5
+    ctc_in5 = torch.tensor([12, 12, 3, 11])
+    _case(out, "ctc_blank_last", lambda logits: F.ctc_loss(F.log_softmax(logits, -1).transpose(0, 1), ctc_tgt5, ctc_in5,
+                                                          ctc_tl, blank=5, reduction="mean"),
+          {"logits": ctc_logits}, {"targets": ctc_tgt5.to(torch.int32), "input_lengths": ctc_in5, "target_lengths": ctc_tl})
+
     a, b = torch.randn(2, 3, 4), torch.randn(2, 4, 5)
     _case(out, "concat", lambda a, b: torch.cat([a, b.transpose(1, 2), a[:, :1]], 1), {"a": a, "b": b})
     xc = torch.randn(2, 9, 3)

@@ -55,6 +55,15 @@ enum class LossReduction { none, mean, sum };
 Tensor cross_entropy(const Tensor& logits, const Tensor& targets, std::int64_t ignore_index = -100,
                      float label_smoothing = 0.0f, LossReduction reduction = LossReduction::mean);
 
+// Connectionist temporal classification (Graves et al. 2006) with PyTorch's F.ctc_loss
+// semantics, batch first: log_probs (B, T, V) log-probabilities (log_softmax of the logits);
+// input_lengths (B) the frames each row uses (<= T); targets (B, L) padded label rows (i32/i64,
+// never the blank); target_lengths (B). mean: each row's loss divided by its target length
+// (at least 1), then the mean over rows; none: (B) per-row losses. zero_infinity: a row no
+// alignment fits (too few frames for its labels) counts 0, with a zero gradient, instead of inf.
+Tensor ctc_loss(const Tensor& log_probs, const Tensor& input_lengths, const Tensor& targets, const Tensor& target_lengths,
+                std::int64_t blank = 0, LossReduction reduction = LossReduction::mean, bool zero_infinity = false);
+
 // Join tensors (same dtype, same shape except along dim) into a new tensor.
 Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim);
 // Views of consecutive pieces of x along dim with the given sizes (which must add up to

@@ -116,6 +116,37 @@ TEST(NnOps, GradcheckCrossEntropy) {
                               {l3}, 1e-2, 2e-2, 1e-3, "cross_entropy 3-d transposed"));
 }
 
+TEST(NnOps, GradcheckCtcLoss) {
+  // Through log_softmax, as training uses it; a repeated label, an empty target, a short row.
+  const Tensor logits = test::random_tensor({3, 6, 4}, 11, -2.0f, 2.0f);
+  const Tensor targets = ids_tensor({1, 1, 2, 3, 0, 0, 0, 0, 0}, {3, 3});
+  const Tensor in_len = ids_tensor({6, 4, 5}, {3}), tgt_len = ids_tensor({3, 1, 0}, {3});
+  for (LossReduction red : {LossReduction::mean, LossReduction::sum, LossReduction::none})
+    EXPECT_TRUE(test::gradcheck(
+        [&](const std::vector<Tensor>& in) { return ctc_loss(log_softmax(in[0], -1), in_len, targets, tgt_len, 0, red); },
+        {logits}, 1e-2, 2e-2, 1e-3, "ctc_loss red=" + std::to_string(static_cast<int>(red))));
+  // With the blank last and every label the same: alignments must put blanks between them.
+  const Tensor same = ids_tensor({2, 2, 2, 2, 2, 2, 2, 2, 2}, {3, 3});
+  EXPECT_TRUE(test::gradcheck(
+      [&](const std::vector<Tensor>& in) { return ctc_loss(log_softmax(in[0], -1), in_len, same, tgt_len, 3); }, {logits},
+      1e-2, 2e-2, 1e-3, "ctc_loss repeated labels"));
+}
+
+TEST(NnOps, CtcLossOfAFullyDeterminedAlignment) {
+  // Two frames and two different labels: the only alignment is (a, b), so the loss is
+  // -(log p0[a] + log p1[b]); one frame too few makes it impossible (inf, or 0 with zero_infinity).
+  const Tensor lp = log_softmax(test::random_tensor({1, 2, 3}, 5), -1);
+  const Tensor y = ids_tensor({1, 2}, {1, 2}), two = ids_tensor({2}, {1}), one = ids_tensor({1}, {1});
+  const float expected = -(lp.data<float>()[1] + lp.data<float>()[5]);
+  EXPECT_NEAR(ctc_loss(lp, two, y, two, 0, LossReduction::sum).item(), expected, 1e-5);
+  EXPECT_TRUE(std::isinf(ctc_loss(lp, one, y, two, 0, LossReduction::sum).item()));
+  Tensor x = lp.clone().requires_grad_();
+  Tensor loss = ctc_loss(x, one, y, two, 0, LossReduction::mean, true);
+  EXPECT_EQ(loss.item(), 0.0f);
+  backward(loss);
+  for (float g : x.grad().to_floats()) EXPECT_EQ(g, 0.0f);
+}
+
 // ---- values -----------------------------------------------------------------------------
 
 TEST(NnOps, SoftmaxOfNonContiguousViewEqualsSoftmaxOfCopy) {
@@ -256,4 +287,19 @@ TEST(NnOps, ErrorsNameTheOpAndTheValues) {
   EXPECT_NE(error_of([] { concat({Tensor::zeros({2, 3}), Tensor::zeros({2, 3}, DType::bf16)}, 0); }).find("bf16"),
             std::string::npos);
   EXPECT_NE(error_of([] { split(Tensor::zeros({2, 5}), {2, 2}, 1); }).find("sizes add up to 4"), std::string::npos);
+
+  const Tensor lp = Tensor::zeros({2, 4, 5}), lens = ids_tensor({4, 4}, {2}), tl = ids_tensor({2, 1}, {2});
+  const std::string e4 = error_of([&] { ctc_loss(lp, lens, ids_tensor({1, 2, 0, 9}, {2, 2}), tl); });
+  EXPECT_NE(e4.find("[ctc_loss] targets[1, 0] = 0"), std::string::npos) << e4;  // 0 is the blank; 9 is padding
+  EXPECT_NE(e4.find("other than the blank 0"), std::string::npos) << e4;
+  EXPECT_NE(error_of([&] { ctc_loss(lp, ids_tensor({4, 5}, {2}), ids_tensor({1, 2, 3, 4}, {2, 2}), tl); })
+                .find("input_lengths[1] = 5 is outside [0, 4]"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ctc_loss(lp, lens, ids_tensor({1, 2, 3, 4}, {2, 2}), ids_tensor({2, 3}, {2})); })
+                .find("target_lengths[1] = 3"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ctc_loss(Tensor::zeros({4, 5}), lens, tl, tl); }).find("(batch, frames, classes)"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] { ctc_loss(lp, lens, ids_tensor({1, 2, 3, 4}, {2, 2}), tl, 5); }).find("blank 5 is out of range"),
+            std::string::npos);
 }

@@ -138,6 +138,16 @@ TEST(TrainConfigParse, RejectsUnknownKeysAndBadValues) {
                   .tokenizer_isolate_cjk);
   e = expect_error([&] { parse_train_config("{ not json", "c.json"); });
   EXPECT_NE(e.find("not valid JSON"), std::string::npos) << e;
+  e = expect_error([&] { parse_train_config("{" + ok + R"(, "training": {"ctc_weight": 0.3}})", "c.json"); });
+  EXPECT_NE(e.find("[c.json.training.ctc_weight] applies to task \"speech\" only"), std::string::npos) << e;
+  const std::string speech = R"("task": "speech", "model": {"model_type": "whisper"}, "data": {"train": "a.tsv", "test": "b.tsv"})";
+  EXPECT_DOUBLE_EQ(parse_train_config("{" + speech + R"(, "training": {"ctc_weight": 0.3}})", "c.json").ctc_weight, 0.3);
+  e = expect_error([&] { parse_train_config("{" + speech + R"(, "training": {"ctc_weight": 1.5}})", "c.json"); });
+  EXPECT_NE(e.find("ctc_weight"), std::string::npos) << e;
+  e = expect_error([&] {
+    parse_train_config("{" + speech + R"(, "training": {"ctc_weight": 0.3}, "distributed": {"pipeline_parallel": 2}})", "c.json");
+  });
+  EXPECT_NE(e.find("not supported with tensor or pipeline parallelism"), std::string::npos) << e;
 }
 
 // What a checkpoint holds after one optimiser step of a tiny model (step 5 of a run).
