@@ -4,16 +4,16 @@
 # Every target runs (JOBS at a time); the script exits non-zero when any had a crash, sanitizer report, failed
 # property, timeout or memory blow-up (the input that did it is saved as
 # build-fuzz/artifacts/<target>-crash-<sha1>), and its last line counts the targets.
-#   scripts/fuzz.sh                    every target, FUZZ_SECONDS (default 30) each
+#   scripts/fuzz.sh                    every target, FUZZ_SECONDS (default 20) each
 #   scripts/fuzz.sh safetensors ...    only these targets
 #   FUZZ_SECONDS=1800 scripts/fuzz.sh  a long run (docs/reliability.md records one)
 # New inputs that reach new code go to build-fuzz/corpus/<target>/, never into fuzz/corpus/.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 JOBS=${JOBS:-$(nproc)}
-SECS=${FUZZ_SECONDS:-30}
+SECS=${FUZZ_SECONDS:-20}
 # -O1 -g1, as the sanitizers' authors advise and as the ASan stage of scripts/test.sh builds:
-# the build is most of a 30-second-per-target run, and -O1 compiles in ~60% of -O2's time.
+# the build is most of a 20-second-per-target run, and -O1 compiles in ~60% of -O2's time.
 CC=${FUZZ_CC:-clang-14} CXX=${FUZZ_CXX:-clang++-14} \
   cmake -S . -B build-fuzz -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DTFM_FUZZ=ON > /dev/null

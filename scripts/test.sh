@@ -158,7 +158,7 @@ else
   record "ASan+UBSan tests" FAILED "not run: the build failed" 0
 fi
 
-step "fuzz targets (${FUZZ_SECONDS:-30} s each)" env JOBS="$JOBS" scripts/fuzz.sh
+step "fuzz targets (${FUZZ_SECONDS:-20} s each)" env JOBS="$JOBS" scripts/fuzz.sh
 
 echo
 echo "== summary ($(( ($(date +%s) - started) / 60 )) min on $(nproc) cores)"
