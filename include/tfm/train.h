@@ -202,6 +202,7 @@ struct TrainConfig {
   // "data.augment": {"crop_padding": N, "horizontal_flip": bool} on the training images.
   std::int64_t augment_crop_padding = 0;
   bool augment_horizontal_flip = false;
+  double augment_random_erasing = 0.0;  // "random_erasing": the chance an image has a rectangle erased
   // data (speech): "train" and "test" are manifests of path<TAB>transcript lines (paths
   // relative to the manifest); audio is read at 16 kHz and cut into chunk_length-second windows
   // as WhisperFeatureExtractor does. "spec_augment": {"time_masks", "time_width", "freq_masks",

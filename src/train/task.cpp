@@ -202,7 +202,7 @@ TaskData image_data(const TrainConfig& cfg) {
   d.label_names = train.label_names;
   d.positive = positive_class(cfg, d.label_names);
   d.images.emplace(std::move(train), std::move(test), ImageProcessor::from_json(cfg.preprocessor_json, where + ".preprocessor"),
-                   ImageAugment{cfg.augment_crop_padding, cfg.augment_horizontal_flip}, cfg.seed);
+                   ImageAugment{cfg.augment_crop_padding, cfg.augment_horizontal_flip, cfg.augment_random_erasing}, cfg.seed);
   return d;
 }
 

@@ -299,9 +299,10 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   }
   ImageProcessor::from_json(c.preprocessor_json, data.key("preprocessor"));  // every key checked now, before any work
   if (data.has("augment")) {
-    const Section a(data.at("augment"), data.key("augment"), {"crop_padding", "horizontal_flip"});
+    const Section a(data.at("augment"), data.key("augment"), {"crop_padding", "horizontal_flip", "random_erasing"});
     a.get_int("crop_padding", c.augment_crop_padding, 0, 1 << 12);
     a.get_bool("horizontal_flip", c.augment_horizontal_flip);
+    a.get_double("random_erasing", c.augment_random_erasing, 0.0, 1.0);
   }
   if (data.has("labels")) {
     const json& l = data.at("labels");

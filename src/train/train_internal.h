@@ -98,6 +98,7 @@ class ClsData {
 struct ImageAugment {
   std::int64_t crop_padding = 0;  // > 0: pad by this many pixels, crop back to the size at a random place
   bool horizontal_flip = false;   // flip half of the images
+  double random_erasing = 0.0;    // the chance of random erasing (Zhong et al. 2017) on each image
 };
 class ImageData {
  public:

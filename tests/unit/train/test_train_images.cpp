@@ -115,7 +115,8 @@ TEST(TrainImages, ResumedRunRepeatsTheAugmentedBatches) {
   const std::string dir = tmp_dir("images_resume");
   const std::string folder = write_picture_folder(dir);
   const TrainConfig cfg =
-      parse_train_config(image_config(folder, "", R"({"crop_padding": 2, "horizontal_flip": true})"), "images.json");
+      parse_train_config(image_config(folder, "", R"({"crop_padding": 2, "horizontal_flip": true, "random_erasing": 0.5})"),
+                         "images.json");
   TrainOptions o;
   o.quiet = true;
   o.max_steps = 12;
@@ -124,6 +125,45 @@ TEST(TrainImages, ResumedRunRepeatsTheAugmentedBatches) {
   const InterruptedRun parts = train_interrupted(cfg, o, dir + "/parts", 5);
   ASSERT_EQ(parts.losses.size(), whole.losses.size());
   for (std::size_t i = 0; i < whole.losses.size(); ++i) EXPECT_EQ(parts.losses[i], whole.losses[i]) << "step " << i + 1;
+}
+
+TEST(TrainImages, RandomErasingFillsOneRectangleWithNoise) {
+  // Uniform grey pictures: what random erasing changes is a rectangle of 2-33% of the
+  // picture, filled with grey noise; with a chance of 0 nothing changes.
+  LabeledImages set;
+  Image flat;
+  flat.width = 20, flat.height = 16;
+  flat.rgb.assign(20 * 16 * 3, 100);
+  for (int i = 0; i < 8; ++i) set.images.push_back(flat), set.labels.push_back(i % 2);
+  set.label_names = {"a", "b"};
+  const auto processor = [] {
+    return ImageProcessor::from_json(R"({"do_resize": false, "do_rescale": false, "do_normalize": false})", "test");
+  };
+  for (double chance : {0.0, 1.0}) {
+    train_detail::ImageData data(set, set, processor(), train_detail::ImageAugment{0, false, chance}, 5);
+    Tensor pixels, labels;
+    data.train_batch(0, 8, pixels, labels);
+    const std::vector<float> v = pixels.to_floats();
+    for (std::int64_t b = 0; b < 8; ++b) {
+      std::int64_t changed = 0, x0 = 20, x1 = -1, y0 = 16, y1 = -1;
+      for (std::int64_t y = 0; y < 16; ++y)
+        for (std::int64_t x = 0; x < 20; ++x) {
+          const auto at = [&](std::int64_t c) { return v[static_cast<std::size_t>(((b * 3 + c) * 16 + y) * 20 + x)]; };
+          EXPECT_EQ(at(0), at(1));  // grey noise for a grey picture
+          EXPECT_EQ(at(0), at(2));
+          if (at(0) == 100.0f) continue;
+          ++changed, x0 = std::min(x0, x), x1 = std::max(x1, x), y0 = std::min(y0, y), y1 = std::max(y1, y);
+        }
+      if (chance == 0.0) {
+        EXPECT_EQ(changed, 0) << "picture " << b;
+        continue;
+      }
+      const std::int64_t box = (x1 - x0 + 1) * (y1 - y0 + 1);
+      EXPECT_GE(box, 4) << "picture " << b;  // 2% of 320 pixels, rounded
+      EXPECT_LE(box, 130) << "picture " << b;  // 33%, with the rounding of each side
+      EXPECT_GE(changed, box * 9 / 10) << "picture " << b;  // noise hits 100 by chance 1/256 a pixel
+    }
+  }
 }
 
 TEST(TrainImages, ConfigMistakesAreNamedBeforeAnyWork) {
