@@ -27,8 +27,8 @@ void erase_rectangle(Image& img, Uniform&& uniform) {
     if (h < 1 || w < 1 || h >= img.height || w >= img.width) continue;
     const auto top = static_cast<std::int64_t>(uniform() * static_cast<double>(img.height - h + 1));
     const auto left = static_cast<std::int64_t>(uniform() * static_cast<double>(img.width - w + 1));
-    for (std::int64_t y = top; y < std::min(img.height, top + h); ++y)
-      for (std::int64_t x = left; x < std::min(img.width, left + w); ++x) {
+    for (std::int64_t y = top; y < top + h; ++y)  // top <= height - h: the rectangle fits
+      for (std::int64_t x = left; x < left + w; ++x) {
         std::uint8_t* p = img.rgb.data() + (y * img.width + x) * 3;
         for (int c = 0; c < 3; ++c) p[c] = grey && c > 0 ? p[0] : static_cast<std::uint8_t>(uniform() * 256.0);
       }

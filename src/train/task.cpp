@@ -567,12 +567,10 @@ MicroBatch load_micro_batch(TaskData& d, const Model& m, const TrainConfig& cfg,
     in.fused_parts = d.s2s->fused_parts();
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::speech) {
-    if (cfg.ctc_weight > 0) {
-      d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets, &b.ctc_targets, &b.ctc_target_lengths);
-      b.ctc_blank = d.special.no_speech;
-    } else {
-      d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets);
-    }
+    const bool ctc = cfg.ctc_weight > 0;
+    d.speech->train_batch(cursor, rows, in.input_features, in.decoder_input_ids, targets, ctc ? &b.ctc_targets : nullptr,
+                          ctc ? &b.ctc_target_lengths : nullptr);
+    if (ctc) b.ctc_blank = d.special.no_speech;
     tokens = in.decoder_input_ids.numel();
   } else if (d.kind == TaskKind::image_classifier) {
     d.images->train_batch(cursor, rows, in.pixel_values, targets);
@@ -604,13 +602,12 @@ namespace {
 
 // Joint CTC/attention training (Kim, Hori and Watanabe 2017): a CTC loss over the encoder's
 // states pulls each frame toward the token being spoken, which teaches the encoder an alignment
-// long before the decoder's cross-attention finds one. The CTC head is the decoder's token
-// embedding (as the decoder's own head is), so the saved model is a plain Whisper layout; the
-// blank is <|nospeech|>, which no transcript contains.
-Tensor joint_ctc_loss(const Model& m, const Tensor& encoder_states, const MicroBatch& batch, const Tensor& decoder_loss,
+// long before the decoder's cross-attention finds one. The CTC head is the decoder's own head
+// (Model::head: Whisper's tied token embedding), so the saved model is a plain Whisper layout;
+// the blank is <|nospeech|>, which no transcript contains.
+Tensor joint_ctc_loss(Model& m, const Tensor& encoder_states, const MicroBatch& batch, const Tensor& decoder_loss,
                       double weight) {
-  const Tensor& table = m.parameters().at("model.decoder.embed_tokens.weight");
-  const Tensor log_probs = log_softmax(linear(encoder_states, table), -1);
+  const Tensor log_probs = log_softmax(m.head(encoder_states), -1);
   const std::int64_t B = log_probs.size(0), frames = log_probs.size(1);
   const Tensor lengths = Tensor::full({B}, static_cast<float>(frames), DType::i64);
   const Tensor ctc = ctc_loss(log_probs, lengths, batch.ctc_targets, batch.ctc_target_lengths, batch.ctc_blank,
@@ -620,8 +617,8 @@ Tensor joint_ctc_loss(const Model& m, const Tensor& encoder_states, const MicroB
 
 // The CTC head's best path of each row: the most likely token of every frame, repeats merged,
 // blanks dropped (no language model; it shows what the encoder alone has learned to hear).
-std::vector<std::string> ctc_greedy(const Model& m, const Tensor& encoder_states, const Tokenizer& tok, std::int32_t blank) {
-  const Tensor best = argmax(linear(encoder_states, m.parameters().at("model.decoder.embed_tokens.weight")), -1);
+std::vector<std::string> ctc_greedy(Model& m, const Tensor& encoder_states, const Tokenizer& tok, std::int32_t blank) {
+  const Tensor best = argmax(m.head(encoder_states), -1);
   const std::int64_t B = best.size(0), frames = best.size(1);
   const std::vector<std::int64_t> ids = best.to_ints();
   std::vector<std::string> out;
