@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <vector>
 
+#include "base/memory.h"
 #include "tfm/runtime.h"
 
 namespace tfm::cli {
@@ -165,8 +166,8 @@ double peak_gflops(int threads, int reps) {
 
 double read_bandwidth_gbs(std::int64_t bytes, int threads, int reps) {
   const std::int64_t n = bytes / 4;
-  float* p = static_cast<float*>(std::aligned_alloc(64, static_cast<std::size_t>(n) * 4));
-  if (p == nullptr) return 0;
+  // The engine's allocator, as the weights are: in 2 MiB pages where the kernel gives them.
+  float* p = static_cast<float*>(base::allocate(static_cast<std::size_t>(n) * 4));
 #pragma omp parallel for num_threads(threads) schedule(static)
   for (std::int64_t i = 0; i < n; ++i) p[i] = 1.0f;  // first touch by the reading threads
   const int width = lanes();
@@ -188,7 +189,7 @@ double read_bandwidth_gbs(std::int64_t bytes, int threads, int reps) {
       g_sink = sink;
       best = std::max(best, static_cast<double>(bytes) / dt * 1e-9);
     }
-  std::free(p);
+  base::release(p, static_cast<std::size_t>(n) * 4);
   return best;
 }
 
