@@ -10,6 +10,9 @@
 #   THREADS  thread counts [1 2]
 #   REPS     timed runs per figure after a warm-up, best reported [3]
 #   ENGINES  which engines to run [tfm llama.cpp]
+#   LLAMA_CPU  llama.cpp's CPU build to load, e.g. haswell (AVX2 + FMA + F16C) on an AVX-512
+#            machine, to compare with TFM_ISA=avx2 [the best this CPU runs]. ggml loads the
+#            highest-scoring libggml-cpu-*.so it finds, so the copy in WORKDIR keeps only that one.
 # gpt2 with the defaults takes about 6 minutes on a quiet 2-core machine. llama1b is ~9x larger
 # (the f32 file is 4.4 GB): run it one type and thread count at a time, e.g.
 #   MODEL=llama1b TYPES=q4_k THREADS=1 REPS=2 flock /tmp/heavy.lock bench/quant/decode_vs_llamacpp.sh
@@ -36,6 +39,15 @@ cd "$work"
 for t in "${types[@]}"; do
   [ -f "$model-$t.gguf" ] || "$bin/tfm" -t 2 quantize -m "hub/$model" -o "$model-$t.gguf" --type "$t"
 done
+llama_dir=$root/tools/reference/llama-cpp
+if [ -n "${LLAMA_CPU:-}" ]; then
+  bins=node_modules/@node-llama-cpp/linux-x64/bins/linux-x64
+  [ -f "$llama_dir/$bins/libggml-cpu-$LLAMA_CPU.so" ] || { echo "no llama.cpp CPU build '$LLAMA_CPU' in $llama_dir/$bins" >&2; exit 2; }
+  rm -rf "llama-cpp-$LLAMA_CPU"
+  cp -r "$llama_dir" "llama-cpp-$LLAMA_CPU"
+  find "llama-cpp-$LLAMA_CPU/$bins" -name 'libggml-cpu-*.so' ! -name "libggml-cpu-$LLAMA_CPU.so" -delete
+  llama_dir=$(pwd)/llama-cpp-$LLAMA_CPU
+fi
 for th in "${threads[@]}"; do
   for t in "${types[@]}"; do
     if [[ $engines == *" tfm "* ]]; then
@@ -45,7 +57,7 @@ for th in "${threads[@]}"; do
     fi
     if [[ $engines == *" llama.cpp "* ]]; then
       echo "=== llama.cpp $model $t threads=$th $(date -u +%H:%M:%S) load $(cut -d' ' -f1 /proc/loadavg)"
-      /usr/bin/time -f "peak_rss_kb %M wall %e" node "$root/tools/reference/llama-cpp/bench_decode.mjs" "$model-$t.gguf" "$th" 32 "$reps" 2>&1 |
+      /usr/bin/time -f "peak_rss_kb %M wall %e" node "$llama_dir/bench_decode.mjs" "$model-$t.gguf" "$th" 32 "$reps" 2>&1 |
         tail -3
     fi
   done
