@@ -37,6 +37,9 @@ struct QuantizedActs {
   std::vector<std::int16_t> s32pad;  // q4_k: sum32 with blocks padded to a multiple of 4
   std::vector<float> dx4;            // q4_k: 4 x d[b] per block, padded as s32pad
   std::int64_t xu_stride = 0, xoff_stride = 0, dxv_stride = 0, s32pad_stride = 0, dx4_stride = 0;
+  // Whether the x16 kernels prefetch the weight blocks ahead of their reads (set per call by
+  // qgemm_x16 from x16_software_prefetch(), quant_repack.h).
+  bool prefetch_weights = true;
   const std::int8_t* qrow(std::int64_t m) const { return q.data() + m * K; }
   const float* drow(std::int64_t m) const { return d.data() + m * (K / block); }
   const std::int16_t* s32row(std::int64_t m) const { return sum32.data() + m * (K / 32); }

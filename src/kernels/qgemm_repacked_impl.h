@@ -52,7 +52,8 @@ void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   auto& acc = tile.acc;
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ4x16BlockBytes;
-    for (int l = 0; l < 5; ++l) __builtin_prefetch(blk + 8 * kQ4x16BlockBytes + 64 * l);  // 2.3 KB ahead
+    if (a.prefetch_weights)
+      for (int l = 0; l < 5; ++l) __builtin_prefetch(blk + 8 * kQ4x16BlockBytes + 64 * l);  // 2.3 KB ahead
     for (int c = 0; c < C; ++c) {
       const typename V::T dw = I::load_f16(blk + 2 * W * c);
       // u[i]: elements 4i..4i+3 (low nibbles, i < 4) or 16+4(i-4).. (high nibbles) of each row
@@ -88,7 +89,8 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   auto& acc = tile.acc;
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ8x16BlockBytes;
-    for (int l = 0; l < 9; ++l) __builtin_prefetch(blk + 4 * kQ8x16BlockBytes + 64 * l);  // 2.2 KB ahead
+    if (a.prefetch_weights)
+      for (int l = 0; l < 9; ++l) __builtin_prefetch(blk + 4 * kQ8x16BlockBytes + 64 * l);  // 2.2 KB ahead
     for (int c = 0; c < C; ++c) {
       const typename V::T dw = I::load_f16(blk + 2 * W * c);
       if constexpr (I::kUnsignedDot) {
@@ -164,7 +166,8 @@ void q4_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
     for (int p = 0; p < 4; ++p)      // sub-blocks 2p (low nibbles) and 2p + 1 (high), 32 bytes of each row
       for (int h = 0; h < 2; ++h) {  // bytes 16h..16h+15 of the 32: vectors 8p + 4h + k
         const int chunk = 2 * p + h;  // 8 chunks: the next block's 36 lines, 5 each
-        for (int l = 0; l < 5; ++l) __builtin_prefetch(blk + kQ4Kx16BlockBytes + 64 * (5 * chunk + l));
+        if (a.prefetch_weights)
+          for (int l = 0; l < 5; ++l) __builtin_prefetch(blk + kQ4Kx16BlockBytes + 64 * (5 * chunk + l));
         for (int c = 0; c < C; ++c) {
           IT lo[4], hi[4];
           for (int k = 0; k < 4; ++k) {
@@ -236,6 +239,8 @@ void q6_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
         for (int g = 0; g < 2; ++g) {       // bytes 16g..16g+15 of those 32: sub-blocks s1, s1 + 4
           const int s1 = 8 * h + 2 * half + g;
           const int chunk = 4 * h + 2 * half + g;  // 8 chunks: the next block's 53 lines, 7 each
+          // Always: this walk jumps between the block's three regions, which the hardware
+          // prefetchers do not follow (7.3 GB/s without, 19-23 with, on a Zen 4 as on a Zen 3).
           for (int l = 0; l < 7; ++l) __builtin_prefetch(blk + kQ6Kx16BlockBytes + 64 * (7 * chunk + l));
           for (int c = 0; c < C; ++c) {
             IT lo[4], hi[4];

@@ -3,7 +3,9 @@
 #include "kernels/quant_repack.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
+#include <string>
 #include <vector>
 
 #include "kernels/parallel.h"
@@ -185,6 +187,14 @@ bool x16_kernel_available(DType plain) {
   return k.groups != nullptr && k.repack;
 }
 
+bool x16_software_prefetch() {
+  static const bool on = [] {
+    if (const char* env = std::getenv("TFM_PREFETCH"); env != nullptr && *env != '\0') return std::string(env) != "0";
+    return !cpu_info().avx512f;
+  }();
+  return on;
+}
+
 void qgemm_x16(DType x16, std::int64_t M, std::int64_t N, std::int64_t K, const float* x, std::int64_t ldx,
                const void* w, float* y, std::int64_t ldy, bool twin) {
   const Geometry g = geometry(x16);
@@ -203,6 +213,7 @@ void qgemm_x16(DType x16, std::int64_t M, std::int64_t N, std::int64_t K, const 
       qgemm_detail::prepare_acts_avx512_vnni(tail ? g.plain : g.x16, M, K, x, ldx, buffer);
     else
       qgemm_detail::prepare_acts_avx2(g.plain, M, K, x, ldx, buffer);
+    buffer.prefetch_weights = x16_software_prefetch();
     parallel_for(groups, grain, [&](std::int64_t g0, std::int64_t g1) { k.groups(M, g0, g1, K, acts, w, y, ldy); });
     // The tail rows run the plain type's row kernel of the same ISA (rows independent of M as well).
     if (tail) k.tail(g.plain, M, 0, tail, K, x, ldx, acts, w_tail, row_bytes, y_tail, ldy);

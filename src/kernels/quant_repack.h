@@ -47,6 +47,14 @@ void dequantize_x16_row(DType x16, const void* matrix, std::int64_t N, std::int6
 // (repacking elsewhere only costs time), and it decodes faster than the plain type's (q6_k on
 // AVX-512 VNNI does not). qgemm runs x16 weights given to it either way.
 bool x16_kernel_available(DType plain);
+// Whether the q8_0, q4_0 and q4_k x16 kernels prefetch weight blocks ahead of their reads
+// (q6_k's always does). On a Zen 3 (AVX2 only) the prefetch took q8_0's reads from memory from
+// 13.0-15.2 to 14.7-16.1 GB/s and q4_k's from 14.4 to 17.3-18.7; on a Zen 4 (AVX-512) it cost
+// these three kernels 3-15% in both the AVX2 and the AVX-512 builds, the core's own
+// prefetchers keeping up without it (docs/benchmarks.md, "Software prefetch by CPU"). So: on
+// where the CPU has no AVX-512, off where it has (whatever TFM_ISA forces); TFM_PREFETCH=0 / 1
+// overrides, for measuring.
+bool x16_software_prefetch();
 
 // qgemm for x16 weights: the ISA's kernel (the tail rows by the plain type's row kernel), or
 // the scalar twin (groups unpacked, then qgemm_detail::rows_twin). Rows stay independent.
