@@ -25,6 +25,9 @@ namespace tfm::kernels::qgemm_detail {
 
 struct QuantizedActs {
   std::int64_t rows = 0, K = 0, block = 32;
+  // K / block, set with the sizes (size_acts): drow runs inside the kernels' block loops, where
+  // a division by the run-time block size stayed, once per block and row.
+  std::int64_t blocks_per_row = 0;
   std::vector<std::int8_t> q;       // rows * K
   std::vector<float> d;             // rows * K / block
   std::vector<std::int16_t> sum32;  // rows * K / 32
@@ -41,7 +44,7 @@ struct QuantizedActs {
   // qgemm_x16 from x16_software_prefetch(), quant_repack.h).
   bool prefetch_weights = true;
   const std::int8_t* qrow(std::int64_t m) const { return q.data() + m * K; }
-  const float* drow(std::int64_t m) const { return d.data() + m * (K / block); }
+  const float* drow(std::int64_t m) const { return d.data() + m * blocks_per_row; }
   const std::int16_t* s32row(std::int64_t m) const { return sum32.data() + m * (K / 32); }
   const std::int16_t* s16row(std::int64_t m) const { return bsum16.data() + m * (K / 16); }
 };

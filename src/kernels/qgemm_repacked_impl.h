@@ -42,18 +42,6 @@ struct GroupTile {
   }
 };
 
-// Each activation row's block scales, found once per call: QuantizedActs::drow divides by
-// the block size (a run-time value), and the compiler kept that 64-bit division inside the
-// block loop, once per block and row.
-template <int MR>
-struct ActScales {
-  const float* row[MR];
-  ActScales(const QuantizedActs& a, std::int64_t m0) {
-    for (int m = 0; m < MR; ++m) row[m] = a.drow(m0 + m);
-  }
-  const float* operator[](int m) const { return row[m]; }
-};
-
 template <class Isa, int MR>
 void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const QuantizedActs& a, std::int64_t m0, float* y,
                         std::int64_t ldy) {
@@ -62,7 +50,6 @@ void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;  // vectors of rows per group
   GroupTile<Isa, MR> tile;
   auto& acc = tile.acc;
-  const ActScales<MR> dx_row(a, m0);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ4x16BlockBytes;
     if (a.prefetch_weights)
@@ -84,7 +71,7 @@ void q4_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
           s[4 + i] = I::bcast4(x + 16 + 4 * i);
         }
         const typename I::T sum = I::template dot_sum<8, 15>(I::set1_i32(-8 * a.s32row(m0 + m)[b]), u, s);
-        const typename V::T scale = V::mul(dw, V::set1(dx_row[m][b]));
+        const typename V::T scale = V::mul(dw, V::set1(a.drow(m0 + m)[b]));
         acc[m][c] = V::fma(I::to_float(sum), scale, acc[m][c]);
       }
     }
@@ -100,7 +87,6 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
   GroupTile<Isa, MR> tile;
   auto& acc = tile.acc;
-  const ActScales<MR> dx_row(a, m0);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ8x16BlockBytes;
     if (a.prefetch_weights)
@@ -119,7 +105,7 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
           typename I::T xu[8];
           for (int i = 0; i < 8; ++i) xu[i] = I::bcast4_biased(x + 4 * i);
           const typename I::T s = I::sub(I::template dot_sum<8, 255>(I::set1_i32(0), xu, w), bias);
-          const typename V::T scale = V::mul(dw, V::set1(dx_row[m][b]));
+          const typename V::T scale = V::mul(dw, V::set1(a.drow(m0 + m)[b]));
           acc[m][c] = V::fma(I::to_float(s), scale, acc[m][c]);
         }
         continue;
@@ -132,7 +118,7 @@ void q8_0x16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
           s0 = I::dot_s8(s0, I::load(blk + 32 + 64 * i + 4 * W * c), I::bcast4(x + 4 * i));
           s1 = I::dot_s8(s1, I::load(blk + 32 + 64 * (4 + i) + 4 * W * c), I::bcast4(x + 16 + 4 * i));
         }
-        const typename V::T scale = V::mul(dw, V::set1(dx_row[m][b]));
+        const typename V::T scale = V::mul(dw, V::set1(a.drow(m0 + m)[b]));
         acc[m][c] = V::fma(I::to_float(I::add(s0, s1)), scale, acc[m][c]);
       }
     }
@@ -160,7 +146,6 @@ void q4_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
   GroupTile<Isa, MR> tile;
   auto& acc = tile.acc;
-  const ActScales<MR> dx_row(a, m0);
   const IT six = I::set1_i32(0x3F3F3F3F), low4 = I::set1_i32(0x0F0F0F0F), top2 = I::set1_i32(0x30303030);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ4Kx16BlockBytes;
@@ -213,7 +198,7 @@ void q4_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
         imin = I::add(imin, I::madd16(mn[1], I::pair16(s[1], s[3])));
         imin = I::add(imin, I::madd16(mn[2], I::pair16(s[4], s[6])));
         imin = I::add(imin, I::madd16(mn[3], I::pair16(s[5], s[7])));
-        const typename V::T dx = V::set1(dx_row[m][b]);
+        const typename V::T dx = V::set1(a.drow(m0 + m)[b]);
         acc[m][c] = V::add(acc[m][c], V::sub(V::mul(V::mul(dw, dx), I::to_float(isc[m][c])),
                                              V::mul(V::mul(dmin, dx), I::to_float(imin))));
       }
@@ -234,7 +219,6 @@ void q6_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
   constexpr int W = V::width, C = static_cast<int>(kX16Rows) / W;
   GroupTile<Isa, MR> tile;
   auto& acc = tile.acc;
-  const ActScales<MR> dx_row(a, m0);
   const IT low4 = I::set1_i32(0x0F0F0F0F), bits45 = I::set1_i32(0x30303030);
   for (std::int64_t b = 0; b < nb; ++b) {
     const unsigned char* blk = wg + b * kQ6Kx16BlockBytes;
@@ -297,7 +281,7 @@ void q6_kx16_group_rows(const unsigned char* wg, std::int64_t nb, const Quantize
           off = I::add(off, I::madd16(sp[2 * k + 1], I::pair16(s[4 * k + 1], s[4 * k + 3])));
         }
         const IT total = I::sub(isum[m][c], I::template shl<5>(off));
-        acc[m][c] = V::add(acc[m][c], V::mul(V::mul(dw, V::set1(dx_row[m][b])), I::to_float(total)));
+        acc[m][c] = V::add(acc[m][c], V::mul(V::mul(dw, V::set1(a.drow(m0 + m)[b])), I::to_float(total)));
       }
     }
   }

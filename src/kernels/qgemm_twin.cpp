@@ -127,6 +127,7 @@ void size_acts(DType wtype, std::int64_t M, std::int64_t K, QuantizedActs& out) 
   out.rows = M;
   out.K = K;
   out.block = block;
+  out.blocks_per_row = block == 0 ? 0 : K / block;
   if (block == 0) return;
   out.q.resize(static_cast<std::size_t>(M * K));
   out.d.resize(static_cast<std::size_t>(M * (K / block)));
