@@ -339,6 +339,9 @@ class Model {
   // outputs concatenated along the sequence into one cache source, so the decoder
   // cross-attends to all of them at once.
   void encode_parts_to_cache(const std::vector<Tensor>& parts, KVCache& cache, std::int64_t source);
+  // An encoder output (1, S, C) from encode() projected into every decoder layer's cross K/V of
+  // `source` (for callers that also read the encoder output: joint CTC decoding).
+  void encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source);
   // Append ids (R, T) to the sequences held in cache slots `slots` (R of them; each row's
   // tokens take positions length(slot) .. length(slot)+T-1 and the slot grows by T). Returns
   // the logits of the last new token of each row (R, V), or of every new token (R, T, V)
@@ -354,8 +357,6 @@ class Model {
   ModelOutputs contrastive_forward(const ModelInputs& in);
   // forward() of a pipeline stage (see shard_pipeline).
   Tensor forward_pipelined(const ModelInputs& in);
-  // An encoder output (1, S, C) projected into every decoder layer's cross K/V of `source`.
-  void encoder_output_to_cache(const Tensor& enc, KVCache& cache, std::int64_t source);
   static Model build(const ModelConfig& cfg, std::map<std::string, Tensor> params, bool keep_compact, bool defer);
   explicit Model(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;

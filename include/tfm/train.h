@@ -183,7 +183,7 @@ struct TrainConfig {
   double test_fraction = 0.2;       // a seeded split, never trained on
   std::int64_t test_size = 0;       // > 0: this many examples in the test split instead
   std::int64_t bleu_examples = 200; // seq2seq: test pairs decoded for BLEU at each eval
-  std::int64_t bleu_beam = 1;       // seq2seq: beam size of that decoding (1: greedy)
+  std::int64_t bleu_beam = 1;       // seq2seq and speech: beam size of that decoding (1: greedy)
   std::string bleu_tokenize = "auto";  // seq2seq: sacreBLEU tokenizer for BLEU (13a, intl, zh, char,
                                        // none; auto: zh when the references are Chinese, else 13a)
   std::int64_t max_length = 128;    // tokens per example (with the leading <bos>)
@@ -210,7 +210,10 @@ struct TrainConfig {
   double chunk_length = 30.0;
   std::int64_t spec_time_masks = 0, spec_time_width = 0, spec_freq_masks = 0, spec_freq_width = 0;
   double timestamps_fraction = 0.5;
-  std::int64_t wer_examples = 200;  // speech: test clips decoded (greedy) for WER at each eval
+  std::int64_t wer_examples = 200;  // speech: test clips decoded for WER at each eval (eval.beam
+                                    // beams, 1: greedy)
+  double eval_ctc_weight = 0;       // speech: joint CTC/attention decoding of those clips
+                                    // (eval.ctc_weight; TranscribeOptions::ctc_weight)
   // optimisation
   OptimizerConfig optimizer;
   ScheduleConfig schedule;

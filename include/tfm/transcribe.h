@@ -56,6 +56,11 @@ struct TranscribeOptions {
   std::vector<double> temperatures{0.0, 0.2, 0.4, 0.6, 0.8, 1.0};  // the fallback ladder
   std::int64_t beam_size = 5;  // at temperature 0 (1: greedy), as whisper's command line
   std::int64_t best_of = 5;    // samples drawn at each temperature above 0; the likeliest is kept
+  // Joint CTC/attention decoding (Watanabe et al. 2017) for models trained with a CTC loss on
+  // the encoder (tfm train's training.ctc_weight): at temperature 0 every candidate is ranked by
+  // (1 - w) x the decoder's log-probability + w x its CTC prefix score under the head's reading
+  // of the encoder's states (the blank: <|nospeech|>). 0: the decoder alone, as whisper decodes.
+  double ctc_weight = 0;
   double compression_ratio_threshold = 2.4;  // <= 0: never falls back for repetition
   double logprob_threshold = -1.0;           // mean log-prob below it falls back (-inf: never)
   double no_speech_threshold = 0.6;          // with an improbable text: the window is silence
@@ -118,9 +123,11 @@ class Transcriber {
   // One window (features (n_mels, frames)) from the prompt's tokens, at one temperature:
   // greedy or sampled (seeded), or at temperature 0 with beam_size > 1 whisper's beam search
   // (BeamSearchDecoder, patience 1: the beam_size best finished candidates, ranked by the
-  // sum of log-probabilities over their length).
+  // sum of log-probabilities over their length). ctc_weight > 0 at temperature 0: joint
+  // CTC/attention beam search (TranscribeOptions::ctc_weight), beam_size 1 included.
   WindowResult decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
-                             double temperature, std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size = 1);
+                             double temperature, std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size = 1,
+                             double ctc_weight = 0);
   // Word timing by alignment (openai-whisper's find_alignment): the decoder reads the window's
   // start sequence, <|notimestamps|>, the text tokens and <|endoftext|>; the alignment heads'
   // cross-attention over the first num_frames / 2 positions of the window (features (n_mels,
@@ -141,14 +148,17 @@ class Transcriber {
                                    const std::string& task, bool timestamps) const;
 
  private:
-  void encode(const Tensor& features);  // the window's cross-attention keys/values into the cache
+  // The window's cross-attention keys/values into the cache; its encoder states kept for CTC.
+  void encode(const Tensor& features);
   // decode_window on the window encode() stored last.
   WindowResult decode_encoded(const std::vector<std::int32_t>& prompt, bool timestamps, double temperature,
-                              std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size);
+                              std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size, double ctc_weight);
   // The logit rules of step `step` on one row: suppressed tokens, the first step's, timestamps.
   void filter(std::vector<float>& row, std::span<const std::int32_t> sampled, bool timestamps) const;
   WindowResult beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,
-                           std::int64_t max_new_tokens, std::int64_t beam_size);
+                           std::int64_t max_new_tokens, std::int64_t beam_size, double ctc_weight);
+  // The CTC head's log-probabilities over the last encoded window: (frames x vocab).
+  std::vector<float> ctc_log_probs() const;
   void finish(WindowResult& r) const;  // text, mean log-probability, compression ratio
   // The words of text tokens (+ <|endoftext|>), split as whisper splits them: on spaces and
   // punctuation, or on character boundaries for languages written without spaces.
@@ -160,6 +170,7 @@ class Transcriber {
   WhisperTokens tok_;
   AudioFeatureExtractor fx_;
   KVCache cache_;
+  Tensor encoded_;  // the last window's encoder states (1, frames, C)
 };
 
 // A transcript as a file: "txt" (one trimmed line per segment), "srt", "vtt", or

@@ -12,7 +12,10 @@
 #include <limits>
 #include <map>
 #include <numeric>
+#include <optional>
 
+#include "infer/ctc_prefix_score.h"
+#include "tfm/autograd.h"
 #include "tfm/error.h"
 #include "tfm/metrics.h"
 #include "tfm/ops.h"
@@ -308,51 +311,91 @@ void Transcriber::finish(WindowResult& r) const {
 // candidates (keyed by their whole sequence, so equal beams merge) are ranked by their summed
 // log-probability; those ending the text join the finished list (until it holds beam_size),
 // the best beam_size others live on. The KV cache slots follow their beams (reorder).
+//
+// With ctc_weight w > 0 (joint CTC/attention decoding, as ESPnet decodes): each beam proposes
+// more tokens (the CTC scores may reorder them), and candidates are ranked by (1 - w) x the
+// decoder's summed log-probability + w x the CTC prefix score of their text; the end of the
+// text takes the CTC probability of exactly that text, and the finished are ranked by that
+// joint score without dividing by the length (the CTC term already penalises text that is too
+// short or too long). Timestamps and other special tokens leave the CTC prefix as it was.
 WindowResult Transcriber::beam_search(const std::vector<std::int32_t>& prompt, const Tensor& prompt_logits, bool timestamps,
-                                      std::int64_t max_new_tokens, std::int64_t beam_size) {
+                                      std::int64_t max_new_tokens, std::int64_t beam_size, double ctc_weight) {
   TFM_CHECK(beam_size <= cache_.slots(), "transcribe", "beam size ", beam_size, " is wider than the ", cache_.slots(),
             " beams this transcriber holds");
+  TFM_CHECK(ctc_weight >= 0 && ctc_weight <= 1, "transcribe", "the CTC weight must lie in [0, 1], got ", ctc_weight);
+  const bool joint = ctc_weight > 0;
+  std::optional<CtcPrefixScorer> ctc;
+  if (joint) {
+    TFM_CHECK(tok_.no_speech >= 0, "transcribe", "joint CTC decoding needs <|nospeech|> (the CTC blank) in the vocabulary");
+    const std::int64_t vocab = prompt_logits.size(-1);
+    std::vector<float> lp = ctc_log_probs();
+    const auto frames = static_cast<std::int64_t>(lp.size()) / vocab;
+    ctc.emplace(std::move(lp), frames, vocab, tok_.no_speech);
+  }
   const auto P = static_cast<std::int64_t>(prompt.size());
   cache_.reorder(std::vector<std::int64_t>(static_cast<std::size_t>(beam_size), 0));  // every beam starts from the prompt
   struct Beam {
     std::vector<std::int32_t> tokens;  // after the prompt
-    double sum_logprob = 0;
+    double sum_logprob = 0;            // the decoder's
+    CtcPrefixScorer::State ctc;        // with joint decoding: the text's CTC prefix
+    double score = 0;                  // the ranking's: sum_logprob, or the joint score
   };
+  const auto joint_score = [&](double att, double ctc_score) { return (1 - ctc_weight) * att + ctc_weight * ctc_score; };
   std::vector<Beam> beams(static_cast<std::size_t>(beam_size));
+  if (joint)
+    for (Beam& b : beams) b.ctc = ctc->initial();
   std::vector<std::vector<float>> rows(static_cast<std::size_t>(beam_size), row_of(prompt_logits, P - 1));
   std::vector<Beam> finished;
   const std::int64_t room = std::min(max_new_tokens, cache_.capacity() - P);
+  // Tokens each beam proposes: whisper's beam_size + 1; for joint decoding a wider pre-beam.
+  const std::size_t proposals = static_cast<std::size_t>(joint ? std::max<std::int64_t>(beam_size + 1, 8) : beam_size + 1);
   for (std::int64_t step = 0; step < room && static_cast<std::int64_t>(finished.size()) < beam_size; ++step) {
-    std::map<std::vector<std::int32_t>, std::pair<double, std::int64_t>> candidates;  // sequence -> (score, source beam)
-    for (std::int64_t b = 0; b < beam_size; ++b) {
+    std::map<std::vector<std::int32_t>, std::pair<Beam, std::int64_t>> candidates;  // sequence -> (candidate, source beam)
+    const std::int64_t live = step == 0 ? 1 : beam_size;  // at the first step every beam is the prompt
+    for (std::int64_t b = 0; b < live; ++b) {
       std::vector<float>& row = rows[static_cast<std::size_t>(b)];
       const Beam& beam = beams[static_cast<std::size_t>(b)];
       filter(row, beam.tokens, timestamps);
       const std::vector<double> lp = log_softmax_row(row);
       std::vector<std::int32_t> ids(lp.size());
       std::iota(ids.begin(), ids.end(), 0);
-      const auto k = static_cast<std::ptrdiff_t>(std::min<std::size_t>(static_cast<std::size_t>(beam_size + 1), ids.size()));
+      const auto k = static_cast<std::ptrdiff_t>(std::min(proposals, ids.size()));
       std::partial_sort(ids.begin(), ids.begin() + k, ids.end(), [&](std::int32_t a, std::int32_t z) {
         return lp[static_cast<std::size_t>(a)] != lp[static_cast<std::size_t>(z)] ? lp[static_cast<std::size_t>(a)] > lp[static_cast<std::size_t>(z)] : a < z;
       });
       for (std::ptrdiff_t j = 0; j < k; ++j) {
-        std::vector<std::int32_t> seq = beam.tokens;
-        seq.push_back(ids[static_cast<std::size_t>(j)]);
-        candidates[seq] = {beam.sum_logprob + lp[static_cast<std::size_t>(ids[static_cast<std::size_t>(j)])], b};
+        const std::int32_t id = ids[static_cast<std::size_t>(j)];
+        Beam c;
+        c.tokens = beam.tokens;
+        c.tokens.push_back(id);
+        c.sum_logprob = beam.sum_logprob + lp[static_cast<std::size_t>(id)];
+        c.score = c.sum_logprob;
+        if (joint) {
+          if (id == tok_.eot) {
+            c.score = joint_score(c.sum_logprob, ctc->final_score(beam.ctc));
+          } else {
+            c.ctc = id < tok_.eot && id != tok_.no_speech ? ctc->extend(beam.ctc, id) : beam.ctc;
+            c.score = joint_score(c.sum_logprob, c.ctc.score);
+          }
+        }
+        std::vector<std::int32_t> key = c.tokens;
+        candidates.insert_or_assign(std::move(key), std::make_pair(std::move(c), b));
       }
     }
-    std::vector<std::pair<std::vector<std::int32_t>, std::pair<double, std::int64_t>>> ranked(candidates.begin(), candidates.end());
-    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& z) { return a.second.first > z.second.first; });
+    std::vector<std::pair<Beam, std::int64_t>> ranked;
+    for (auto& [seq, cand] : candidates) ranked.push_back(std::move(cand));
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& z) { return a.first.score > z.first.score; });
     std::vector<Beam> next;
     std::vector<std::int64_t> parents;
     std::vector<Beam> newly;
-    for (const auto& [seq, score_src] : ranked) {
-      if (seq.back() == tok_.eot) {
-        newly.push_back({std::vector<std::int32_t>(seq.begin(), seq.end() - 1), score_src.first});
+    for (auto& [cand, src] : ranked) {
+      if (cand.tokens.back() == tok_.eot) {
+        cand.tokens.pop_back();
+        newly.push_back(std::move(cand));
         continue;
       }
-      next.push_back({seq, score_src.first});
-      parents.push_back(score_src.second);
+      next.push_back(std::move(cand));
+      parents.push_back(src);
       if (static_cast<std::int64_t>(next.size()) == beam_size) break;
     }
     for (Beam& f : newly)
@@ -379,13 +422,23 @@ WindowResult Transcriber::beam_search(const std::vector<std::int32_t>& prompt, c
   // Too few finished within the length: the live beams count as candidates (whisper's finalize).
   for (Beam& b : beams)
     if (static_cast<std::int64_t>(finished.size()) < beam_size) finished.push_back(std::move(b));
-  // MaximumLikelihoodRanker without a length penalty: the sum over the length.
-  const auto score = [](const Beam& b) { return b.sum_logprob / static_cast<double>(std::max<std::size_t>(b.tokens.size(), 1)); };
-  const auto best = std::max_element(finished.begin(), finished.end(), [&](const Beam& a, const Beam& z) { return score(a) < score(z); });
+  // MaximumLikelihoodRanker without a length penalty: the sum over the length; joint: the sum.
+  const auto rank = [&](const Beam& b) {
+    return joint ? b.score : b.sum_logprob / static_cast<double>(std::max<std::size_t>(b.tokens.size(), 1));
+  };
+  const auto best = std::max_element(finished.begin(), finished.end(), [&](const Beam& a, const Beam& z) { return rank(a) < rank(z); });
   WindowResult r;
   r.tokens = best->tokens;
   r.sum_logprob = best->sum_logprob;
   return r;
+}
+
+std::vector<float> Transcriber::ctc_log_probs() const {
+  TFM_CHECK(encoded_.defined(), "transcribe", "no window has been encoded");
+  NoGradGuard no_grad;
+  const Tensor lp = contiguous(log_softmax(model_.head(encoded_), -1));  // (1, frames, V)
+  const float* p = lp.data<float>();
+  return std::vector<float>(p, p + lp.numel());
 }
 
 void Transcriber::encode(const Tensor& features) {
@@ -393,7 +446,9 @@ void Transcriber::encode(const Tensor& features) {
             model_.config().num_mel_bins, ", frames), got ", shape_str(features.shape()));
   ModelInputs in;
   in.input_features = reshape(features, {1, features.size(0), features.size(1)});
-  model_.encode_to_cache(in, cache_, 0);
+  NoGradGuard no_grad;
+  encoded_ = model_.encode(in);
+  model_.encoder_output_to_cache(encoded_, cache_, 0);
 }
 
 std::vector<std::int32_t> Transcriber::prompt(const std::vector<std::int32_t>& previous, const std::string& language,
@@ -436,13 +491,14 @@ std::pair<std::string, double> Transcriber::detect_language(const Tensor& featur
 
 WindowResult Transcriber::decode_window(const Tensor& features, const std::vector<std::int32_t>& prompt, bool timestamps,
                                         double temperature, std::int64_t max_new_tokens, std::uint64_t seed,
-                                        std::int64_t beam_size) {
+                                        std::int64_t beam_size, double ctc_weight) {
   encode(features);
-  return decode_encoded(prompt, timestamps, temperature, max_new_tokens, seed, beam_size);
+  return decode_encoded(prompt, timestamps, temperature, max_new_tokens, seed, beam_size, ctc_weight);
 }
 
 WindowResult Transcriber::decode_encoded(const std::vector<std::int32_t>& prompt, bool timestamps, double temperature,
-                                         std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size) {
+                                         std::int64_t max_new_tokens, std::uint64_t seed, std::int64_t beam_size,
+                                         double ctc_weight) {
   const std::int64_t P = static_cast<std::int64_t>(prompt.size());
   TFM_CHECK(P >= 1 && P < cache_.capacity(), "transcribe", "a prompt of ", P, " tokens does not fit the decoder's ",
             cache_.capacity(), " positions");
@@ -453,8 +509,8 @@ WindowResult Transcriber::decode_encoded(const std::vector<std::int32_t>& prompt
   const auto sot_at = std::find(prompt.begin(), prompt.end(), tok_.sot) - prompt.begin();
   if (tok_.no_speech >= 0) no_speech = std::exp(log_softmax_row(row_of(all, sot_at))[static_cast<std::size_t>(tok_.no_speech)]);
   WindowResult r;
-  if (temperature == 0 && beam_size > 1) {
-    r = beam_search(prompt, all, timestamps, max_new_tokens, beam_size);
+  if (temperature == 0 && (beam_size > 1 || ctc_weight > 0)) {
+    r = beam_search(prompt, all, timestamps, max_new_tokens, beam_size, ctc_weight);
   } else {
     std::vector<float> row = row_of(all, P - 1);
     std::uint64_t rng = seed * 0x9E3779B97F4A7C15ull + 0x1234567ull;
@@ -529,7 +585,7 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
       const std::int64_t draws = t > 0 ? std::max<std::int64_t>(o.best_of, 1) : 1;
       for (std::int64_t k = 0; k < draws; ++k) {
         const std::uint64_t seed = o.seed + static_cast<std::uint64_t>(seek) * 0x9E3779B97F4A7C15ull + static_cast<std::uint64_t>(k);
-        WindowResult w = decode_encoded(p, o.timestamps, t, o.max_new_tokens, seed, o.beam_size);
+        WindowResult w = decode_encoded(p, o.timestamps, t, o.max_new_tokens, seed, o.beam_size, o.ctc_weight);
         const auto per_token = [](const WindowResult& x) {
           return x.sum_logprob / static_cast<double>(std::max<std::size_t>(x.tokens.size(), 1));
         };

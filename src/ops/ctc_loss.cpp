@@ -11,6 +11,7 @@
 #include <limits>
 #include <memory>
 
+#include "base/log_add.h"
 #include "kernels/parallel.h"
 #include "ops/nn_util.h"
 #include "tfm/autograd.h"
@@ -21,13 +22,6 @@ namespace tfm {
 namespace {
 
 constexpr double kNegInf = -std::numeric_limits<double>::infinity();
-
-double log_add(double a, double b) {
-  if (a == kNegInf) return b;
-  if (b == kNegInf) return a;
-  const double m = std::max(a, b);
-  return m + std::log1p(std::exp(-std::abs(a - b)));
-}
 
 // One row's problem: its frames' log-probabilities and its labels with blanks between and
 // around them (the extended sequence l' of length 2L + 1).

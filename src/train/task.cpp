@@ -695,14 +695,15 @@ std::map<std::string, double> evaluate(TaskData& d, Model& m, const TrainConfig&
     }
     out["loss"] = sum / count;
     if (n > 0) {
-      // Greedy transcription of each test clip's window, scored as Whisper's papers do: WER after
-      // its basic normaliser (case and punctuation, which the speech does not carry, ignored).
-      Transcriber tr(m, *d.tok, d.special, *d.audio);
+      // Each test clip's window transcribed (greedy, eval.beam beams, joint CTC/attention with
+      // eval.ctc_weight), scored as Whisper's papers do: WER after its basic normaliser (case and
+      // punctuation, which the speech does not carry, ignored).
+      Transcriber tr(m, *d.tok, d.special, *d.audio, cfg.bleu_beam);
       std::vector<std::string> hyps, refs;
       const std::vector<std::int32_t> prompt{d.special.sot, d.special.no_timestamps};
       for (std::int64_t i = 0; i < n; ++i) {
         const SpeechClip& c = d.speech->test()[static_cast<std::size_t>(i)];
-        hyps.push_back(tr.decode_window(d.speech->window(c), prompt, false, 0.0, 128, 0).text);
+        hyps.push_back(tr.decode_window(d.speech->window(c), prompt, false, 0.0, 128, 0, cfg.bleu_beam, cfg.eval_ctc_weight).text);
         refs.push_back(c.transcript);
       }
       const auto r = metrics::error_rates(refs, hyps, metrics::TranscriptNormalizer::basic);

@@ -372,8 +372,11 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   dp.get_string("pipeline_balance", c.pipeline_balance, {"memory", "even"});
 
   const Section e(section(root, "eval"), where + ".eval", {"every", "batches", "log_every", "bleu_examples", "beam", "bleu_tokenize",
-                                                            "wer_examples"});
+                                                            "wer_examples", "ctc_weight"});
   e.get_int("wer_examples", c.wer_examples, 0);
+  e.get_double("ctc_weight", c.eval_ctc_weight, 0.0, 1.0);
+  TFM_CHECK(c.eval_ctc_weight == 0.0 || c.ctc_weight > 0.0, e.key("ctc_weight"),
+            "decodes with the CTC head, which only training.ctc_weight > 0 trains");
   e.get_int("every", c.eval_every, 1);
   e.get_int("batches", c.eval_batches, 1);
   e.get_int("log_every", c.log_every, 1);

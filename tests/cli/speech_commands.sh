@@ -156,7 +156,7 @@ cat > "$DIR/speech.json" <<JSON
   "data": { "train": "$DIR/corpus/train.tsv", "test": "$DIR/corpus/test.tsv", "chunk_length": 6,
             "spec_augment": { "time_masks": 1, "time_width": 10, "freq_masks": 1, "freq_width": 5 } },
   "training": { "batch_size": 4, "max_steps": 4, "ctc_weight": 0.3 },
-  "eval": { "every": 4, "log_every": 2, "wer_examples": 4 } }
+  "eval": { "every": 4, "log_every": 2, "wer_examples": 4, "beam": 2, "ctc_weight": 0.5 } }
 JSON
 "$TFM" -t 1 train "$DIR/speech.json" --out "$DIR/asr" > "$DIR/asr.log" 2>&1 || { cat "$DIR/asr.log"; fail "train task speech"; }
 grep -q '"split":"val".*"ctc_wer".*"wer"' "$DIR/asr/metrics.jsonl" || fail "no wer and ctc_wer in metrics.jsonl: $(cat "$DIR/asr/metrics.jsonl")"
@@ -168,6 +168,15 @@ grep -q '"chunk_length": 6' "$DIR/asr/preprocessor_config.json" || fail "chunk_l
   || { cat "$DIR/err"; fail "transcribe with the trained model"; }
 /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert "segments" in t and t["duration"] > 0' "$DIR/asr.json" \
   || fail "the trained model's transcript"
+# Joint CTC/attention decoding reads the CTC head the run trained.
+"$TFM" -t 1 transcribe -m "$DIR/asr" "$DIR/corpus/test/000000.wav" --ctc-weight 0.5 --beam-size 2 --format json \
+  > "$DIR/asr-ctc.json" 2> "$DIR/err" || { cat "$DIR/err"; fail "transcribe --ctc-weight"; }
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert "segments" in t and t["duration"] > 0' "$DIR/asr-ctc.json" \
+  || fail "the joint CTC/attention transcript"
+# Decoding with a CTC head that was never trained is refused, naming the key.
+sed 's|"ctc_weight": 0.3 }|"ctc_weight": 0 }|' "$DIR/speech.json" > "$DIR/noctc.json"
+if "$TFM" train "$DIR/noctc.json" --out "$DIR/noctc" 2> "$DIR/err" > /dev/null; then fail "eval.ctc_weight without a CTC loss trained"; fi
+grep -q "eval.ctc_weight.*training.ctc_weight" "$DIR/err" || fail "eval.ctc_weight message: $(cat "$DIR/err")"
 # A wrong manifest is an error naming it.
 printf 'missing.wav\thello\n' > "$DIR/bad.tsv"
 sed "s|$DIR/corpus/test.tsv|$DIR/bad.tsv|" "$DIR/speech.json" > "$DIR/bad.json"

@@ -27,6 +27,7 @@ void add_transcribe_command(CLI::App& app) {
     double no_speech = 0.6, logprob = -1.0, compression = 2.4;
     std::uint64_t seed = 0;
     std::int64_t beam_size = 5, best_of = 5;
+    double ctc_weight = 0;
   };
   auto a = std::make_shared<Args>();
   cmd->add_option("-m,--model", a->model, "Model directory (Whisper's hub layout)")->required();
@@ -44,6 +45,10 @@ void add_transcribe_command(CLI::App& app) {
   cmd->add_option("--compression-ratio-threshold", a->compression, "gzip ratio above which a window is decoded again hotter");
   cmd->add_flag("--no-condition-on-previous-text", a->no_condition, "Do not prompt each window with the text before it");
   cmd->add_option("--beam-size", a->beam_size, "Beams at temperature 0 (1: greedy)")->check(CLI::Range(1, 16));
+  cmd->add_option("--ctc-weight", a->ctc_weight,
+                  "Joint CTC/attention decoding at temperature 0 for models trained with a CTC loss (training.ctc_weight): "
+                  "the weight of the CTC prefix score (0: the decoder alone)")
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--best-of", a->best_of, "Samples drawn at each temperature above 0")->check(CLI::Range(1, 16));
   cmd->add_option("--seed", a->seed, "Seed for the temperatures above 0");
   cmd->add_flag("-v,--verbose", a->verbose, "Segments on stderr as they complete");
@@ -64,6 +69,7 @@ void add_transcribe_command(CLI::App& app) {
     o.seed = a->seed;
     o.beam_size = a->beam_size;
     o.best_of = a->best_of;
+    o.ctc_weight = a->ctc_weight;
     AudioReadOptions ro;
     ro.sample_rate = lm.audio_features->options().sample_rate;
     for (const std::string& file : a->audio) {
