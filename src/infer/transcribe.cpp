@@ -329,6 +329,8 @@ WindowResult Transcriber::beam_search(const std::vector<std::int32_t>& prompt, c
     TFM_CHECK(tok_.no_speech >= 0, "transcribe", "joint CTC decoding needs <|nospeech|> (the CTC blank) in the vocabulary");
     const std::int64_t vocab = prompt_logits.size(-1);
     std::vector<float> lp = ctc_log_probs();
+    TFM_CHECK(static_cast<std::int64_t>(lp.size()) % vocab == 0, "transcribe", "the CTC head's output (", lp.size(),
+              " numbers) is not frames x the decoder's ", vocab, " tokens");
     const auto frames = static_cast<std::int64_t>(lp.size()) / vocab;
     ctc.emplace(std::move(lp), frames, vocab, tok_.no_speech);
   }
@@ -419,9 +421,13 @@ WindowResult Transcriber::beam_search(const std::vector<std::int32_t>& prompt, c
     for (std::int64_t b = 0; b < beam_size; ++b) rows[static_cast<std::size_t>(b)] = row_of(logits, b);
     beams = std::move(next);
   }
-  // Too few finished within the length: the live beams count as candidates (whisper's finalize).
+  // Too few finished within the length: the live beams count as candidates (whisper's finalize),
+  // with joint decoding scored as texts that end there.
   for (Beam& b : beams)
-    if (static_cast<std::int64_t>(finished.size()) < beam_size) finished.push_back(std::move(b));
+    if (static_cast<std::int64_t>(finished.size()) < beam_size) {
+      if (joint) b.score = joint_score(b.sum_logprob, ctc->final_score(b.ctc));
+      finished.push_back(std::move(b));
+    }
   // MaximumLikelihoodRanker without a length penalty: the sum over the length; joint: the sum.
   const auto rank = [&](const Beam& b) {
     return joint ? b.score : b.sum_logprob / static_cast<double>(std::max<std::size_t>(b.tokens.size(), 1));
