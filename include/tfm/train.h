@@ -207,7 +207,12 @@ struct TrainConfig {
   // relative to the manifest); audio is read at 16 kHz and cut into chunk_length-second windows
   // as WhisperFeatureExtractor does. "spec_augment": {"time_masks", "time_width", "freq_masks",
   // "freq_width"}; timestamps_fraction of the training clips are taught with timestamps.
+  // hop_length: samples between feature frames (Whisper's 160: 100 frames a second; 320 halves
+  // the encoder's positions). pack_fraction: of the training windows, those filled with more
+  // clips behind the first where they fit.
   double chunk_length = 30.0;
+  std::int64_t hop_length = 160;
+  double pack_fraction = 0.0;
   std::int64_t spec_time_masks = 0, spec_time_width = 0, spec_freq_masks = 0, spec_freq_width = 0;
   double timestamps_fraction = 0.5;
   std::int64_t wer_examples = 200;  // speech: test clips decoded for WER at each eval (eval.beam

@@ -555,8 +555,6 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
   const Tensor mel = log_mel_spectrogram(padded, mo);  // (n_mels, frames)
   const std::int64_t content = static_cast<std::int64_t>(audio.samples.size()) / hop;
   const double frame_seconds = static_cast<double>(hop) / static_cast<double>(mo.sample_rate);
-  // Whisper's stem halves the frames: one token position is two frames.
-  const std::int64_t input_stride = 2;
 
   Transcript out;
   out.seconds = audio.seconds();
@@ -646,7 +644,9 @@ Transcript Transcriber::transcribe(const Audio& audio, const TranscribeOptions& 
       } else {
         // The next window starts at the last segment's end (never where this one started).
         const std::int64_t last_pos = tokens[last - 1] - tok_.timestamp_begin;
-        seek += last_pos > 0 ? last_pos * input_stride : segment_size;
+        // (Whisper: last_pos x 2 frames; a timestamp step is 0.02 s whatever the frame rate.)
+        const auto frames = static_cast<std::int64_t>(std::llround(static_cast<double>(last_pos) * kSecondsPerTimestamp / frame_seconds));
+        seek += frames > 0 ? frames : segment_size;
       }
     } else {
       double duration = segment_duration;

@@ -16,7 +16,6 @@
 namespace tfm {
 namespace {
 
-constexpr double kTokensPerSecond = 50.0;   // the encoder's positions: 20 ms each
 constexpr std::int64_t kMedianFilterWidth = 7;  // whisper's medfilt_width (WhisperConfig.median_filter_width)
 const char kPunctuation[] = "!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~";  // Python's string.punctuation
 
@@ -261,9 +260,11 @@ std::vector<WordTiming> Transcriber::align_words(const Tensor& features, const s
   auto [words, word_tokens] = split_words(with_end, language);
   if (word_tokens.size() <= 1) return {};
   // A word starts where the path first reaches its first token (time of that step).
+  // The encoder's positions are two feature frames each (its stem's stride): 20 ms in Whisper.
+  const double positions_per_second = static_cast<double>(fx_.options().sample_rate) / static_cast<double>(2 * fx_.options().hop);
   std::vector<double> jump_times;
   for (std::size_t k = 0; k < path.size(); ++k)
-    if (k == 0 || path[k].first != path[k - 1].first) jump_times.push_back(static_cast<double>(path[k].second) / kTokensPerSecond);
+    if (k == 0 || path[k].first != path[k - 1].first) jump_times.push_back(static_cast<double>(path[k].second) / positions_per_second);
   std::vector<std::size_t> bounds{0};
   for (std::size_t w = 0; w + 1 < word_tokens.size(); ++w) bounds.push_back(bounds.back() + word_tokens[w].size());
   std::vector<WordTiming> out;

@@ -322,8 +322,8 @@ TaskData speech_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   TFM_CHECK(std::abs(cfg.chunk_length - static_cast<double>(chunk)) < 1e-9, where + ".chunk_length",
             "must be a whole number of seconds (preprocessor_config.json's chunk_length)");
   const std::string pre = json{{"feature_extractor_type", "WhisperFeatureExtractor"}, {"feature_size", mels},
-                               {"sampling_rate", 16000}, {"hop_length", 160}, {"n_fft", 400}, {"chunk_length", chunk},
-                               {"n_samples", chunk * 16000}, {"nb_max_frames", chunk * 100}, {"padding_value", 0.0},
+                               {"sampling_rate", 16000}, {"hop_length", cfg.hop_length}, {"n_fft", 400}, {"chunk_length", chunk},
+                               {"n_samples", chunk * 16000}, {"nb_max_frames", chunk * 16000 / cfg.hop_length}, {"padding_value", 0.0},
                                {"padding_side", "right"}, {"return_attention_mask", false}}
                               .dump(2);
   const AudioFeatureExtractor fx = AudioFeatureExtractor::from_json(pre, where + " (its preprocessor_config.json)", mels);
@@ -357,9 +357,15 @@ TaskData speech_data(const TrainConfig& cfg, std::optional<Tokenizer>& tok) {
   TFM_CHECK(!test.empty(), where, "no test clip fits chunk_length ", cfg.chunk_length, " s");
   TFM_CHECK(static_cast<std::int64_t>(train.size()) >= cfg.batch_size, cfg.source, "the training manifest holds ", train.size(),
             " clips: too few for one batch of ", cfg.batch_size);
-  d.speech.emplace(std::move(train), std::move(test), d.special, fx.window_frames(),
-                   SpecAugmentConfig{cfg.spec_time_masks, cfg.spec_time_width, cfg.spec_freq_masks, cfg.spec_freq_width},
-                   cfg.timestamps_fraction, cfg.seed);
+  SpeechDataOptions so;
+  so.window_frames = fx.window_frames();
+  so.frames_per_second = 16000.0 / static_cast<double>(cfg.hop_length);
+  so.augment = {cfg.spec_time_masks, cfg.spec_time_width, cfg.spec_freq_masks, cfg.spec_freq_width};
+  so.timestamps_fraction = cfg.timestamps_fraction;
+  so.pack_fraction = cfg.pack_fraction;
+  so.seed = cfg.seed;
+  so.max_target_positions = model.value("max_target_positions", std::int64_t{448});
+  d.speech.emplace(std::move(train), std::move(test), d.special, so);
   return d;
 }
 

@@ -246,7 +246,7 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
                                                                     "max_length", "header", "positive_label", "test_size", "labels",
                                                                     "train_labels", "test", "test_labels", "preprocessor",
                                                                     "augment", "chunk_length", "spec_augment",
-                                                                    "timestamps_fraction", "retrieval_db", "fusion"});
+                                                                    "timestamps_fraction", "hop_length", "pack_fraction", "retrieval_db", "fusion"});
   data.get_string("train", c.train_file);
   TFM_CHECK(!c.train_file.empty(), where + ".data", "needs \"train\": the training text file");
   data.get_double("val_fraction", c.val_fraction, 0.0, 0.5);
@@ -282,10 +282,12 @@ TrainConfig parse_train_config(const std::string& json_text, const std::string& 
   for (const char* k : {"train_labels", "test_labels", "preprocessor", "augment"})
     TFM_CHECK(image_task || !data.has(k), data.key(k), "applies to task \"image_classifier\" only");
   TFM_CHECK(image_task || speech_task || !data.has("test"), data.key("test"), "applies to tasks \"image_classifier\" and \"speech\"");
-  for (const char* k : {"chunk_length", "spec_augment", "timestamps_fraction"})
+  for (const char* k : {"chunk_length", "spec_augment", "timestamps_fraction", "hop_length", "pack_fraction"})
     TFM_CHECK(speech_task || !data.has(k), data.key(k), "applies to task \"speech\" only");
   data.get_double("chunk_length", c.chunk_length, 1.0, 30.0);
   data.get_double("timestamps_fraction", c.timestamps_fraction, 0.0, 1.0);
+  data.get_int("hop_length", c.hop_length, 1, 400);  // at most n_fft: no sample left unread
+  data.get_double("pack_fraction", c.pack_fraction, 0.0, 1.0);
   if (data.has("spec_augment")) {
     const Section a(data.at("spec_augment"), data.key("spec_augment"), {"time_masks", "time_width", "freq_masks", "freq_width"});
     a.get_int("time_masks", c.spec_time_masks, 0, 100);

@@ -136,32 +136,47 @@ struct SpeechClip {
 struct SpecAugmentConfig {
   std::int64_t time_masks = 0, time_width = 0, freq_masks = 0, freq_width = 0;
 };
+struct SpeechDataOptions {
+  std::int64_t window_frames = 3000;  // the model's window in feature frames
+  double frames_per_second = 100;     // sampling rate / hop_length
+  SpecAugmentConfig augment;
+  double timestamps_fraction = 0;
+  double pack_fraction = 0;  // of the training windows, those that take more clips after the first
+  std::int64_t max_target_positions = 448;  // the decoder's: a packed window's tokens fit in them
+  std::uint64_t seed = 0;
+};
 class SpeechData {
  public:
-  SpeechData(std::vector<SpeechClip> train, std::vector<SpeechClip> test, const WhisperTokens& special,
-             std::int64_t window_frames, SpecAugmentConfig augment, double timestamps_fraction, std::uint64_t seed);
+  SpeechData(std::vector<SpeechClip> train, std::vector<SpeechClip> test, const WhisperTokens& special, SpeechDataOptions o);
   std::int64_t train_size() const { return static_cast<std::int64_t>(train_.size()); }
   std::int64_t test_size() const { return static_cast<std::int64_t>(test_.size()); }
   const std::vector<SpeechClip>& test() const { return test_; }
   // input_features (B, n_mels, window) and the decoder's inputs and labels (-100 at padding):
   // <|startoftranscript|> then <|notimestamps|> text <|endoftext|>, or (timestamps_fraction of
-  // the training clips) <|0.00|> text <|end time|> <|endoftext|>, as Whisper trains.
-  // ctc_targets / ctc_lengths, when given: each clip's transcript tokens (B, L), padded with
-  // 0, and their counts (B), for a CTC loss on the encoder.
+  // the training windows) <|start|> text <|end|> per clip, then <|endoftext|>, as Whisper trains.
+  // pack_fraction of the training windows are filled with further clips, drawn at random, as
+  // long as they fit behind the first (each after a pause of up to 0.3 s): a window then
+  // holds several sentences, as Whisper's 30-s windows do, and a step reads more speech.
+  // ctc_targets / ctc_lengths, when given: each window's transcript tokens (B, L), padded
+  // with 0, and their counts (B), for a CTC loss on the encoder.
   void train_batch(std::int64_t cursor, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels,
                    Tensor* ctc_targets = nullptr, Tensor* ctc_lengths = nullptr);
   void test_batch(std::int64_t first, std::int64_t batch, Tensor& features, Tensor& dec_in, Tensor& labels) const;
   Tensor window(const SpeechClip& c) const;  // (n_mels, window) as the model reads it
 
  private:
-  void pack(const std::vector<const SpeechClip*>& clips, const std::vector<bool>& timestamps, bool augment,
-            std::uint64_t draw, Tensor& features, Tensor& dec_in, Tensor& labels) const;
+  // One window's clips and the frame each starts at.
+  struct Window {
+    std::vector<const SpeechClip*> clips;
+    std::vector<std::int64_t> starts;
+    bool timestamps = false;
+  };
+  std::int64_t sound_frames(const SpeechClip& c) const;
+  void pack(const std::vector<Window>& windows, bool augment, std::uint64_t draw, Tensor& features, Tensor& dec_in,
+            Tensor& labels) const;
   std::vector<SpeechClip> train_, test_;
   WhisperTokens special_;
-  std::int64_t window_;
-  SpecAugmentConfig augment_;
-  double timestamps_fraction_;
-  std::uint64_t seed_;
+  SpeechDataOptions o_;
   std::int64_t cached_epoch_ = -1;
   std::vector<std::int64_t> order_;
 };

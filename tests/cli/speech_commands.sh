@@ -173,6 +173,19 @@ grep -q '"chunk_length": 6' "$DIR/asr/preprocessor_config.json" || fail "chunk_l
   > "$DIR/asr-ctc.json" 2> "$DIR/err" || { cat "$DIR/err"; fail "transcribe --ctc-weight"; }
 /usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1])); assert "segments" in t and t["duration"] > 0' "$DIR/asr-ctc.json" \
   || fail "the joint CTC/attention transcript"
+# hop_length 320 (50 feature frames a second, half the encoder's positions) and windows packed
+# with several clips and their timestamps: the saved front end says so, and the model
+# transcribes with timestamps and word timings inside the file.
+sed 's|"chunk_length": 6,|"chunk_length": 6, "hop_length": 320, "pack_fraction": 1, "timestamps_fraction": 1,|' "$DIR/speech.json" > "$DIR/hop.json"
+"$TFM" -t 1 train "$DIR/hop.json" --out "$DIR/asr320" > "$DIR/asr320.log" 2>&1 || { cat "$DIR/asr320.log"; fail "train hop_length 320, packed"; }
+grep -q '"hop_length": 320' "$DIR/asr320/preprocessor_config.json" || fail "hop_length not saved"
+grep -q '"nb_max_frames": 300' "$DIR/asr320/preprocessor_config.json" || fail "nb_max_frames for hop 320"
+grep -q '"max_source_positions": 150' "$DIR/asr320/config.json" || fail "max_source_positions for hop 320: $(cat "$DIR/asr320/config.json")"
+"$TFM" -t 1 transcribe -m "$DIR/asr320" "$DIR/corpus/test/000000.wav" --format json --word-timestamps > "$DIR/asr320.json" 2> "$DIR/err" \
+  || { cat "$DIR/err"; fail "transcribe with the hop-320 model"; }
+/usr/bin/python3 -c 'import json, sys; t = json.load(open(sys.argv[1]))
+assert t["duration"] > 0 and all(w["end"] <= 6.0 for s in t["segments"] for w in s.get("words", [])), t' "$DIR/asr320.json" \
+  || fail "the hop-320 model's transcript: $(cat "$DIR/asr320.json")"
 # Decoding with a CTC head that was never trained is refused, naming the key.
 sed 's|"ctc_weight": 0.3 }|"ctc_weight": 0 }|' "$DIR/speech.json" > "$DIR/noctc.json"
 if "$TFM" train "$DIR/noctc.json" --out "$DIR/noctc" 2> "$DIR/err" > /dev/null; then fail "eval.ctc_weight without a CTC loss trained"; fi
@@ -182,5 +195,5 @@ printf 'missing.wav\thello\n' > "$DIR/bad.tsv"
 sed "s|$DIR/corpus/test.tsv|$DIR/bad.tsv|" "$DIR/speech.json" > "$DIR/bad.json"
 if "$TFM" train "$DIR/bad.json" --out "$DIR/bad" 2> "$DIR/err" > /dev/null; then fail "a missing clip trained"; fi
 grep -q "missing.wav.*not a readable audio file" "$DIR/err" || fail "missing clip message: $(cat "$DIR/err")"
-echo "train: task speech writes wer; its directory transcribes"
+echo "train: task speech writes wer; its directory transcribes; hop_length 320 and packed windows"
 echo "speech commands: ok"

@@ -148,6 +148,18 @@ TEST(TrainConfigParse, RejectsUnknownKeysAndBadValues) {
     parse_train_config("{" + speech + R"(, "training": {"ctc_weight": 0.3}, "distributed": {"pipeline_parallel": 2}})", "c.json");
   });
   EXPECT_NE(e.find("not supported with tensor or pipeline parallelism"), std::string::npos) << e;
+  const std::string speech_data = R"("task": "speech", "model": {"model_type": "whisper"}, "data": {"train": "a.tsv", "test": "b.tsv", )";
+  const TrainConfig hop = parse_train_config("{" + speech_data + R"("hop_length": 320, "pack_fraction": 0.5}})", "c.json");
+  EXPECT_EQ(hop.hop_length, 320);
+  EXPECT_DOUBLE_EQ(hop.pack_fraction, 0.5);
+  e = expect_error([&] { parse_train_config("{" + speech_data + R"("hop_length": 401}})", "c.json"); });
+  EXPECT_NE(e.find("[c.json.data.hop_length]"), std::string::npos) << e;
+  e = expect_error([&] { parse_train_config("{" + speech_data + R"("pack_fraction": 2}})", "c.json"); });
+  EXPECT_NE(e.find("[c.json.data.pack_fraction]"), std::string::npos) << e;
+  e = expect_error([&] {
+    parse_train_config(R"({"model": {"model_type": "gpt2"}, "data": {"train": "t.txt", "pack_fraction": 0.5}})", "c.json");
+  });
+  EXPECT_NE(e.find("pack_fraction] applies to task \"speech\" only"), std::string::npos) << e;
 }
 
 // What a checkpoint holds after one optimiser step of a tiny model (step 5 of a run).
