@@ -307,7 +307,7 @@ def build_split(pool, split, n, sentences, seed, out_dir, progress_every=200):
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("out_dir")
-    ap.add_argument("--train", type=int, default=6000)
+    ap.add_argument("--train", type=int, default=15000)
     ap.add_argument("--test", type=int, default=300)
     ap.add_argument("--seed", type=int, default=1234)
     ap.add_argument("--jobs", type=int, default=2)
